@@ -1,0 +1,89 @@
+#!/bin/bash
+# Renders this node's configuration from the environment and execs the JVM.
+#   ROLE=zookeeper | broker (ZooKeeper mode) | kraft (combined broker+controller)
+#   NODE_ID, HOST_PORT (the 127.0.0.1 port the harness reaches this broker on),
+#   VOTERS (kraft), ZK_CONNECT (broker), CLUSTER_ID (kraft),
+#   BROKER_CONFIG ("k=v;k=v", appended last so it overrides), HEAP (default 512m),
+#   BYTEMAN (1 = load the agent with a listener on 127.0.0.1:9091), BYTEMAN_SCRIPT.
+set -euo pipefail
+ROLE=${ROLE:?ROLE must be zookeeper, broker or kraft}
+HEAP=${HEAP:-512m}
+RUN=/opt/kafka/run
+mkdir -p "$RUN" /data /chaos
+CP="/opt/kafka/libs/*"
+if ls /opt/kafka/libs/reload4j-*.jar >/dev/null 2>&1; then
+  LOG_OPTS="-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
+else
+  LOG_OPTS="-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties"
+fi
+JVM_OPTS="-Xms128m -Xmx$HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Dkafka.logs.dir=/data/logs $LOG_OPTS"
+
+if [ "$ROLE" = zookeeper ]; then
+  cat > "$RUN/zk.properties" <<PROPS
+dataDir=/data/zookeeper
+clientPort=2181
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+tickTime=2000
+PROPS
+  exec java $JVM_OPTS -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$RUN/zk.properties"
+fi
+
+NODE_ID=${NODE_ID:?NODE_ID is required}
+HOST_PORT=${HOST_PORT:?HOST_PORT is required}
+HOST=$(hostname)
+P="$RUN/server.properties"
+if [ "$ROLE" = kraft ]; then
+  cat > "$P" <<PROPS
+process.roles=broker,controller
+node.id=$NODE_ID
+controller.quorum.voters=${VOTERS:?VOTERS is required}
+controller.listener.names=CONTROLLER
+listeners=EXTERNAL://:9092,CONTROLLER://:9093,INTERNAL://:9094
+PROPS
+else
+  cat > "$P" <<PROPS
+broker.id=$NODE_ID
+zookeeper.connect=${ZK_CONNECT:-zk:2181}
+zookeeper.session.timeout.ms=18000
+listeners=EXTERNAL://:9092,INTERNAL://:9094
+PROPS
+fi
+cat >> "$P" <<PROPS
+advertised.listeners=EXTERNAL://127.0.0.1:$HOST_PORT,INTERNAL://$HOST:9094
+listener.security.protocol.map=EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=INTERNAL
+log.dirs=/data/kafka
+num.network.threads=2
+num.io.threads=4
+num.replica.fetchers=1
+num.partitions=1
+default.replication.factor=3
+min.insync.replicas=1
+offsets.topic.num.partitions=4
+offsets.topic.replication.factor=3
+transaction.state.log.num.partitions=4
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+unclean.leader.election.enable=false
+log.segment.bytes=67108864
+log.retention.check.interval.ms=300000
+replica.lag.time.max.ms=10000
+PROPS
+if [ -n "${BROKER_CONFIG:-}" ]; then
+  tr ';' '\n' <<<"$BROKER_CONFIG" >> "$P"
+fi
+
+if [ "$ROLE" = kraft ] && [ ! -f /data/kafka/meta.properties ]; then
+  java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted
+fi
+
+if [ "${BYTEMAN:-1}" = 1 ]; then
+  AGENT="-javaagent:/opt/byteman/byteman.jar=listener:true,address:127.0.0.1,port:9091,boot:/opt/byteman/byteman.jar"
+  if [ -n "${BYTEMAN_SCRIPT:-}" ]; then AGENT="$AGENT,script:$BYTEMAN_SCRIPT"; fi
+  JVM_OPTS="$JVM_OPTS $AGENT -Dorg.jboss.byteman.compile.to.bytecode=true"
+fi
+exec java $JVM_OPTS -cp "$CP" kafka.Kafka "$P"

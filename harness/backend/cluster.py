@@ -1,0 +1,189 @@
+"""A dockerized cluster: one compose project per cluster definition.
+
+Containers and networks carry ``io.chaosharness.*`` labels: ``managed``,
+``cluster``, ``owner`` and ``config``. The owner is ``keep`` for a cluster a
+user started with ``harness cluster up`` (reused, never removed implicitly),
+otherwise ``pid:<host>:<pid>`` of the harness process that started it; a
+cluster whose owner process is gone is a leftover of a killed run and is
+removed before the next one starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..clusters import ClusterDef, NodeDef, get_cluster
+from ..errors import BackendError
+from .compose import compose
+from .docker import LABEL_CLUSTER, LABEL_MANAGED, LABEL_OWNER, Container, Engine
+from .images import ensure_images
+
+__all__ = ["Cluster", "Node", "LABEL_CONFIG", "this_owner", "owner_alive", "remove_leftovers"]
+
+LABEL_CONFIG = "io.chaosharness.config"
+
+
+def this_owner() -> str:
+    return f"pid:{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str) -> bool:
+    """False only for an owner process on this host that no longer exists."""
+    if not owner.startswith("pid:"):
+        return True  # keep / manual: user-managed
+    _, host, pid = owner.split(":", 2)
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+def remove_leftovers(engine: Engine) -> list[str]:
+    """Removes the clusters of harness processes that died; returns their cluster names."""
+    dead: set[tuple[str, str]] = set()
+    for c in engine.containers({LABEL_MANAGED: "true"}):
+        owner = c.labels.get(LABEL_OWNER, "")
+        if not owner_alive(owner):
+            dead.add((c.labels.get(LABEL_CLUSTER, "?"), owner))
+    for cluster, owner in dead:
+        engine.remove_labelled({LABEL_CLUSTER: cluster, LABEL_OWNER: owner})
+    return sorted({c for c, _ in dead})
+
+
+@dataclass
+class Node:
+    """One node of a cluster: its definition and its container."""
+
+    spec: NodeDef
+    container: Container
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    def __str__(self) -> str:
+        return self.spec.name
+
+
+@dataclass
+class Cluster:
+    """A cluster definition bound to a version, broker settings and an owner."""
+
+    engine: Engine
+    spec: ClusterDef
+    version: str
+    broker_config: Mapping[str, str] = field(default_factory=dict)
+    owner: str = field(default_factory=this_owner)
+
+    @classmethod
+    def named(cls, engine: Engine, name: str, version: str | None = None,
+              broker_config: Mapping[str, str] | None = None, owner: str | None = None) -> Cluster:
+        spec = get_cluster(name)
+        version = version or spec.default_version
+        if version not in spec.versions:
+            raise BackendError(f"cluster {name} does not support version {version!r} "
+                               f"(supported: {', '.join(spec.versions)})")
+        return cls(engine, spec, version, dict(broker_config or {}), owner or this_owner())
+
+    @property
+    def project(self) -> str:
+        return f"chaos-{self.spec.name}"
+
+    @property
+    def config_key(self) -> str:
+        blob = json.dumps({"v": self.version, "cfg": sorted(self.broker_config.items())})
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def _env(self) -> dict[str, str]:
+        env = {"CHAOS_OWNER": self.owner, "CHAOS_CONFIG": self.config_key,
+               "CHAOS_BROKER_CONFIG": ";".join(f"{k}={v}" for k, v in self.broker_config.items()),
+               f"{self.spec.system.upper()}_VERSION": self.version}
+        return env
+
+    def containers(self) -> list[Container]:
+        return self.engine.containers({LABEL_CLUSTER: self.spec.name})
+
+    def state(self) -> str:
+        """absent | reusable | mismatch (exists with another config/owner) | stale (owner dead)."""
+        found = self.containers()
+        if not found:
+            return "absent"
+        owners = {c.labels.get(LABEL_OWNER, "") for c in found}
+        if any(not owner_alive(o) for o in owners):
+            return "stale"
+        configs = {c.labels.get(LABEL_CONFIG, "") for c in found}
+        if configs != {self.config_key} or len(found) != len(self.spec.nodes):
+            return "mismatch"
+        return "reusable"
+
+    def up(self, progress: Callable[[str], None] = print, *, reuse: bool = True) -> bool:
+        """Creates the cluster's containers (building images first); True if it reused them."""
+        state = self.state()
+        if state == "reusable" and reuse:
+            progress(f"{self.spec.name}: reusing the running cluster")
+            for c in self.containers():
+                if c.status == "paused":
+                    c.unpause()
+                if c.status != "running":
+                    c.start()
+            return True
+        if state != "absent":
+            progress(f"{self.spec.name}: removing the existing cluster ({state})")
+            self.down()
+        ensure_images(self.engine, self.spec.system, self.version, progress=progress)
+        progress(f"{self.spec.name}: starting {len(self.spec.nodes)} containers "
+                 f"({self.spec.system} {self.version})")
+        try:
+            compose(self.project, self.spec.compose_file, ["up", "-d", "--no-color"], self._env())
+        except BackendError:
+            self.down()
+            raise
+        return False
+
+    def down(self) -> None:
+        """Removes every container and network of this cluster (idempotent)."""
+        try:
+            compose(self.project, self.spec.compose_file,
+                    ["down", "-v", "--remove-orphans", "-t", "5"], self._env(), timeout=180)
+        except BackendError:
+            pass  # the label sweep below is the guarantee
+        self.engine.remove_labelled({LABEL_CLUSTER: self.spec.name})
+
+    def nodes(self) -> list[Node]:
+        by_service = {c.service: c for c in self.containers()}
+        missing = [n.name for n in self.spec.nodes if n.name not in by_service]
+        if missing:
+            raise BackendError(f"cluster {self.spec.name} is not up: no container for "
+                               f"{', '.join(missing)} (harness cluster up {self.spec.name})")
+        return [Node(n, by_service[n.name]) for n in self.spec.nodes]
+
+    def node(self, name: str) -> Node:
+        if name not in self.spec.node_names:
+            raise BackendError(f"no node {name!r} in cluster {self.spec.name} "
+                               f"(nodes: {', '.join(self.spec.node_names)})")
+        return next(n for n in self.nodes() if n.name == name)
+
+    def node_logs(self, names: list[str] | None = None, tail: int = 20) -> list[tuple[str, str]]:
+        """(node, last log lines) for the timeout messages of waits."""
+        out = []
+        for n in self.nodes():
+            if names is None or n.name in names:
+                try:
+                    out.append((n.name, n.container.logs(tail=tail)))
+                except BackendError as exc:
+                    out.append((n.name, f"<no logs: {exc}>"))
+        return out

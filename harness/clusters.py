@@ -1,0 +1,115 @@
+"""The cluster definitions the harness knows: names, nodes, versions, ports.
+
+One table, read by the case validator (node names, versions) and by the
+backend (compose file, images, published ports). The compose files in
+``compose/`` must agree with it; ``tests/unit/test_clusters.py`` checks that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR",
+           "KAFKA_VERSIONS", "PULSAR_VERSIONS"]
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE_DIR = ROOT / "compose"
+
+#: Versions with a resolvable Maven build; first is the default.
+KAFKA_VERSIONS = ("3.9.2", "4.1.2")
+PULSAR_VERSIONS = ("4.0.7",)
+
+
+@dataclass(frozen=True)
+class NodeDef:
+    """One container of a cluster.
+
+    ``kind``: zookeeper, broker (Kafka broker or combined KRaft node), bookie,
+    pulsar-broker. ``host_port``: the port on 127.0.0.1 the harness reaches it on.
+    """
+
+    name: str
+    kind: str
+    node_id: int
+    host_port: int | None = None
+    admin_port: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDef:
+    name: str
+    system: str  # kafka | pulsar
+    compose_file: Path
+    nodes: tuple[NodeDef, ...]
+    versions: tuple[str, ...]
+    mode: str  # zk | kraft | pulsar
+
+    @property
+    def default_version(self) -> str:
+        return self.versions[0]
+
+    def node(self, name: str) -> NodeDef:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def nodes_of(self, kind: str) -> tuple[NodeDef, ...]:
+        return tuple(n for n in self.nodes if n.kind == kind)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.nodes)
+
+    @property
+    def bootstrap(self) -> str:
+        """Client bootstrap address (Kafka) or service URL (Pulsar) on loopback."""
+        if self.system == "kafka":
+            return ",".join(f"127.0.0.1:{n.host_port}" for n in self.nodes_of("broker"))
+        brokers = self.nodes_of("pulsar-broker")
+        return "pulsar://" + ",".join(f"127.0.0.1:{n.host_port}" for n in brokers)
+
+    @property
+    def admin_urls(self) -> tuple[str, ...]:
+        return tuple(f"http://127.0.0.1:{n.admin_port}" for n in self.nodes_of("pulsar-broker"))
+
+
+def _kafka_brokers(base_port: int) -> tuple[NodeDef, ...]:
+    return tuple(NodeDef(f"kafka-{i}", "broker", i, host_port=base_port + i) for i in (1, 2, 3))
+
+
+CLUSTERS: dict[str, ClusterDef] = {
+    "kafka-zk": ClusterDef(
+        name="kafka-zk", system="kafka", mode="zk",
+        compose_file=COMPOSE_DIR / "kafka-zk.yaml",
+        nodes=(NodeDef("zk", "zookeeper", 0, host_port=12181),) + _kafka_brokers(19090),
+        versions=("3.9.2",),
+    ),
+    "kafka-kraft": ClusterDef(
+        name="kafka-kraft", system="kafka", mode="kraft",
+        compose_file=COMPOSE_DIR / "kafka-kraft.yaml",
+        nodes=_kafka_brokers(29090),
+        versions=KAFKA_VERSIONS,
+    ),
+    "pulsar": ClusterDef(
+        name="pulsar", system="pulsar", mode="pulsar",
+        compose_file=COMPOSE_DIR / "pulsar.yaml",
+        nodes=(NodeDef("zk", "zookeeper", 0, host_port=32181),)
+        + tuple(NodeDef(f"bookie-{i}", "bookie", i) for i in (1, 2, 3))
+        + tuple(NodeDef(f"broker-{i}", "pulsar-broker", i, host_port=36650 + i,
+                        admin_port=38080 + i) for i in (1, 2)),
+        versions=PULSAR_VERSIONS,
+    ),
+}
+
+
+def get_cluster(name: str) -> ClusterDef:
+    """The cluster called ``name``; a clear error listing the known ones otherwise."""
+    from .errors import BackendError
+
+    try:
+        return CLUSTERS[name]
+    except KeyError:
+        known = ", ".join(sorted(CLUSTERS))
+        raise BackendError(f"unknown cluster {name!r} (known: {known})") from None

@@ -1,0 +1,81 @@
+"""The harness's exception tree.
+
+Every error a user can cause or meet is one of these; the CLI prints its
+message and exits 2, never a traceback. Third-party exceptions are translated
+at the boundary (``raise BackendError(...) from exc``).
+
+::
+
+    HarnessError
+    ├── CaseError          a case file is malformed (names file, line, field)
+    ├── BackendError       Docker engine, images, compose, containers
+    │   └── ImageError     an image or its inputs (Maven coordinates) cannot be built
+    ├── SystemError_       a Kafka/Pulsar admin call failed or a role cannot be resolved
+    ├── FaultError         a fault could not be applied or healed
+    ├── WaitTimeout        a condition was not met in time (says what, shows logs)
+    └── CheckError         the checker could not read or judge a history
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HarnessError",
+    "CaseError",
+    "BackendError",
+    "ImageError",
+    "SystemError_",
+    "FaultError",
+    "WaitTimeout",
+    "CheckError",
+]
+
+
+class HarnessError(Exception):
+    """Base of every error the harness reports to a user."""
+
+    #: Process exit code the CLI uses for this error.
+    exit_code = 2
+
+
+class CaseError(HarnessError):
+    """A case file failed to load or validate.
+
+    ``str(err)`` reads ``cases/kafka/c1.yaml:14: steps[3].kill9: unknown role ...``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = ""
+        if path:
+            where = f"{path}:{line}: " if line else f"{path}: "
+        if field:
+            where += f"{field}: "
+        super().__init__(where + message)
+
+
+class BackendError(HarnessError):
+    """The container backend (Docker engine, compose, a container) failed."""
+
+
+class ImageError(BackendError):
+    """An image could not be built, or its inputs could not be resolved."""
+
+
+class SystemError_(HarnessError):  # trailing underscore: do not shadow the builtin
+    """A Kafka or Pulsar admin operation failed, or a role could not be resolved."""
+
+
+class FaultError(HarnessError):
+    """A fault could not be applied or healed."""
+
+
+class WaitTimeout(HarnessError):
+    """A condition was not met in time; the message says what was awaited."""
+
+
+class CheckError(HarnessError):
+    """A history could not be read or checked."""

@@ -1,0 +1,213 @@
+"""Fault primitives on cluster nodes, looked up by name, each with a heal.
+
+``kill9`` (SIGKILL; the container keeps its data), ``stop`` (SIGTERM, then
+SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
+freezer), ``partition``/``heal`` (iptables run from the host inside the
+container's network namespace: no capability is needed in the container).
+
+:class:`Nemesis` remembers what it did so that :meth:`Nemesis.heal_all` can
+undo it; every operation is idempotent, and ``heal_all`` is safe to call at
+any time, any number of times (it is the runner's cleanup step).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..backend.cluster import Cluster, Node
+from ..errors import BackendError, FaultError
+from ..history import HistoryWriter
+from ..wait import wait_until
+
+__all__ = ["Nemesis", "FAULTS", "DIRECTIONS"]
+
+DIRECTIONS = ("both", "in", "out")
+_CHAIN = "CHAOS"
+
+
+class Nemesis:
+    """Applies and heals faults on one cluster, recording each in the timeline."""
+
+    def __init__(self, cluster: Cluster, timeline: HistoryWriter | None = None) -> None:
+        self.cluster = cluster
+        self.timeline = timeline
+        self.paused: set[str] = set()
+        self.down: set[str] = set()
+        self.partitioned: set[str] = set()
+
+    # -- bookkeeping -------------------------------------------------------------
+    def _record(self, action: str, node: Node | None, role: str | None = None, **detail: Any) -> None:
+        if self.timeline is not None:
+            self.timeline.record("fault", action=action, node=node.name if node else None,
+                                 role=role, detail=detail or None)
+
+    def apply(self, action: str, node: Node, *, role: str | None = None, **params: Any) -> None:
+        """Runs fault ``action`` (a name from :data:`FAULTS`) on ``node``."""
+        try:
+            fn = FAULTS[action]
+        except KeyError:
+            raise FaultError(f"unknown fault {action!r} (known: {', '.join(sorted(FAULTS))})") from None
+        try:
+            fn(self, node, **params)
+        except BackendError as exc:
+            raise FaultError(f"{action} on {node.name} failed: {exc}") from exc
+        self._record(action, node, role, **{k: _plain(v) for k, v in params.items()})
+
+    # -- process faults --------------------------------------------------------------
+    def kill9(self, node: Node) -> None:
+        if node.container.status in ("running", "paused"):
+            if node.container.status == "paused":
+                node.container.unpause()  # SIGKILL to a frozen task is delivered on thaw
+                self.paused.discard(node.name)
+            node.container.kill("KILL")
+        self.down.add(node.name)
+        self.partitioned.discard(node.name)  # its network namespace died with it
+
+    def stop(self, node: Node, grace: int = 30) -> None:
+        if node.container.status == "paused":
+            node.container.unpause()
+            self.paused.discard(node.name)
+        if node.container.status == "running":
+            node.container.stop(timeout=grace)
+        self.down.add(node.name)
+        self.partitioned.discard(node.name)
+
+    def start(self, node: Node) -> None:
+        if node.container.status not in ("running", "paused"):
+            node.container.start()
+        wait_until(lambda: node.container.status == "running", timeout=30,
+                   what=f"{node.name} running after start")
+        self.down.discard(node.name)
+
+    def pause(self, node: Node) -> None:
+        if node.container.status == "running":
+            node.container.pause()
+        self.paused.add(node.name)
+
+    def resume(self, node: Node) -> None:
+        if node.container.status == "paused":
+            node.container.unpause()
+        self.paused.discard(node.name)
+
+    # -- network faults ----------------------------------------------------------------
+    def partition(self, node: Node, peers: Iterable[Node] | None = None,
+                  direction: str = "both") -> None:
+        """Cuts ``node`` from ``peers`` (default: every other node of the cluster).
+
+        ``direction``: ``both``, ``in`` (drop what peers send to node) or
+        ``out`` (drop what node sends to peers). The harness's own client
+        traffic (through the published loopback ports) is not cut.
+        """
+        if direction not in DIRECTIONS:
+            raise FaultError(f"partition direction {direction!r} (expected {', '.join(DIRECTIONS)})")
+        targets = list(peers) if peers is not None else \
+            [n for n in self.cluster.nodes() if n.name != node.name]
+        ips = [p.container.ip() for p in targets if p.container.status in ("running", "paused")]
+        pid = node.container.pid
+        _ensure_chain(pid)
+        for ip in ips:
+            if direction in ("both", "in"):
+                _iptables(pid, ["-A", _CHAIN, "-s", ip, "-j", "DROP"])
+            if direction in ("both", "out"):
+                _iptables(pid, ["-A", _CHAIN, "-d", ip, "-j", "DROP"])
+        self.partitioned.add(node.name)
+
+    def heal(self, node: Node | None = None) -> None:
+        """Removes network faults (of ``node``, or of every node) and resumes paused nodes."""
+        nodes = [node] if node is not None else self.cluster.nodes()
+        for n in nodes:
+            if n.container.status == "paused":
+                n.container.unpause()
+            self.paused.discard(n.name)
+            if n.container.status == "running":
+                _flush_chain(n.container.pid)
+            self.partitioned.discard(n.name)
+        self._record("heal", node)
+
+    def heal_all(self, *, start_down: bool = True) -> list[str]:
+        """Undoes everything: resume, unpartition, and (by default) start stopped nodes.
+
+        Never raises for a single node: returns the problems met instead, so the
+        runner's cleanup always reaches teardown.
+        """
+        problems: list[str] = []
+        try:
+            nodes = self.cluster.nodes()
+        except BackendError as exc:
+            return [str(exc)]
+        for n in nodes:
+            try:
+                status = n.container.status
+                if status == "paused":
+                    n.container.unpause()
+                    status = "running"
+                if status == "running":
+                    _flush_chain(n.container.pid)
+                elif start_down and status in ("exited", "created"):
+                    n.container.start()
+            except (BackendError, FaultError) as exc:
+                problems.append(f"{n.name}: {exc}")
+        self.paused.clear()
+        self.partitioned.clear()
+        if start_down:
+            self.down.clear()
+        if self.timeline is not None:
+            self.timeline.record("fault", action="heal-all", node=None, role=None,
+                                 detail={"problems": problems} if problems else None)
+        return problems
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Node):
+        return value.name
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _nsenter() -> str:
+    path = shutil.which("nsenter")
+    if path is None:
+        raise FaultError("nsenter is not installed (util-linux): run bin/setup")
+    return path
+
+
+def _iptables(pid: int, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [_nsenter(), "-t", str(pid), "-n", "iptables", "-w", "5", *args]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except FileNotFoundError as exc:
+        raise FaultError("iptables is not installed on the host: run bin/setup") from exc
+    if check and out.returncode != 0:
+        raise FaultError(f"iptables {' '.join(args)} in netns of pid {pid} failed: "
+                         f"{out.stderr.strip()[:300]}")
+    return out
+
+
+def _ensure_chain(pid: int) -> None:
+    if _iptables(pid, ["-L", _CHAIN, "-n"], check=False).returncode != 0:
+        _iptables(pid, ["-N", _CHAIN])
+    for hook in ("INPUT", "OUTPUT"):
+        if _iptables(pid, ["-C", hook, "-j", _CHAIN], check=False).returncode != 0:
+            _iptables(pid, ["-I", hook, "1", "-j", _CHAIN])
+
+
+def _flush_chain(pid: int) -> None:
+    if _iptables(pid, ["-L", _CHAIN, "-n"], check=False).returncode == 0:
+        _iptables(pid, ["-F", _CHAIN])
+
+
+Fault = Callable[..., None]
+#: The fault registry: case files name faults by these keys.
+FAULTS: dict[str, Fault] = {
+    "kill9": Nemesis.kill9,
+    "stop": Nemesis.stop,
+    "start": Nemesis.start,
+    "pause": Nemesis.pause,
+    "resume": Nemesis.resume,
+    "partition": Nemesis.partition,
+    "heal": Nemesis.heal,
+}

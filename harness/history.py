@@ -1,0 +1,180 @@
+"""The history: the one contract between clients, collector, checker and report.
+
+A run directory holds ``history/*.jsonl``: one file per client (producer,
+consumer, the recovery reader), one JSON object per line, appended and flushed
+as the run goes, so a crash of the harness keeps what was recorded (a torn last
+line is skipped by :func:`read_events`). It also holds ``timeline.jsonl``
+(faults, injections, leadership snapshots) in the same line format.
+
+Every event has ``type``, ``client`` (who wrote it), ``t`` (wall clock, Unix
+seconds) and ``m`` (monotonic seconds, comparable within one harness process).
+
+Client events (Jepsen's ok / fail / info split: a timed-out send is *not* a
+failed send):
+
+``invoke``
+    A send was attempted. ``mid`` (unique message id, also the start of the
+    value), ``topic``, ``key`` (or null).
+``ok``
+    The broker acknowledged ``mid``. Position fields (below).
+``fail``
+    The send definitely did not happen. ``mid``, ``error``.
+``info``
+    Outcome unknown (timeout, connection lost after sending). ``mid``, ``error``.
+``poll``
+    A consumer read a record: ``mid`` (parsed from the value, or null if the
+    value is not ours), ``phase`` (``run`` during the case, ``recovery`` for
+    the final read after heal), ``topic``, position fields, ``ts`` (record
+    timestamp, ms), ``key``.
+``reset``
+    The consumer saw its position move other than forward by one: ``topic``,
+    ``partition``, ``reason`` (``offset-out-of-range``, ``truncation``,
+    ``rebalance``, ...), ``from`` and ``to`` offsets where known.
+``stall``
+    A send call blocked the caller (Pulsar queue full): ``seconds``.
+
+Position fields: ``partition`` (int). Kafka: ``offset`` (int) and ``epoch``
+(leader epoch, int or null). Pulsar: ``ledger``, ``entry``, ``batch`` (ints;
+``batch`` is -1 for a non-batched message) and ``offset`` null. The total
+order of positions within a partition is :func:`position_key`.
+
+Timeline events (``timeline.jsonl``, ``client`` = ``runner``):
+
+``fault``
+    ``action`` (kill9, stop, start, pause, resume, partition, heal, ...),
+    ``node``, ``role`` (the selector it resolved from), ``detail``.
+``inject``
+    ``point``, ``node``, ``status`` (armed, hit, timeout), ``detail`` (the
+    rule's event fields: leo, hw, fetch offset ...).
+``leader``
+    ``topic``, ``partition``, ``leader``, ``isr`` (list), ``epoch``.
+``step``
+    ``index``, ``name``, ``status`` (start, done, error).
+``mark``
+    Free-form marker with ``label``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "CLIENT_TYPES",
+    "TIMELINE_TYPES",
+    "HistoryWriter",
+    "read_events",
+    "history_files",
+    "position_key",
+    "make_value",
+    "parse_mid",
+    "SCHEMA_VERSION",
+]
+
+SCHEMA_VERSION = 1
+CLIENT_TYPES = frozenset({"invoke", "ok", "fail", "info", "poll", "reset", "stall", "meta"})
+TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"})
+
+_MID_SEP = b"|"
+
+
+def make_value(mid: str, size: int = 0) -> bytes:
+    """A record value that starts with its message id, padded to ``size`` bytes."""
+    head = mid.encode() + _MID_SEP
+    if size > len(head):
+        return head + b"x" * (size - len(head))
+    return head
+
+
+def parse_mid(value: bytes | None) -> str | None:
+    """The message id at the start of a value made by :func:`make_value`, else None."""
+    if not value:
+        return None
+    sep = value.find(_MID_SEP)
+    if sep <= 0 or sep > 64:
+        return None
+    try:
+        return value[:sep].decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def position_key(event: dict[str, Any]) -> tuple[int, int, int]:
+    """Total order of a record's position within its partition (Kafka or Pulsar)."""
+    if event.get("offset") is not None:
+        return (-1, int(event["offset"]), -1)
+    return (int(event.get("ledger", -1)), int(event.get("entry", -1)), int(event.get("batch", -1)))
+
+
+class HistoryWriter:
+    """Appends events to one JSONL file; thread-safe; flushes at most every ``flush_s``.
+
+    Use as a context manager. ``record`` stamps ``client``, ``t`` and ``m``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], client: str, *, flush_s: float = 0.2) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.client = client
+        self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8", buffering=1 << 16)
+        self._lock = threading.Lock()
+        self._flush_s = flush_s
+        self._last_flush = time.monotonic()
+
+    def record(self, type_: str, **fields: Any) -> dict[str, Any]:
+        event: dict[str, Any] = {"type": type_, "client": self.client,
+                                 "t": round(time.time(), 6), "m": round(time.monotonic(), 6)}
+        event.update(fields)
+        line = json.dumps(event, separators=(",", ":"), default=str) + "\n"
+        with self._lock:
+            if self._fh is None:
+                raise ValueError(f"history {self.path} is closed")
+            self._fh.write(line)
+            now = event["m"]
+            if now - self._last_flush >= self._flush_s:
+                self._fh.flush()
+                self._last_flush = now
+        return event
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def history_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """The client history files of a run directory, in name order."""
+    return sorted((Path(run_dir) / "history").glob("*.jsonl"))
+
+
+def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Events of one JSONL file; a torn or corrupt line (crash mid-write) is skipped."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                return  # torn tail from a crash
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and "type" in event:
+                yield event

@@ -1,0 +1,202 @@
+"""Kafka on a dockerized cluster: readiness, topics, partition roles, controller.
+
+Admin calls use confluent-kafka's AdminClient against the brokers' loopback
+listeners; the ZooKeeper-mode controller and partition state (with the leader
+epoch) are read with kazoo; the KRaft quorum leader with Kafka's own
+MetadataQuorumCommand inside a broker container.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..backend.cluster import Cluster, Node
+from ..errors import SystemError_
+from ..wait import wait_until
+
+__all__ = ["KafkaSystem", "PartitionState", "ControllerState"]
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # broker id, -1 when the partition has no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    epoch: int | None  # leader epoch (ZooKeeper: partition state; KRaft: of the latest record)
+
+    def as_event(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
+                "replicas": list(self.replicas), "isr": list(self.isr), "epoch": self.epoch}
+
+
+@dataclass(frozen=True)
+class ControllerState:
+    broker: int
+    epoch: int | None
+
+
+class KafkaSystem:
+    """Admin view of a Kafka cluster. Node names are ``kafka-<broker id>``."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.cluster = cluster
+        self.spec = cluster.spec
+        self.admin = AdminClient({"bootstrap.servers": self.spec.bootstrap,
+                                  "socket.timeout.ms": 5000, "socket.connection.setup.timeout.ms": 3000,
+                                  "log_level": 0})
+
+    # -- naming ---------------------------------------------------------------
+    def node_name(self, broker_id: int) -> str:
+        return f"kafka-{broker_id}"
+
+    def broker_id(self, node: Node | str) -> int:
+        name = node if isinstance(node, str) else node.name
+        return self.spec.node(name).node_id
+
+    def brokers(self) -> list[Node]:
+        return [n for n in self.cluster.nodes() if n.kind == "broker"]
+
+    # -- readiness ------------------------------------------------------------
+    def live_brokers(self) -> set[int]:
+        md = self.admin.list_topics(timeout=5)
+        return set(md.brokers)
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        """All brokers registered, a controller elected, an internal round trip possible."""
+        want = {n.node_id for n in self.spec.nodes_of("broker")}
+
+        def ready() -> bool:
+            md = self.admin.list_topics(timeout=5)
+            return set(md.brokers) >= want and md.controller_id in want
+
+        wait_until(ready, timeout=timeout, what=f"{self.spec.name}: all {len(want)} brokers registered",
+                   logs=self.cluster.node_logs)
+        if self.spec.mode == "zk":
+            wait_until(lambda: self.controller().broker in want, timeout=timeout,
+                       what="a ZooKeeper controller", logs=self.cluster.node_logs)
+
+    # -- topics -----------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     config: Mapping[str, str] | None = None, timeout: float = 60) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                         config=dict(config or {}))
+        fut = self.admin.create_topics([topic], request_timeout=30)[name]
+        try:
+            fut.result(timeout=40)
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise SystemError_(f"creating topic {name} failed: {exc}") from exc
+
+        def all_led() -> bool:
+            states = [self.partition_state(name, p) for p in range(partitions)]
+            return all(s.leader >= 0 and len(s.isr) == replication_factor for s in states)
+
+        wait_until(all_led, timeout=timeout, what=f"topic {name}: every partition led with a full ISR",
+                   logs=self.cluster.node_logs)
+
+    def delete_topics(self, names: list[str]) -> None:
+        if not names:
+            return
+        for name, fut in self.admin.delete_topics(names, operation_timeout=30).items():
+            try:
+                fut.result(timeout=40)
+            except Exception as exc:
+                if "UNKNOWN_TOPIC" not in str(exc):
+                    raise SystemError_(f"deleting topic {name} failed: {exc}") from exc
+
+    def topics(self) -> list[str]:
+        return [t for t in self.admin.list_topics(timeout=10).topics if not t.startswith("__")]
+
+    # -- partition roles --------------------------------------------------------
+    def partition_state(self, topic: str, partition: int = 0) -> PartitionState:
+        if self.spec.mode == "zk":
+            return self._zk_partition_state(topic, partition)
+        md = self.admin.list_topics(topic=topic, timeout=5)
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None or partition not in tmd.partitions:
+            err = tmd.error if tmd is not None else "unknown topic"
+            raise SystemError_(f"no metadata for {topic}-{partition}: {err}")
+        pmd = tmd.partitions[partition]
+        return PartitionState(topic, partition, pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs),
+                              self._latest_epoch(topic, partition) if pmd.leader >= 0 else None)
+
+    def _latest_epoch(self, topic: str, partition: int) -> int | None:
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        tp = TopicPartition(topic, partition)
+        try:
+            res = self.admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=5)[tp].result(5)
+        except Exception:
+            return None
+        epoch = getattr(res, "leader_epoch", None)
+        return int(epoch) if epoch is not None and epoch >= 0 else None
+
+    def _zk_partition_state(self, topic: str, partition: int) -> PartitionState:
+        data = self._zk_get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        assignment = self._zk_get(f"/brokers/topics/{topic}")
+        replicas = tuple(assignment.get("partitions", {}).get(str(partition), ()))
+        return PartitionState(topic, partition, int(data["leader"]), replicas,
+                              tuple(data["isr"]), int(data["leader_epoch"]))
+
+    def leader(self, topic: str, partition: int = 0) -> Node | None:
+        state = self.partition_state(topic, partition)
+        return self.cluster.node(self.node_name(state.leader)) if state.leader >= 0 else None
+
+    def followers(self, topic: str, partition: int = 0) -> list[Node]:
+        state = self.partition_state(topic, partition)
+        return [self.cluster.node(self.node_name(b)) for b in state.replicas if b != state.leader]
+
+    # -- controller ---------------------------------------------------------------
+    def controller(self) -> ControllerState:
+        if self.spec.mode == "zk":
+            ctl = self._zk_get("/controller")
+            epoch = self._zk_get("/controller_epoch")
+            return ControllerState(int(ctl["brokerid"]), int(epoch))
+        return self._kraft_quorum_leader()
+
+    def _kraft_quorum_leader(self) -> ControllerState:
+        voters = ",".join(f"{n.name}:9093" for n in self.spec.nodes_of("broker"))
+        for node in self.brokers():
+            if node.container.status != "running":
+                continue
+            code, out = node.container.exec(
+                ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.MetadataQuorumCommand",
+                 "--bootstrap-controller", voters, "describe", "--status"])
+            leader = re.search(r"LeaderId:\s*(-?\d+)", out)
+            epoch = re.search(r"LeaderEpoch:\s*(\d+)", out)
+            if code == 0 and leader:
+                return ControllerState(int(leader.group(1)), int(epoch.group(1)) if epoch else None)
+        raise SystemError_("could not read the KRaft quorum leader from any running node")
+
+    # -- ZooKeeper ------------------------------------------------------------------
+    def _zk_get(self, path: str) -> Any:
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import NoNodeError
+
+        zk_port = self.spec.node("zk").host_port
+        client = KazooClient(hosts=f"127.0.0.1:{zk_port}", timeout=5, connection_retry={"max_tries": 2})
+        try:
+            client.start(timeout=10)
+            raw, _ = client.get(path)
+        except NoNodeError as exc:
+            raise SystemError_(f"ZooKeeper has no {path}") from exc
+        except Exception as exc:
+            raise SystemError_(f"reading {path} from ZooKeeper failed: {exc}") from exc
+        finally:
+            try:
+                client.stop()
+                client.close()
+            except Exception:
+                pass
+        return json.loads(raw.decode())
