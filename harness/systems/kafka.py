@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backend.cluster import Cluster, Node
+from ..collect.segments import SegmentRecord, read_partition_dir
 from ..errors import SystemError_
 from ..wait import wait_until
 
@@ -28,7 +29,8 @@ class PartitionState:
     leader: int  # broker id, -1 when the partition has no leader
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
-    epoch: int | None  # leader epoch (ZooKeeper: partition state; KRaft: of the latest record)
+    epoch: int | None  # leader epoch: from ZooKeeper's partition state; None in KRaft mode
+    # (clients see KRaft epochs on each record: history ``ok``/``poll`` events carry them)
 
     def as_event(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
@@ -121,26 +123,40 @@ class KafkaSystem:
     def partition_state(self, topic: str, partition: int = 0) -> PartitionState:
         if self.spec.mode == "zk":
             return self._zk_partition_state(topic, partition)
-        md = self.admin.list_topics(topic=topic, timeout=5)
-        tmd = md.topics.get(topic)
-        if tmd is None or tmd.error is not None or partition not in tmd.partitions:
-            err = tmd.error if tmd is not None else "unknown topic"
-            raise SystemError_(f"no metadata for {topic}-{partition}: {err}")
-        pmd = tmd.partitions[partition]
-        return PartitionState(topic, partition, pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs),
-                              self._latest_epoch(topic, partition) if pmd.leader >= 0 else None)
+        return self._kraft_partition_state(topic, partition)
 
-    def _latest_epoch(self, topic: str, partition: int) -> int | None:
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
+    def _kraft_partition_state(self, topic: str, partition: int) -> PartitionState:
+        """The majority view of the running brokers, each asked on its own connection.
 
-        tp = TopicPartition(topic, partition)
-        try:
-            res = self.admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=5)[tp].result(5)
-        except Exception:
-            return None
-        epoch = getattr(res, "leader_epoch", None)
-        return int(epoch) if epoch is not None and epoch >= 0 else None
+        A broker cut off from the controllers keeps serving its last metadata
+        (claiming leadership it lost); asking one broker would trust it.
+        """
+        from collections import Counter
+
+        from confluent_kafka.admin import AdminClient
+
+        votes: Counter[tuple[int, tuple[int, ...], tuple[int, ...]]] = Counter()
+        errors = []
+        for node in self.brokers():
+            if node.container.status != "running":
+                continue
+            one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
+                               "socket.timeout.ms": 3000, "log_level": 0,
+                               "socket.connection.setup.timeout.ms": 2000})
+            try:
+                tmd = one.list_topics(topic=topic, timeout=3).topics.get(topic)
+            except Exception as exc:
+                errors.append(f"{node.name}: {exc}")
+                continue
+            if tmd is None or tmd.error is not None or partition not in tmd.partitions:
+                errors.append(f"{node.name}: {tmd.error if tmd is not None else 'unknown topic'}")
+                continue
+            pmd = tmd.partitions[partition]
+            votes[(pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs))] += 1
+        if not votes:
+            raise SystemError_(f"no broker answered for {topic}-{partition}: {'; '.join(errors)}")
+        leader, replicas, isr = votes.most_common(1)[0][0]
+        return PartitionState(topic, partition, leader, replicas, isr, None)
 
     def _zk_partition_state(self, topic: str, partition: int) -> PartitionState:
         data = self._zk_get(f"/brokers/topics/{topic}/partitions/{partition}/state")
@@ -156,6 +172,11 @@ class KafkaSystem:
     def followers(self, topic: str, partition: int = 0) -> list[Node]:
         state = self.partition_state(topic, partition)
         return [self.cluster.node(self.node_name(b)) for b in state.replicas if b != state.leader]
+
+    def replica_log(self, node: Node, topic: str, partition: int = 0) -> list[SegmentRecord]:
+        """The records in ``node``'s copy of the partition, read from its files (works while it is down)."""
+        files = node.container.get_files(f"/data/kafka/{topic}-{partition}")
+        return read_partition_dir(files).get((topic, partition), [])
 
     # -- controller ---------------------------------------------------------------
     def controller(self) -> ControllerState:

@@ -1,0 +1,318 @@
+"""Reading the ``steps`` list: workloads, faults, awaits and injections."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness.clusters import ClusterDef
+from harness.errors import CaseError
+
+from ._fields import (NON_NEGATIVE, POSITIVE, Fields, boolean, choice, clip, duration, error,
+                      name, number, show, string, suggest, unknown)
+from ._yaml import Node
+from .model import (ACTIONS, CONDITIONS, DEFAULT_AWAIT_TIMEOUT_S, DEFAULT_INJECT_TIMEOUT_S,
+                    DIRECTIONS, NODE_FAULTS, AwaitArgs, ConsumeArgs, FaultArgs, HealArgs,
+                    InjectArgs, ProduceArgs, Selector, Step, StepArgs, other_system,
+                    roles_for)
+
+__all__ = ["StepContext", "read_steps", "available_points"]
+
+
+def available_points(system: str, version: str) -> frozenset[str]:
+    """The built-in injection points for ``system`` ``version``.
+
+    Imported on call: :mod:`harness.inject` may itself import the case model.
+    """
+    from harness.inject import available_points as points
+
+    return points(system, version)
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    """Sort key putting ``C2`` before ``C10``."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+@dataclass
+class StepContext:
+    """What reading steps needs from the rest of the case, and what earlier steps defined."""
+
+    system: str
+    cluster: ClusterDef
+    version: str
+    partitions: int
+    replication_factor: int
+    base_dir: Path  # rule files are relative to it
+    case_timeout_s: float
+    index: int = 0  # of the step being read
+    workloads: dict[str, str] = field(default_factory=dict)  # name -> label of its step
+    background: set[str] = field(default_factory=set)
+    armed: set[str] = field(default_factory=set)  # injection points of earlier inject steps
+
+    def partition(self, node: Node, field: str) -> int:
+        """A partition number of the case's topic."""
+        number_ = NON_NEGATIVE(node, field)
+        if number_ >= self.partitions:
+            raise error(node, field, f"partition {number_} does not exist "
+                                     f"(the topic has {self.partitions})")
+        return number_
+
+    def selector(self, node: Node, field: str) -> Selector:
+        """``leader`` or ``{node: leader, partition: 1}``."""
+        if isinstance(node.value, str):
+            return self._resolve(string(node, field), node, field, 0)
+        if not isinstance(node.value, dict):
+            raise error(node, field, "expected a role or node name, or {node: ..., "
+                                     f"partition: ...}}; got {show(node.value)}")
+        return self.selector_in(Fields(node, field, ("node", "partition")))
+
+    def selector_in(self, fields: Fields) -> Selector:
+        """The selector written as the ``node`` and ``partition`` keys of ``fields``."""
+        text = fields.need("node", string)
+        partition = fields.get("partition", self.partition, 0)
+        return self._resolve(text, fields.at("node"), fields.sub("node"), partition)
+
+    def _resolve(self, text: str, node: Node, field: str, partition: int) -> Selector:
+        roles = roles_for(self.system)
+        if text in roles:
+            return Selector(role=text, partition=partition)
+        if text in self.cluster.node_names:
+            return Selector(node=text, partition=partition)
+        other = other_system(self.system)
+        if text in roles_for(other):
+            raise error(node, field, f"role {text!r} is for {other} cases; {self.system} roles: "
+                                     f"{', '.join(roles)}")
+        raise error(node, field, unknown("role", text, roles + self.cluster.node_names))
+
+    def builtin_point(self, node: Node, field: str) -> str:
+        """An injection point that :func:`available_points` offers for the case's version."""
+        point = string(node, field)
+        points = sorted(available_points(self.system, self.version), key=_natural)
+        if point not in points:
+            raise error(node, field, f"point {clip(point)!r} not available for {self.system} "
+                                     f"{self.version} (available: {', '.join(points) or 'none'})")
+        return point
+
+    def rule_file(self, node: Node, field: str) -> Path:
+        """A Byteman rule file, relative to the case file's directory; it must exist."""
+        path = self.base_dir / string(node, field)
+        try:
+            found = path.is_file()
+        except OSError:  # e.g. a name too long
+            found = False
+        if not found:
+            raise error(node, field, f"rule file not found: {path}")
+        return path
+
+    def workload_name(self, fields: Fields, action: str, background: bool) -> str:
+        """The workload's name (default ``produce-3``), checked unique and recorded."""
+        label = f"steps[{self.index}].{action}"
+        chosen = fields.get("name", name, f"{action}-{self.index}")
+        if chosen in self.workloads:
+            raise error(fields.at("name"), fields.sub("name"),
+                        f"workload name {chosen!r} is already used by {self.workloads[chosen]}")
+        self.workloads[chosen] = label
+        if background:
+            self.background.add(chosen)
+        return chosen
+
+
+_Parser = Callable[[Node, str, StepContext], StepArgs]
+
+
+def read_steps(node: Node, ctx: StepContext) -> tuple[Step, ...]:
+    """The ``steps`` list: a non-empty list of one-key mappings (``- kill9: leader``)."""
+    if not isinstance(node.value, list) or not node.value:
+        raise error(node, "steps", f"expected a non-empty list of steps, got {show(node.value)}")
+    steps = []
+    for index, item in enumerate(node.value):
+        field = f"steps[{index}]"
+        if not isinstance(item.value, dict) or len(item.value) != 1:
+            got = (f"{len(item.value)} keys: {', '.join(item.value)} (is a '-' missing?)"
+                   if isinstance(item.value, dict) else show(item.value))
+            raise error(item, field, f"a step is a mapping with one action, like "
+                                     f"'- kill9: leader'; got {got}")
+        ((action, arg),) = item.value.items()
+        line = item.key_lines[action]
+        parser = _PARSERS.get(action)
+        if parser is None:
+            raise CaseError(unknown("step", action, ACTIONS), line=line, field=field)
+        ctx.index = index
+        steps.append(Step(index, line, action, parser(arg, f"{field}.{action}", ctx)))
+    return tuple(steps)
+
+
+def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
+    f = Fields(node, field, ("name", "count", "duration", "rate", "background", "value_size",
+                             "keys", "partition"))
+    count = f.get("count", POSITIVE, None)
+    duration_s = f.get("duration", duration, None)
+    if (count is None) == (duration_s is None):
+        raise error(node, field, "give exactly one of count and duration"
+                                 + (" (got both)" if count is not None else ""))
+    background = f.get("background", boolean, False)
+    return ProduceArgs(
+        name=ctx.workload_name(f, "produce", background), count=count, duration_s=duration_s,
+        rate=f.get("rate", number, None), background=background,
+        value_size=f.get("value_size", POSITIVE, 100), keys=f.get("keys", POSITIVE, None),
+        partition=f.get("partition", ctx.partition, None))
+
+
+def _consume(node: Node, field: str, ctx: StepContext) -> ConsumeArgs:
+    f = Fields(node, field, ("name", "background", "duration", "count", "group"))
+    background = f.get("background", boolean, False)
+    count = f.get("count", POSITIVE, None)
+    duration_s = f.get("duration", duration, None)
+    if not background and count is None and duration_s is None:
+        raise error(node, field, "a consume that is not in the background needs count or duration")
+    return ConsumeArgs(name=ctx.workload_name(f, "consume", background), background=background,
+                       duration_s=duration_s, count=count, group=f.get("group", name, None))
+
+
+def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    return FaultArgs(ctx.selector(node, field))
+
+
+def _partition_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    if isinstance(node.value, str):
+        return FaultArgs(ctx.selector(node, field))
+    f = Fields(node, field, ("node", "partition", "from", "direction"))
+    target = ctx.selector_in(f)
+
+    def peer(from_node: Node, from_field: str) -> Selector | None:
+        return None if from_node.value == "others" else ctx.selector(from_node, from_field)
+
+    args = FaultArgs(target, f.get("from", peer, None),
+                     f.get("direction", choice(*DIRECTIONS), "both"))
+    if args.peer == target:
+        raise error(f.at("from"), f.sub("from"), f"cannot partition {target} from itself")
+    return args
+
+
+def _heal(node: Node, field: str, ctx: StepContext) -> HealArgs:
+    if node.value is None or node.value == "all":
+        return HealArgs()
+    return HealArgs(ctx.selector(node, field))
+
+
+def _sleep(node: Node, field: str, ctx: StepContext) -> AwaitArgs:
+    seconds = duration(node, field)
+    return AwaitArgs("time", seconds, MappingProxyType({"seconds": seconds}))
+
+
+def _await(node: Node, field: str, ctx: StepContext) -> AwaitArgs:
+    f = Fields(node, field, CONDITIONS + ("timeout",), kind="condition")
+    given = [c for c in CONDITIONS if c in f]
+    if len(given) != 1:
+        raise error(node, field, f"give exactly one condition (one of: {', '.join(CONDITIONS)})"
+                                 + (f"; got {', '.join(given)}" if given else ""))
+    condition = given[0]
+    if condition == "time":
+        if "timeout" in f:
+            raise error(f.at("timeout"), f.sub("timeout"), "a time await takes no timeout")
+        return _sleep(f.at("time"), f.sub("time"), ctx)
+    params = _CONDITIONS[condition](f.at(condition), f.sub(condition), ctx)
+    default = ctx.case_timeout_s if condition == "workload" else DEFAULT_AWAIT_TIMEOUT_S
+    return AwaitArgs(condition, f.get("timeout", duration, default), MappingProxyType(params))
+
+
+def _on_partition(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    if node.value is None:
+        return {"partition": 0}
+    return {"partition": Fields(node, field, ("partition",)).get("partition", ctx.partition, 0)}
+
+
+def _isr_size(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    if ctx.system != "kafka":
+        raise error(node, field, "isr_size applies to kafka cases only")
+    f = Fields(node, field, ("partition", "size"))
+    size = f.need("size", POSITIVE)
+    if size > ctx.replication_factor:
+        raise error(f.at("size"), f.sub("size"), f"size {size} exceeds the topic's "
+                                                 f"replication_factor {ctx.replication_factor}")
+    return {"partition": f.get("partition", ctx.partition, 0), "size": size}
+
+
+def _leader_is(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    target = ctx.selector_in(Fields(node, field, ("node", "partition")))
+    return {"partition": target.partition, "target": target}
+
+
+def _log(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    f = Fields(node, field, ("node", "partition", "pattern"))
+    target = ctx.selector_in(f)
+    pattern = f.need("pattern", string)
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise error(f.at("pattern"), f.sub("pattern"),
+                    f"invalid regular expression: {exc}") from None
+    return {"partition": target.partition, "target": target, "pattern": pattern}
+
+
+def _injection(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    point = string(node, field)
+    if point not in ctx.armed:
+        raise error(node, field, _not_earlier("inject step for point", point, ctx.armed))
+    return {"point": point}
+
+
+def _workload(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    workload = string(node, field)
+    if workload in ctx.workloads and workload not in ctx.background:
+        raise error(node, field, f"workload {workload!r} ({ctx.workloads[workload]}) "
+                                 "is not a background workload")
+    if workload not in ctx.background:
+        raise error(node, field, _not_earlier("background workload", workload, ctx.background))
+    return {"name": workload}
+
+
+def _not_earlier(kind: str, value: str, earlier: set[str]) -> str:
+    names = sorted(earlier, key=_natural)
+    listing = f" (earlier: {', '.join(names)})" if names else ""
+    return f"no {kind} {clip(value)!r} before this step{listing}{suggest(value, names)}"
+
+
+def _inject(node: Node, field: str, ctx: StepContext) -> InjectArgs:
+    f = Fields(node, field, ("point", "partition", "offset", "rule", "timeout"))
+    rule = f.get("rule", ctx.rule_file, None)
+    point = f.need("point", string if rule else ctx.builtin_point)
+    ctx.armed.add(point)
+    return InjectArgs(point=point, partition=f.get("partition", ctx.partition, 0),
+                      offset=f.get("offset", _offset, "next"), rule=rule,
+                      timeout_s=f.get("timeout", duration, DEFAULT_INJECT_TIMEOUT_S))
+
+
+def _offset(node: Node, field: str) -> int | str:
+    if node.value == "next":
+        return "next"
+    if not isinstance(node.value, int) or isinstance(node.value, bool):
+        raise error(node, field, f"expected an offset (integer) or 'next', got {show(node.value)}")
+    return NON_NEGATIVE(node, field)
+
+
+_CONDITIONS: dict[str, Callable[[Node, str, StepContext], dict[str, Any]]] = {
+    "leader_change": _on_partition,
+    "no_leader": _on_partition,
+    "isr_size": _isr_size,
+    "leader_is": _leader_is,
+    "log": _log,
+    "injection": _injection,
+    "workload": _workload,
+}
+
+_PARSERS: dict[str, _Parser] = {
+    "produce": _produce,
+    "consume": _consume,
+    "sleep": _sleep,
+    "await": _await,
+    **dict.fromkeys(NODE_FAULTS, _node_fault),
+    "partition": _partition_fault,
+    "heal": _heal,
+    "inject": _inject,
+}

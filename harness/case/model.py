@@ -1,0 +1,249 @@
+"""The typed, frozen form of a case file (the YAML schema is in ``cases/SCHEMA.md``).
+
+:func:`harness.case.load_case` builds these after validating the whole file;
+the runner only ever sees values that passed validation. Mappings are
+read-only (:class:`types.MappingProxyType`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness.clusters import ClusterDef, get_cluster
+
+__all__ = [
+    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for", "other_system",
+    "ACTIONS", "NODE_FAULTS", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
+    "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
+    "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
+    "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
+    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "Expect",
+]
+
+SYSTEMS = ("kafka", "pulsar")
+ROLES_KAFKA = ("leader", "follower", "controller", "old-leader")
+ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
+#: Valid for both systems: any one broker (Kafka broker, Pulsar broker).
+ROLE_ANY_BROKER = "any-broker"
+
+#: Fault steps whose argument is one selector.
+NODE_FAULTS = ("kill9", "stop", "start", "pause", "resume")
+#: Every step name, in the order the schema documents them.
+ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition", "heal", "inject")
+CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
+              "no_leader", "leader_is")
+ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "replica-divergence",
+             "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "aborted-read", "unexpected")
+DIRECTIONS = ("both", "in", "out")
+ACKS = ("all", "-1", "0", "1")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+VERDICTS = ("pass", "fail")
+
+DEFAULT_CASE_TIMEOUT_S = 600.0
+DEFAULT_AWAIT_TIMEOUT_S = 60.0
+DEFAULT_INJECT_TIMEOUT_S = 60.0
+
+
+def other_system(system: str) -> str:
+    """``pulsar`` for ``kafka`` and the other way round."""
+    return SYSTEMS[1 - SYSTEMS.index(system)]
+
+
+def roles_for(system: str) -> tuple[str, ...]:
+    """The role names a selector of a ``system`` case may use."""
+    return (ROLES_KAFKA if system == "kafka" else ROLES_PULSAR) + (ROLE_ANY_BROKER,)
+
+
+def _no_config() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+def _no_params() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+def _zero_limits() -> Mapping[str, int]:
+    return MappingProxyType(dict.fromkeys(ANOMALIES, 0))
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """The topic the case's workloads use; the last four fields are Pulsar only."""
+
+    name: str | None = None  # None: the runner picks one
+    partitions: int = 1
+    replication_factor: int = 3
+    min_insync_replicas: int | None = None
+    unclean_leader_election: bool = False
+    config: Mapping[str, str] = field(default_factory=_no_config)
+    ensemble: int | None = None
+    write_quorum: int | None = None
+    ack_quorum: int | None = None
+    deduplication: bool = False
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """Producer/consumer settings: Kafka fields first, then Pulsar ones; ``extra`` is raw config."""
+
+    acks: str = "all"
+    retries: int | None = None
+    idempotence: bool = False
+    transactional_id: str | None = None
+    isolation_level: str = "read_uncommitted"
+    linger_ms: int = 5
+    request_timeout_ms: int = 30000
+    delivery_timeout_ms: int = 120000
+    max_in_flight: int = 5
+    batching: bool = True
+    max_pending_messages: int | None = None
+    max_pending_messages_across_partitions: int | None = None
+    memory_limit_bytes: int | None = None
+    send_timeout_ms: int = 30000
+    subscription_type: str = "Exclusive"
+    batching_max_publish_delay_us: int | None = None
+    batching_max_messages: int | None = None
+    batching_max_bytes: int | None = None
+    extra: Mapping[str, str] = field(default_factory=_no_config)
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A node chosen by role (resolved at run time, for ``partition``) or by name."""
+
+    role: str | None = None
+    node: str | None = None
+    partition: int = 0
+
+    def __post_init__(self) -> None:
+        if (self.role is None) == (self.node is None):
+            raise ValueError("a Selector has exactly one of role and node")
+
+    def __str__(self) -> str:
+        return self.role or self.node or ""
+
+
+@dataclass(frozen=True)
+class ProduceArgs:
+    """``produce``: exactly one of ``count`` and ``duration_s`` is set."""
+
+    name: str
+    count: int | None = None
+    duration_s: float | None = None
+    rate: float | None = None  # messages/s; None: as fast as possible
+    background: bool = False
+    value_size: int = 100
+    keys: int | None = None  # number of distinct keys; None: no keys
+    partition: int | None = None  # None: the partitioner decides
+
+
+@dataclass(frozen=True)
+class ConsumeArgs:
+    """``consume``: stops at ``count`` or ``duration_s``, whichever comes first.
+
+    A background consume with neither runs until the case's end.
+    """
+
+    name: str
+    background: bool = False
+    duration_s: float | None = None
+    count: int | None = None
+    group: str | None = None  # Kafka group / Pulsar subscription; None: the runner picks one
+
+
+@dataclass(frozen=True)
+class FaultArgs:
+    """kill9, stop, start, pause, resume, partition; ``peer`` None: isolate from all other nodes."""
+
+    target: Selector
+    peer: Selector | None = None
+    direction: str = "both"
+
+
+@dataclass(frozen=True)
+class HealArgs:
+    """``heal``: ``target`` None heals everything."""
+
+    target: Selector | None = None
+
+
+@dataclass(frozen=True)
+class AwaitArgs:
+    """``await`` and ``sleep`` (condition ``time``); ``params`` per condition, see SCHEMA.md."""
+
+    condition: str
+    timeout_s: float
+    params: Mapping[str, Any] = field(default_factory=_no_params)
+
+
+@dataclass(frozen=True)
+class InjectArgs:
+    """``inject``: arm ``point`` (built in, or the user's Byteman ``rule`` file)."""
+
+    point: str
+    partition: int = 0
+    offset: int | str = "next"
+    rule: Path | None = None
+    timeout_s: float = DEFAULT_INJECT_TIMEOUT_S
+
+
+StepArgs = ProduceArgs | ConsumeArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs
+
+
+@dataclass(frozen=True)
+class Step:
+    """One entry of ``steps``: ``index`` is 0-based, ``line`` is the action's line in the file."""
+
+    index: int
+    line: int
+    action: str
+    args: StepArgs
+
+    @property
+    def label(self) -> str:
+        """``steps[3].kill9``: how errors and reports name this step."""
+        return f"steps[{self.index}].{self.action}"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the verdict judges.
+
+    ``anomalies`` holds a limit for every judged anomaly (every name of
+    :data:`ANOMALIES` not in ``observe``; 0 unless the case says otherwise).
+    ``verdict`` ``fail`` marks a case that reproduces a known bug.
+    """
+
+    anomalies: Mapping[str, int] = field(default_factory=_zero_limits)
+    observe: frozenset[str] = frozenset()
+    min_acked: int = 1
+    injection_hit: bool | None = None  # None: not judged
+    verdict: str = "pass"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A validated case file."""
+
+    name: str
+    path: Path | None
+    description: str
+    system: str
+    cluster: str
+    version: str
+    broker_config: Mapping[str, str]
+    topic: TopicSpec
+    client: ClientSpec
+    steps: tuple[Step, ...]
+    expect: Expect
+    timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+
+    @property
+    def cluster_def(self) -> ClusterDef:
+        """The definition of :attr:`cluster` in :mod:`harness.clusters`."""
+        return get_cluster(self.cluster)

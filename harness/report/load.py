@@ -1,0 +1,304 @@
+"""Reading a run directory for the report: ``result.json``, histories, timeline.
+
+Everything here is tolerant: an errored or crashed run may lack any file or
+key, and the report must still render what there is. Histories are streamed
+and reduced to per-second counts, so a run of millions of events costs only
+its buckets in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from harness.history import history_files, read_events
+
+__all__ = [
+    "Result",
+    "Rates",
+    "TimelineEntry",
+    "load_result",
+    "scan_history",
+    "scan_timeline",
+    "safe_href",
+]
+
+VERDICTS = ("pass", "fail", "error")
+RESTORE_ACTIONS = frozenset({"start", "resume", "heal"})
+PartitionKey = tuple[str, int]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list_of_dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    """A display string for a free-form value (None stays None)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+def safe_href(path: Any) -> str | None:
+    """A URL-quoted relative href for ``path`` inside the run dir, or None if unsafe.
+
+    Refuses schemes (``javascript:``), absolute paths and ``..`` so a crafted
+    ``result.json`` cannot turn a file link into anything else.
+    """
+    if not isinstance(path, str) or not path or "\\" in path or urlsplit(path).scheme:
+        return None
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts:
+        return None
+    return quote(path)
+
+
+@dataclass(frozen=True)
+class Result:
+    """``result.json`` of one run, with every key defaulted and types checked."""
+
+    run_dir: Path
+    run_id: str
+    verdict: str  # pass | fail | error | unknown
+    case: str | None = None
+    case_file: str | None = None
+    description: str | None = None
+    system: str | None = None
+    cluster: str | None = None
+    version: str | None = None
+    started: datetime | None = None
+    finished: datetime | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    counts: dict[str, Any] = field(default_factory=dict)
+    anomalies: dict[str, Any] = field(default_factory=dict)
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    expectations: list[dict[str, Any]] = field(default_factory=list)
+    injection: dict[str, Any] | None = None
+    truncations: list[dict[str, Any]] = field(default_factory=list)
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    files: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None  # why result.json could not be used, if it could not
+
+    @property
+    def sort_time(self) -> float:
+        """Newest-first ordering key: start time, else the directory's mtime."""
+        stamp = self.started or self.finished
+        return stamp.timestamp() if stamp else self.run_dir.stat().st_mtime
+
+
+def load_result(run_dir: str | os.PathLike[str]) -> Result:
+    """The run's ``result.json``; a missing or unreadable one gives verdict ``unknown``."""
+    run_dir = Path(run_dir)
+    path = run_dir / "result.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except FileNotFoundError:
+        return Result(run_dir, run_dir.name, "unknown", problem="result.json is missing")
+    except (OSError, json.JSONDecodeError) as exc:
+        return Result(run_dir, run_dir.name, "unknown", problem=f"result.json is unreadable: {exc}")
+    if not isinstance(raw, dict):
+        return Result(run_dir, run_dir.name, "unknown", problem="result.json is not an object")
+    verdict = str(raw.get("verdict") or "").lower()
+    examples = {str(kind): _list_of_dicts(items) for kind, items in _dict(raw.get("examples")).items()}
+    return Result(
+        run_dir=run_dir,
+        run_id=_text(raw.get("run_id")) or run_dir.name,
+        verdict=verdict if verdict in VERDICTS else "unknown",
+        case=_text(raw.get("case")),
+        case_file=_text(raw.get("case_file")),
+        description=_text(raw.get("description")),
+        system=_text(raw.get("system")),
+        cluster=_text(raw.get("cluster")),
+        version=_text(raw.get("version")),
+        started=_timestamp(raw.get("started")),
+        finished=_timestamp(raw.get("finished")),
+        duration_s=_float(raw.get("duration_s")),
+        error=_text(raw.get("error")),
+        counts=_dict(raw.get("counts")),
+        anomalies=_dict(raw.get("anomalies")),
+        examples=examples,
+        expectations=_list_of_dicts(raw.get("expectations")),
+        injection=raw.get("injection") if isinstance(raw.get("injection"), dict) else None,
+        truncations=_list_of_dicts(raw.get("truncations")),
+        replicas=_list_of_dicts(raw.get("replicas")),
+        steps=_list_of_dicts(raw.get("steps")),
+        files=_dict(raw.get("files")),
+    )
+
+
+@dataclass
+class Rates:
+    """Per-second counts (keyed by whole Unix second) of the client histories.
+
+    ``polls`` counts only ``run``-phase reads; the final recovery read is kept
+    as the time span ``recovery`` so it does not dwarf the run on a chart.
+    """
+
+    acks: Counter[int] = field(default_factory=Counter)
+    polls: Counter[int] = field(default_factory=Counter)
+    errors: Counter[int] = field(default_factory=Counter)  # fail + info
+    by_partition: dict[PartitionKey, Counter[int]] = field(default_factory=dict)
+    resets: dict[int, Counter[str]] = field(default_factory=dict)
+    recovery: tuple[float, float] | None = None
+    span: tuple[float, float] | None = None
+
+    def _widen(self, t: float) -> None:
+        self.span = (min(self.span[0], t), max(self.span[1], t)) if self.span else (t, t)
+
+    def add(self, event: dict[str, Any]) -> None:
+        """Count one history event."""
+        t = _float(event.get("t"))
+        kind = event.get("type")
+        if t is None or kind not in ("ok", "poll", "fail", "info", "reset"):
+            return
+        second = int(t)
+        if kind == "ok":
+            self.acks[second] += 1
+            key = (str(event.get("topic", "")), _int(event.get("partition")))
+            self.by_partition.setdefault(key, Counter())[second] += 1
+        elif kind == "poll" and event.get("phase") == "recovery":
+            lo, hi = self.recovery or (t, t)
+            self.recovery = (min(lo, t), max(hi, t))
+        elif kind == "poll":
+            self.polls[second] += 1
+        elif kind == "reset":
+            self.resets.setdefault(second, Counter())[str(event.get("reason") or "unknown")] += 1
+        else:
+            self.errors[second] += 1
+        self._widen(t)
+
+
+def scan_history(run_dir: str | os.PathLike[str]) -> Rates:
+    """Stream every ``history/*.jsonl`` of the run into per-second :class:`Rates`."""
+    rates = Rates()
+    for path in history_files(run_dir):
+        for event in read_events(path):
+            rates.add(event)
+    return rates
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One row of the report's timeline: a fault, injection, step, mark or leader change.
+
+    ``tone`` picks the colour (fault, restore, inject, leader, step, error,
+    mark); ``marker`` says whether it is drawn on the charts; ``partition`` is
+    set for leader entries so per-partition charts show only their own.
+    """
+
+    t: float
+    kind: str
+    tone: str
+    label: str
+    detail: str
+    marker: bool = True
+    partition: PartitionKey | None = None
+
+
+def _pairs(value: Any) -> str:
+    """``key=value`` text of a detail dict (or the value itself)."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_text(v)}" for k, v in value.items())
+    return _text(value) or ""
+
+
+def _join(*parts: Any) -> str:
+    return " ".join(str(p) for p in parts if p not in (None, ""))
+
+
+class _Leaders:
+    """Reduces leader snapshots to changes; the first of each partition is not a marker."""
+
+    def __init__(self) -> None:
+        self._last: dict[PartitionKey, tuple[str, str]] = {}
+
+    def change(self, event: dict[str, Any]) -> TimelineEntry | None:
+        key = (str(event.get("topic", "")), _int(event.get("partition")))
+        leader = _text(event.get("leader")) or "none"
+        isr = event.get("isr")
+        isr_text = "[" + ",".join(str(i) for i in isr) + "]" if isinstance(isr, list) else "?"
+        before = self._last.get(key)
+        self._last[key] = (leader, isr_text)
+        if before == (leader, isr_text):
+            return None
+        name = f"{key[0]}/{key[1]}"
+        if before is None:
+            label = f"{name} leader {leader}"
+        elif before[0] != leader:
+            label = f"{name} leader {before[0]}\u2192{leader}"
+        else:
+            label = f"{name} ISR {before[1]}\u2192{isr_text}"
+        detail = _join(f"isr={isr_text}", f"epoch={_text(event['epoch'])}" if "epoch" in event else None)
+        return TimelineEntry(event["t"], "leader", "leader", label, detail,
+                             marker=before is not None, partition=key)
+
+
+def _entry(event: dict[str, Any]) -> TimelineEntry | None:
+    """A timeline entry for a non-leader timeline event, None for other types."""
+    kind, t = event.get("type"), event["t"]
+    if kind == "fault":
+        action = _text(event.get("action")) or "fault"
+        tone = "restore" if action in RESTORE_ACTIONS else "fault"
+        detail = _join(f"role={_text(event['role'])}" if event.get("role") else None,
+                       _pairs(event.get("detail")))
+        return TimelineEntry(t, kind, tone, _join(action, _text(event.get("node"))), detail)
+    if kind == "inject":
+        status = _text(event.get("status"))
+        return TimelineEntry(t, kind, "inject",
+                             _join(_text(event.get("point")) or "inject", status, _text(event.get("node"))),
+                             _pairs(event.get("detail")), marker=status != "armed")
+    if kind == "step":
+        status = _text(event.get("status"))
+        return TimelineEntry(t, kind, "error" if status == "error" else "step",
+                             _join(f"step {_text(event.get('index'))}", _text(event.get("name")), status),
+                             _join(_text(event.get("error")), _pairs(event.get("detail"))), marker=False)
+    if kind == "mark":
+        return TimelineEntry(t, kind, "mark", _text(event.get("label")) or "mark", _pairs(event.get("detail")))
+    return None
+
+
+def scan_timeline(run_dir: str | os.PathLike[str]) -> list[TimelineEntry]:
+    """The run's ``timeline.jsonl`` as entries in time order (leader snapshots as changes)."""
+    path = Path(run_dir) / "timeline.jsonl"
+    if not path.is_file():
+        return []
+    entries: list[TimelineEntry] = []
+    leaders = _Leaders()
+    for event in read_events(path):
+        if _float(event.get("t")) is not None:
+            entry = leaders.change(event) if event["type"] == "leader" else _entry(event)
+            if entry is not None:
+                entries.append(entry)
+    return sorted(entries, key=lambda e: e.t)

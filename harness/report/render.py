@@ -1,0 +1,212 @@
+"""The report pages: one self-contained HTML file per run, and an index of runs.
+
+Pages open offline: inline CSS, inline SVG charts, no scripts, and a
+Content-Security-Policy that forbids loading anything. Templates autoescape,
+so broker and client strings can never become markup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from harness.errors import HarnessError
+from harness.report.chart import Axis, Chart, line_chart, peak
+from harness.report.load import (Rates, Result, TimelineEntry, load_result, safe_href, scan_history,
+                                 scan_timeline)
+
+__all__ = ["render_run", "render_index"]
+
+MAX_EXAMPLES = 5
+MAX_PARTITION_CHARTS = 32
+REPORT_NAME = "report.html"
+INDEX_NAME = "index.html"
+
+
+def show(value: Any) -> str:
+    """A table cell for any JSON value: ``—`` for null, compact JSON for containers."""
+    if value is None:
+        return "\u2014"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def duration(seconds: float | None) -> str:
+    """``42.1 s``, ``3 min 05 s`` or ``1 h 02 min``."""
+    if seconds is None:
+        return "\u2014"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def utc(stamp: datetime | float | None, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:
+    """A datetime or Unix time as UTC text."""
+    if stamp is None:
+        return "\u2014"
+    if not isinstance(stamp, datetime):
+        stamp = datetime.fromtimestamp(stamp, timezone.utc)
+    return stamp.astimezone(timezone.utc).strftime(fmt)
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("harness.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(show=show, duration=duration, utc=utc)
+    return env
+
+
+def _write(path: Path, text: str) -> Path:
+    """Write via a temporary file so a reader never sees half a page."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass(frozen=True)
+class Link:
+    label: str
+    href: str | None  # None: unsafe path, shown as text
+    exists: bool
+
+
+def _link(run_dir: Path, rel: Any) -> Link:
+    label = show(rel)
+    href = safe_href(rel)
+    return Link(label, href, href is not None and (run_dir / label).exists())
+
+
+def _files(result: Result) -> dict[str, list[Link]]:
+    """Links to the case file, broker logs and raw data, listed or found on disk."""
+    run_dir = result.run_dir
+    listed = result.files.get("logs")
+    logs = {str(p) for p in listed} if isinstance(listed, list) else set()
+    logs |= {f"logs/{p.name}" for p in run_dir.glob("logs/*.log")}
+    case = result.files.get("case")
+    data = [p.relative_to(run_dir).as_posix()
+            for p in [run_dir / "result.json", run_dir / "timeline.jsonl", *sorted(run_dir.glob("history/*.jsonl"))]
+            if p.is_file()]
+    return {
+        "Case": [_link(run_dir, case)] if case else [],
+        "Broker logs": [_link(run_dir, rel) for rel in sorted(logs)],
+        "Raw data": [_link(run_dir, rel) for rel in data],
+    }
+
+
+def _reset_entries(rates: Rates) -> list[TimelineEntry]:
+    """Consumer position resets, one entry per second with the reasons counted."""
+    return [
+        TimelineEntry(float(second), "reset", "reset", f"consumer reset \u00d7{sum(reasons.values())}",
+                      " ".join(f"{reason}={n}" for reason, n in sorted(reasons.items())))
+        for second, reasons in sorted(rates.resets.items())
+    ]
+
+
+@dataclass(frozen=True)
+class Charts:
+    axis: Axis
+    main: Chart
+    partitions: list[Chart]
+    hidden_partitions: int
+
+
+def _charts(rates: Rates, entries: list[TimelineEntry]) -> Charts | None:
+    """The throughput chart and, with more than one partition, per-partition acks."""
+    times = [*(rates.span or ()), *(e.t for e in entries)]
+    if not times:
+        return None
+    axis = Axis.covering(min(times), max(times))
+    marked = [e for e in entries if e.marker]
+    lines = [("acks/s", "acks", rates.acks), ("polls/s", "polls", rates.polls)]
+    if rates.errors:
+        lines.append(("fail+info/s", "errors", rates.errors))
+    bands = [(*rates.recovery, "recovery read")] if rates.recovery else []
+    main = line_chart("timeline-chart", "Produce acks and consume polls", axis, lines,
+                      entries=marked, bands=bands)
+    keys = sorted(rates.by_partition)
+    if len(keys) < 2:
+        return Charts(axis, main, [], 0)
+    shown = keys[:MAX_PARTITION_CHARTS]
+    y_max = peak(axis, (rates.by_partition[k] for k in shown))
+    shared = [e for e in marked if e.kind in ("fault", "inject", "mark")]
+    partitions = [
+        line_chart(f"partition-{i}", f"{topic}/{partition}", axis,
+                   [("acks/s", "acks", rates.by_partition[(topic, partition)])],
+                   entries=shared + [e for e in marked if e.partition == (topic, partition)],
+                   width=360, plot_height=80, labels=False, y_max=y_max, x_ticks=4)
+        for i, (topic, partition) in enumerate(shown)
+    ]
+    return Charts(axis, main, partitions, len(keys) - len(shown))
+
+
+def _anomaly_rows(result: Result) -> list[dict[str, Any]]:
+    """Anomaly rows: every kind counted or exemplified, with its first examples."""
+    kinds = dict.fromkeys([*result.anomalies, *result.examples])
+    return [
+        {"kind": kind, "count": result.anomalies.get(kind),
+         "examples": result.examples.get(kind, [])[:MAX_EXAMPLES],
+         "more": max(len(result.examples.get(kind, [])) - MAX_EXAMPLES, 0)}
+        for kind in kinds
+    ]
+
+
+def _uncommitted(row: dict[str, Any]) -> Any:
+    leo, hw = row.get("log_end_offset"), row.get("high_watermark")
+    return leo - hw if isinstance(leo, int) and isinstance(hw, int) else None
+
+
+def render_run(run_dir: str | os.PathLike[str]) -> Path:
+    """Write ``run_dir/report.html`` for one run and return its path."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise HarnessError(f"{run_dir}: no such run directory")
+    result = load_result(run_dir)
+    rates = scan_history(run_dir)
+    entries = sorted([*scan_timeline(run_dir), *_reset_entries(rates)], key=lambda e: e.t)
+    charts = _charts(rates, entries)
+    files = _files(result)
+    logs = {Path(link.label).stem: link for link in files["Broker logs"] if link.href}
+    html = _env().get_template("run.html.j2").render(
+        r=result,
+        anomalies=_anomaly_rows(result),
+        charts=charts,
+        t0=charts.axis.start if charts else None,
+        entries=entries,
+        replicas=[{**row, "uncommitted": _uncommitted(row)} for row in result.replicas],
+        files=files,
+        logs=logs,
+        generated=datetime.now(timezone.utc),
+    )
+    return _write(run_dir / REPORT_NAME, html)
+
+
+def render_index(reports_dir: str | os.PathLike[str]) -> Path:
+    """Write ``reports_dir/index.html`` listing every run, newest first, and return its path."""
+    reports_dir = Path(reports_dir)
+    if not reports_dir.is_dir():
+        raise HarnessError(f"{reports_dir}: no such reports directory")
+    runs = sorted((load_result(d) for d in reports_dir.iterdir()
+                   if d.is_dir() and ((d / "result.json").is_file() or (d / "history").is_dir())),
+                  key=lambda r: (r.sort_time, r.run_id), reverse=True)
+    html = _env().get_template("index.html.j2").render(
+        runs=[(r, (r.run_dir / REPORT_NAME).is_file()) for r in runs],
+        totals=Counter(r.verdict for r in runs),
+        generated=datetime.now(timezone.utc),
+    )
+    return _write(reports_dir / INDEX_NAME, html)

@@ -1,0 +1,34 @@
+"""Fixtures for the case tests: a fixed set of injection points, whatever harness.inject offers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from harness.case import _steps
+
+PointsFn = Callable[[str, str], frozenset[str]]
+
+_REAL_AVAILABLE_POINTS: PointsFn = _steps.available_points
+
+
+def fake_points(system: str, version: str) -> frozenset[str]:
+    """What the tests pretend harness.inject.available_points returns: C4 needs Kafka 4."""
+    if system == "pulsar":
+        return frozenset({"P1", "P2"})
+    return frozenset({"C1", "C2", "C3"} | ({"C4"} if version.startswith("4.") else set()))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fixed_points() -> Iterator[None]:
+    # Session-scoped so that hypothesis tests (which reject function-scoped fixtures) get it too.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_steps, "available_points", fake_points)
+        yield
+
+
+@pytest.fixture
+def real_available_points() -> PointsFn:
+    """The loader's own ``available_points`` (which asks harness.inject), not the fake."""
+    return _REAL_AVAILABLE_POINTS

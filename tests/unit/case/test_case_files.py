@@ -1,0 +1,40 @@
+"""Finding case files in directories, and validating many at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.case import find_case_files, validate_paths
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "cases"
+
+
+def _touch(path: Path, text: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_find_case_files(tmp_path: Path) -> None:
+    a = _touch(tmp_path / "cases" / "a.yaml")
+    b = _touch(tmp_path / "cases" / "kafka" / "b.yml")
+    _touch(tmp_path / "cases" / "_shared.yaml")
+    _touch(tmp_path / "cases" / "kafka" / "_partial.yml")
+    _touch(tmp_path / "cases" / "notes.txt")
+    explicit = _touch(tmp_path / "_explicit.yaml")
+    missing = tmp_path / "missing.yaml"
+    found = find_case_files([tmp_path / "cases", str(explicit), a, missing])
+    assert found == [a, b, explicit, missing]
+
+
+def test_validate_good_and_bad_directories() -> None:
+    assert validate_paths([DATA / "good"]) == []
+    bad = sorted((DATA / "bad").glob("*.yaml"))
+    errors = validate_paths([DATA / "bad", DATA / "good" / "minimal.yaml"])
+    assert [e.path for e in errors] == [str(p) for p in bad]
+    assert all(e.line for e in errors)
+
+
+def test_validate_reports_missing_files(tmp_path: Path) -> None:
+    (error,) = validate_paths([tmp_path / "nope.yaml"])
+    assert (error.path, error.line) == (str(tmp_path / "nope.yaml"), None)
