@@ -7,6 +7,7 @@ clear message, no traceback), 130 interrupted (after cleanup).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -92,6 +93,69 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- cases ---------------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .case import find_case_files, validate_paths
+
+    paths = args.paths or [str(DEFAULT_CASE.parent.parent)]
+    errors = validate_paths(paths)
+    for err in errors:
+        print(err, file=sys.stderr)
+    files = find_case_files(paths)
+    print(f"{len(files) - len(errors)} of {len(files)} case file(s) valid")
+    return 2 if errors else 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .case import find_case_files, load_case
+
+    for path in find_case_files(args.paths or [str(DEFAULT_CASE.parent.parent)]):
+        try:
+            case = load_case(path)
+        except HarnessError as exc:
+            print(f"{path}: INVALID: {exc}")
+            continue
+        first = case.description.strip().splitlines()[0] if case.description.strip() else ""
+        print(f"{str(path):45} {case.cluster:12} {case.version:7} {first[:70]}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .case import load_case
+    from .runner import run_case
+
+    case = load_case(args.case or DEFAULT_CASE)
+    outcome = run_case(case, reports_dir=Path(args.reports), progress=progress,
+                       keep_cluster=args.keep_cluster, spark_master=args.spark_master)
+    res = outcome.result
+    anomalies = {k: v for k, v in (res.get("anomalies") or {}).items() if v}
+    print(f"verdict: {res['verdict']} (expected {res.get('expected_verdict')})"
+          f"  anomalies: {anomalies or 'none'}")
+    if res.get("error"):
+        print(f"error: {res['error']}")
+    print(f"report: {outcome.report}")
+    return outcome.exit_code
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from .check import check_run
+
+    result = check_run(Path(args.run_dir), spark_master=args.spark_master).to_dict()
+    print(json.dumps({k: result.get(k) for k in ("anomalies", "counts")}, indent=2))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import render_index, render_run
+
+    path = render_run(Path(args.run_dir))
+    render_index(Path(args.run_dir).resolve().parent)
+    print(f"report: {path}")
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=(
@@ -123,11 +187,42 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("--quiet", action="store_true")
     clean.set_defaults(fn=cmd_clean)
 
+    run = sub.add_parser("run", help="run one case (default: a Kafka leader kill)")
+    run.add_argument("case", nargs="?", help=f"case file (default: {DEFAULT_CASE.name})")
+    run.add_argument("--reports", default=str(DEFAULT_CASE.parent.parent.parent / "reports"),
+                     help="where run directories go (default: reports/)")
+    run.add_argument("--keep-cluster", action="store_true",
+                     help="leave the cluster running after the run (it is reused next time)")
+    run.add_argument("--spark-master", help="run the check on this Spark master (default local[*])")
+    run.set_defaults(fn=cmd_run)
+
+    validate = sub.add_parser("validate", help="validate case files (no Docker)")
+    validate.add_argument("paths", nargs="*", help="files or directories (default: cases/)")
+    validate.set_defaults(fn=cmd_validate)
+
+    lst = sub.add_parser("list", help="list case files")
+    lst.add_argument("paths", nargs="*")
+    lst.set_defaults(fn=cmd_list)
+
+    check = sub.add_parser("check", help="re-run the checker on a stored run directory")
+    check.add_argument("run_dir")
+    check.add_argument("--spark-master")
+    check.set_defaults(fn=cmd_check)
+
+    report = sub.add_parser("report", help="regenerate a run's HTML report (and the index)")
+    report.add_argument("run_dir")
+    report.set_defaults(fn=cmd_report)
     return p
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM cleans up like Ctrl-C: heal, collect, tear down."""
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.fn(args))
     except HarnessError as exc:

@@ -129,6 +129,18 @@ class Container:
                     if fh is not None:
                         yield member.name, fh.read()
 
+    def put_file(self, path: str, content: bytes) -> None:
+        """Writes one file into the container (its directory must exist)."""
+        directory, _, name = path.rpartition("/")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+        ok = self._call("copy a file into", self._obj().put_archive, directory or "/", buf.getvalue())
+        if not ok:
+            raise BackendError(f"copying {path} into {self.name} failed")
+
     def stats(self) -> dict[str, Any]:
         return dict(self._call("stats of", self._obj().stats, stream=False))
 

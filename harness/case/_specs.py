@@ -11,7 +11,7 @@ from harness.clusters import ClusterDef
 from ._fields import (NON_NEGATIVE, POSITIVE, Fields, Reader, boolean, choice, error, name,
                       show, str_map, string)
 from ._yaml import Node
-from .model import (ACKS, ANOMALIES, ISOLATION_LEVELS, SUBSCRIPTION_TYPES, VERDICTS,
+from .model import (ACKS, ANOMALIES, DEFAULT_OBSERVED, ISOLATION_LEVELS, SUBSCRIPTION_TYPES, VERDICTS,
                     ClientSpec, Expect, TopicSpec, other_system)
 
 __all__ = ["read_topic", "read_client", "read_expect"]
@@ -120,7 +120,9 @@ def _check_kafka_client(f: Fields, client: ClientSpec) -> None:
 def read_expect(node: Node, armed: bool) -> Expect:
     """The ``expect`` section; ``armed``: whether the case has an inject step."""
     f = Fields(node, "expect", ANOMALIES + _EXPECT_KEYS, kind="anomaly")
-    observe = f.get("observe", _anomaly_list, frozenset[str]())
+    # `unseen` is informative (the recovery read found it), so it is observed unless limited.
+    default_observe = frozenset(a for a in DEFAULT_OBSERVED if not f.has(a))
+    observe = f.get("observe", _anomaly_list, default_observe)
     limits = {a: f.get(a, NON_NEGATIVE, 0) for a in ANOMALIES}
     for anomaly in observe:
         if f.has(anomaly):

@@ -19,7 +19,7 @@ __all__ = [
     "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for", "other_system",
     "ACTIONS", "NODE_FAULTS", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
-    "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
+    "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "Expect",
 ]
@@ -67,8 +67,12 @@ def _no_params() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
+#: Observed (reported, not judged) unless a case limits them.
+DEFAULT_OBSERVED = frozenset({"unseen"})
+
+
 def _zero_limits() -> Mapping[str, int]:
-    return MappingProxyType(dict.fromkeys(ANOMALIES, 0))
+    return MappingProxyType(dict.fromkeys((a for a in ANOMALIES if a not in DEFAULT_OBSERVED), 0))
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,7 @@ class Expect:
     """
 
     anomalies: Mapping[str, int] = field(default_factory=_zero_limits)
-    observe: frozenset[str] = frozenset()
+    observe: frozenset[str] = DEFAULT_OBSERVED
     min_acked: int = 1
     injection_hit: bool | None = None  # None: not judged
     verdict: str = "pass"

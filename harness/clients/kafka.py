@@ -11,6 +11,7 @@ checker's job.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -19,6 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import HistoryWriter, make_value, parse_mid
+
+#: librdkafka's own log lines (connection refused while a broker is down, ...) go here,
+#: not to the terminal; the history records what matters.
+LIBRDKAFKA_LOG = logging.getLogger("harness.librdkafka")
 
 __all__ = ["KafkaProducerClient", "KafkaConsumerClient", "WorkloadStats", "producer_config"]
 
@@ -52,7 +57,7 @@ class WorkloadStats:
 def producer_config(bootstrap: str, client: Any | None = None) -> dict[str, Any]:
     """librdkafka settings from a case's ClientSpec (or defaults)."""
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "compression.type": "none",
-                            "log_level": 3, "socket.connection.setup.timeout.ms": 5000}
+                            "logger": LIBRDKAFKA_LOG, "socket.connection.setup.timeout.ms": 5000}
     if client is None:
         conf.update({"acks": "all", "linger.ms": 5})
         return conf
@@ -178,7 +183,7 @@ class KafkaConsumerClient:
 
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "group.id": self.group,
                                 "auto.offset.reset": "earliest", "enable.auto.commit": True,
-                                "isolation.level": self.isolation_level, "log_level": 3,
+                                "isolation.level": self.isolation_level, "logger": LIBRDKAFKA_LOG,
                                 "socket.connection.setup.timeout.ms": 5000,
                                 "enable.partition.eof": False}
         conf.update(self.extra)

@@ -46,7 +46,7 @@ else
   cat > "$P" <<PROPS
 broker.id=$NODE_ID
 zookeeper.connect=${ZK_CONNECT:-zk:2181}
-zookeeper.session.timeout.ms=18000
+zookeeper.session.timeout.ms=6000
 listeners=EXTERNAL://:9092,INTERNAL://:9094
 PROPS
 fi

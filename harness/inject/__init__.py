@@ -1,0 +1,318 @@
+"""Precise crash timing: arm a named replication point with Byteman, learn when it is hit.
+
+Points C1-C5 (shared/seeds/003; table in docs/injection.md) are rules in
+``rules/<system>-<major>.<minor>.btm``. Arming renders the point's rule for
+the case's topic, partition and target offset N, submits it to the broker
+that hosts the point (through the Byteman listener inside the container),
+and returns. When a thread reaches the point, the rule writes one ``HIT``
+line to an event file and holds the thread; :meth:`Injector.await_hit` sees
+the line and the case's next step (typically ``kill9``) runs while the
+thread is held. A user-supplied rule (``inject: {rule: file.btm}``) is
+submitted to every broker and uses the same placeholders and HIT line.
+
+At the kill, the replicas' log end offsets are read from their files, and
+the run states whether the intended interleaving happened (``hit``): for C1
+the leader's LEO was N+1 and the follower's N, and so on (:data:`POINTS`).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..case import InjectArgs, Selector
+from ..errors import BackendError, HarnessError, WaitTimeout
+from ..history import HistoryWriter
+from ..wait import wait_until
+
+__all__ = ["available_points", "Injector", "POINTS", "PointSpec", "rule_file", "render_rule"]
+
+RULES_DIR = Path(__file__).resolve().parent / "rules"
+_SUBMIT = ["java", "-Xmx64m", "-cp", "/opt/byteman/byteman-submit.jar",
+           "org.jboss.byteman.agent.submit.Submit", "-p", "9091"]
+_HIT = re.compile(r"^HIT (?P<point>\S+)(?P<fields>.*)$")
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """Where a point lives and what a hit must look like (offsets relative to N)."""
+
+    role: str  # the node hosting the rule: leader | follower
+    leader_leo: int  # expected leader LEO at the kill, minus N
+    follower_leo: int  # expected follower LEO at the kill, minus N
+    hw: int  # expected high watermark in the HIT line (leader HW, or response HW), minus N
+    hw_field: str  # which HIT field holds it
+    meaning: str
+
+
+POINTS: dict[str, PointSpec] = {
+    "C1": PointSpec("leader", 1, 0, 0, "hw", "L appended N; its first fetch response carrying N "
+                    "to R is not sent"),
+    "C2": PointSpec("follower", 1, 0, 0, "response_hw", "R received the response carrying N "
+                    "but has not processed it"),
+    "C3": PointSpec("follower", 1, 1, 0, "response_hw", "R appended N; its second fetch "
+                    "(offset N+1) is not sent"),
+    "C4": PointSpec("leader", 1, 1, 0, "hw", "L has not processed R's second fetch (HW still N)"),
+    "C5": PointSpec("follower", 1, 1, 1, "response_hw", "L processed the second fetch (HW N+1); "
+                    "R has not processed that response"),
+}
+
+
+def rule_file(system: str, version: str) -> Path:
+    major_minor = ".".join(version.split(".")[:2])
+    return RULES_DIR / f"{system}-{major_minor}.btm"
+
+
+def _rule_blocks(text: str) -> dict[str, str]:
+    """``RULE <point> ...`` blocks of a rule file, by point name."""
+    blocks = {}
+    for m in re.finditer(r"^RULE (\S+).*?^ENDRULE\s*$", text, re.M | re.S):
+        blocks[m.group(1)] = m.group(0)
+    return blocks
+
+
+def available_points(system: str, version: str) -> frozenset[str]:
+    """The built-in points the rule library has for ``system`` ``version``."""
+    path = rule_file(system, version)
+    if not path.exists():
+        return frozenset()
+    return frozenset(p for p in _rule_blocks(path.read_text()) if p in POINTS)
+
+
+def render_rule(text: str, values: dict[str, Any]) -> str:
+    """Substitutes ``@NAME@`` placeholders; an unknown placeholder is an error."""
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key not in values:
+            raise HarnessError(f"rule placeholder @{key}@ is unknown (known: "
+                               f"{', '.join('@' + k + '@' for k in values)})")
+        return str(values[key])
+
+    return re.sub(r"@([A-Z0-9_]+)@", sub, text)
+
+
+@dataclass
+class _Armed:
+    point: str
+    key: str
+    n: int
+    nodes: list[Any]
+    events: str
+    spec: PointSpec | None
+    leader: str
+    follower: str | None
+    armed_at: float
+    hit: dict[str, Any] | None = None
+    at_kill: list[dict[str, Any]] | None = None
+    at_hit: list[dict[str, Any]] | None = None
+    kill: dict[str, Any] | None = None
+
+
+class Injector:
+    """Arms points on one run's Kafka cluster and reports hits (one run, many points)."""
+
+    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: HistoryWriter,
+                 progress: Callable[[str], None], hold_ms: int = 120_000) -> None:
+        if system.spec.system != "kafka":
+            raise HarnessError("crash-timing points are implemented for Kafka only")
+        self.system = system
+        self.topic = topic
+        self.run_dir = run_dir
+        self.timeline = timeline
+        self.progress = progress
+        self.hold_ms = hold_ms
+        self.armed: dict[str, _Armed] = {}
+        self._disarmed: list[_Armed] = []
+
+    # -- arming ------------------------------------------------------------------------
+    def arm(self, args: InjectArgs, resolver: Any) -> dict[str, Any]:
+        version = self.system.cluster.version
+        leader = resolver.resolve(Selector(role="leader", partition=args.partition))
+        follower = resolver.resolve(Selector(role="follower", partition=args.partition))
+        n = self._target_offset(args)
+        key = f"chaos-{args.point}-{secrets.token_hex(4)}"
+        events = f"/chaos/{key}.events"
+        if args.rule is not None:
+            text = Path(args.rule).read_text()
+            spec = POINTS.get(args.point)
+            nodes = [b for b in self.system.brokers() if b.container.status == "running"]
+        else:
+            blocks = _rule_blocks(rule_file("kafka", version).read_text())
+            if args.point not in blocks:
+                raise HarnessError(f"point {args.point} has no rule for kafka {version}")
+            text = blocks[args.point]
+            spec = POINTS[args.point]
+            nodes = [leader if spec.role == "leader" else follower]
+        rendered = render_rule(text, {"TOPIC": self.topic, "PARTITION": args.partition, "N": n,
+                                      "N1": n + 1, "KEY": key, "EVENTS": events,
+                                      "HOLD_MS": self.hold_ms})
+        for node in nodes:
+            self._submit(node, rendered, key)
+        armed = _Armed(args.point, key, n, nodes, events, spec, leader.name, follower.name,
+                       time.time())
+        self.armed[args.point] = armed
+        self.timeline.record("inject", point=args.point, node=",".join(x.name for x in nodes),
+                             status="armed", detail={"n": n, "key": key, "leader": leader.name,
+                                                     "follower": follower.name})
+        self.progress(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} "
+                      f"for {self.topic}-{args.partition} at offset N={n}")
+        return {"point": args.point, "n": n, "nodes": [x.name for x in nodes]}
+
+    def _target_offset(self, args: InjectArgs) -> int:
+        if isinstance(args.offset, int):
+            return args.offset
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.system.spec.bootstrap,
+                             "group.id": "chaos-inject", "log_level": 0})
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, args.partition),
+                                                     timeout=15)
+        finally:
+            consumer.close()
+        return int(high)
+
+    def _submit(self, node: Any, rules: str, key: str, unload: bool = False) -> None:
+        path = f"/chaos/{key}.btm"
+        try:
+            node.container.put_file(path, rules.encode())
+            code, out = node.container.exec([*_SUBMIT, "-u" if unload else "-l", path])
+        except BackendError as exc:
+            raise HarnessError(f"submitting rules to {node.name} failed: {exc}") from exc
+        if code != 0 or "ERROR" in out or "Exception" in out:
+            raise HarnessError(f"Byteman rejected the rules on {node.name}: {out.strip()[-600:]}")
+
+    # -- hits --------------------------------------------------------------------------------
+    def _read_hit(self, armed: _Armed) -> dict[str, Any] | None:
+        for node in armed.nodes:
+            if node.container.status != "running":
+                continue
+            code, out = node.container.exec(["cat", armed.events])
+            if code != 0:
+                continue
+            for line in out.splitlines():
+                m = _HIT.match(line.strip())
+                if m and m.group("point") == armed.point:
+                    fields: dict[str, Any] = {"node": node.name}
+                    for kv in m.group("fields").split():
+                        k, _, v = kv.partition("=")
+                        fields[k] = int(v) if v.lstrip("-").isdigit() else v
+                    return fields
+        return None
+
+    def await_hit(self, point: str, timeout: float) -> dict[str, Any]:
+        armed = self.armed.get(point)
+        if armed is None:
+            raise HarnessError(f"point {point} is not armed")
+        try:
+            hit = wait_until(lambda: self._read_hit(armed), timeout=timeout, interval=0.1,
+                             max_interval=0.5, what=f"a thread to reach point {point} "
+                             f"({self.topic} offset {armed.n})",
+                             logs=lambda: self.system.cluster.node_logs([n.name for n in armed.nodes]))
+        except WaitTimeout:
+            self.timeline.record("inject", point=point, node=None, status="timeout", detail=None)
+            raise
+        armed.hit = hit
+        armed.at_hit = self.replica_offsets("hit")
+        self.timeline.record("inject", point=point, node=hit["node"], status="hit", detail=hit)
+        self.progress(f"inject {point}: hit on {hit['node']} {hit}")
+        return hit
+
+    def note_fault(self, action: str, node: Any) -> None:
+        """After a fault: the first kill/stop after a hit freezes the state the hit is judged on."""
+        if action not in ("kill9", "stop"):
+            return
+        for armed in self.armed.values():
+            if armed.hit is not None and armed.at_kill is None:
+                armed.kill = {"action": action, "node": node.name, "t": time.time()}
+                armed.at_kill = self.replica_offsets("kill")
+
+    def replica_offsets(self, when: str) -> list[dict[str, Any]]:
+        """Each replica's log end offset, read from its files (a dead node's files too)."""
+        from ..collect.segments import log_end_offset
+
+        out = []
+        for node in self.system.brokers():
+            try:
+                records = self.system.replica_log(node, self.topic)
+            except BackendError:
+                continue
+            if records or node.name in {a.leader for a in self.armed.values()} | \
+                    {a.follower for a in self.armed.values()}:
+                out.append({"node": node.name, "topic": self.topic, "partition": 0,
+                            "log_end_offset": log_end_offset(records), "when": when})
+        return out
+
+    # -- judgement ------------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any] | None:
+        """The ``injection`` block of result.json (the last armed point)."""
+        every = self._disarmed + list(self.armed.values())
+        if not every:
+            return None
+        armed = every[-1]
+        result: dict[str, Any] = {"point": armed.point, "n": armed.n, "leader": armed.leader,
+                                  "follower": armed.follower, "hit": False,
+                                  "node": armed.hit.get("node") if armed.hit else None,
+                                  "detail": armed.hit, "kill": armed.kill}
+        spec = armed.spec
+        if spec is None:
+            result["hit"] = armed.hit is not None
+            result["observed"] = "rule fired" if armed.hit else "rule never fired"
+            return result
+        n = armed.n
+        result["meaning"] = spec.meaning
+        result["expected"] = (f"leader LEO={n + spec.leader_leo}, follower LEO={n + spec.follower_leo}"
+                              f", {spec.hw_field}={n + spec.hw}")
+        if armed.hit is None:
+            result["observed"] = "the point was never reached"
+            return result
+        state = armed.at_kill or armed.at_hit or []
+        leos = {r["node"]: r["log_end_offset"] for r in state}
+        lleo, fleo = leos.get(armed.leader), leos.get(armed.follower)
+        hw = armed.hit.get(spec.hw_field)
+        result["observed"] = (f"leader LEO={lleo}, follower LEO={fleo}, {spec.hw_field}={hw}"
+                              f" (at {'kill' if armed.at_kill else 'hit'})")
+        result["hit"] = (lleo == n + spec.leader_leo and fleo == n + spec.follower_leo
+                         and hw == n + spec.hw)
+        return result
+
+    def replicas_at_kill(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for armed in self._disarmed + list(self.armed.values()):
+            rows.extend(armed.at_hit or [])
+            rows.extend(armed.at_kill or [])
+        return rows
+
+    def disarm_all(self) -> None:
+        """Releases held threads and unloads the rules on every running node (idempotent).
+
+        The built-in library's RELEASE rule wakes the held thread on the node's next
+        request; it is loaded only now, or it would release the hold at once.
+        """
+        version = self.system.cluster.version
+        release = _rule_blocks(rule_file("kafka", version).read_text()).get("RELEASE") \
+            if rule_file("kafka", version).exists() else None
+        for armed in list(self.armed.values()):
+            live = [n for n in armed.nodes if n.container.status == "running"]
+            for node in live:
+                try:
+                    if release:
+                        self._submit(node, render_rule(release, {"KEY": armed.key}),
+                                     armed.key + "-release")
+                except HarnessError:
+                    pass  # nothing to release on a node that cannot take rules
+            if release and live:
+                time.sleep(1.5)  # brokers handle requests many times a second
+            for node in live:
+                for suffix in ("", "-release"):
+                    try:
+                        node.container.exec([*_SUBMIT, "-u", f"/chaos/{armed.key}{suffix}.btm"])
+                    except BackendError:
+                        pass  # the node died meanwhile: it holds nothing
+            self.armed.pop(armed.point, None)
+            self._disarmed.append(armed)

@@ -1,0 +1,174 @@
+"""Runs a case's produce/consume steps, in the foreground or on background threads.
+
+Each workload writes ``history/<name>.jsonl`` through an instrumented client
+of the case's system. Background workloads stop on :meth:`Workloads.stop_all`
+(the runner's cleanup) and are always bounded: by their own count/duration
+and by the case's timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .case import Case, ConsumeArgs, ProduceArgs
+from .errors import HarnessError, WaitTimeout
+from .history import HistoryWriter
+
+__all__ = ["Workloads"]
+
+
+@dataclass
+class _Running:
+    name: str
+    thread: threading.Thread
+    stop: threading.Event
+    result: dict[str, Any] = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+class Workloads:
+    """The workloads of one run against one topic."""
+
+    def __init__(self, case: Case, run_dir: Path, topic: str, bootstrap: str,
+                 progress: Callable[[str], None]) -> None:
+        self.case = case
+        self.run_dir = run_dir
+        self.topic = topic
+        self.bootstrap = bootstrap
+        self.progress = progress
+        self.running: dict[str, _Running] = {}
+        self.finished: dict[str, dict[str, Any]] = {}
+
+    def _writer(self, name: str) -> HistoryWriter:
+        return HistoryWriter(self.run_dir / "history" / f"{name}.jsonl", name)
+
+    # -- one workload ---------------------------------------------------------------
+    def _produce(self, args: ProduceArgs, stop: threading.Event) -> dict[str, Any]:
+        cap = self.case.timeout_s
+        with self._writer(args.name) as hist:
+            if self.case.system == "kafka":
+                from .clients.kafka import KafkaProducerClient, producer_config
+
+                client: Any = KafkaProducerClient(producer_config(self.bootstrap, self.case.client),
+                                                  self.topic, hist)
+            else:
+                from .clients.pulsar import PulsarProducerClient
+
+                client = PulsarProducerClient(self.bootstrap, self.topic, hist, self.case.client)
+            try:
+                stats = client.run(count=args.count,
+                                   duration_s=min(args.duration_s, cap) if args.duration_s else None,
+                                   rate=args.rate, value_size=args.value_size, keys=args.keys,
+                                   partition=args.partition, stop=stop)
+            finally:
+                client.close()
+        return stats.as_dict()
+
+    def _consume(self, args: ConsumeArgs, stop: threading.Event) -> dict[str, Any]:
+        with self._writer(args.name) as hist:
+            if self.case.system == "kafka":
+                from .clients.kafka import KafkaConsumerClient
+
+                client: Any = KafkaConsumerClient(self.bootstrap, self.topic, hist, group=args.group,
+                                                  isolation_level=self.case.client.isolation_level)
+            else:
+                from .clients.pulsar import PulsarConsumerClient
+
+                client = PulsarConsumerClient(self.bootstrap, self.topic, hist, self.case.client,
+                                              subscription=args.group)
+            stats = client.run(count=args.count, duration_s=args.duration_s, stop=stop,
+                               max_s=self.case.timeout_s)
+        return stats.as_dict()
+
+    def start(self, args: ProduceArgs | ConsumeArgs) -> dict[str, Any] | None:
+        """Runs a workload; returns its stats (foreground) or None (background)."""
+        fn = self._produce if isinstance(args, ProduceArgs) else self._consume
+        stop = threading.Event()
+        if not args.background:
+            self.progress(f"workload {args.name}: {self._describe(args)}")
+            result = fn(args, stop)  # type: ignore[arg-type]
+            self.finished[args.name] = result
+            self.progress(f"workload {args.name}: done {self._summary(result)}")
+            return result
+        running = _Running(args.name, threading.Thread(), stop)
+
+        def body() -> None:
+            try:
+                running.result = fn(args, stop)  # type: ignore[arg-type]
+            except BaseException as exc:  # reported by wait()/stop_all()
+                running.error = exc
+
+        running.thread = threading.Thread(target=body, name=f"workload-{args.name}", daemon=True)
+        self.running[args.name] = running
+        running.thread.start()
+        self.progress(f"workload {args.name}: started in the background ({self._describe(args)})")
+        return None
+
+    def wait(self, name: str, timeout_s: float) -> dict[str, Any]:
+        """Waits for background workload ``name`` to finish by itself."""
+        running = self.running[name]
+        running.thread.join(timeout_s)
+        if running.thread.is_alive():
+            raise WaitTimeout(f"timed out after {timeout_s:.0f}s waiting for workload {name}")
+        return self._finish(running)
+
+    def stop_all(self, timeout_s: float = 240.0) -> list[str]:
+        """Stops every background workload (cleanup); returns the problems met."""
+        problems = []
+        for running in list(self.running.values()):
+            running.stop.set()
+        deadline = time.monotonic() + timeout_s
+        for running in list(self.running.values()):
+            running.thread.join(max(0.0, deadline - time.monotonic()))
+            if running.thread.is_alive():
+                problems.append(f"workload {running.name} did not stop in time")
+                continue
+            try:
+                self._finish(running)
+            except HarnessError as exc:
+                problems.append(str(exc))
+        return problems
+
+    def _finish(self, running: _Running) -> dict[str, Any]:
+        self.running.pop(running.name, None)
+        if running.error is not None:
+            err = running.error
+            raise HarnessError(f"workload {running.name} failed: {type(err).__name__}: {err}") from err
+        self.finished[running.name] = running.result
+        self.progress(f"workload {running.name}: done {self._summary(running.result)}")
+        return running.result
+
+    # -- the final read -----------------------------------------------------------------
+    def recovery_read(self, partitions: int) -> dict[str, Any]:
+        """Reads the whole topic from the beginning with a fresh consumer (phase ``recovery``)."""
+        with self._writer("recovery") as hist:
+            if self.case.system == "kafka":
+                from .clients.kafka import KafkaConsumerClient
+
+                stats = KafkaConsumerClient(self.bootstrap, self.topic, hist,
+                                            isolation_level=self.case.client.isolation_level
+                                            ).read_all(partitions)
+            else:
+                from .clients.pulsar import PulsarConsumerClient
+
+                stats = PulsarConsumerClient(self.bootstrap, self.topic, hist, self.case.client
+                                             ).read_all(partitions)
+        return stats.as_dict()
+
+    @staticmethod
+    def _describe(args: ProduceArgs | ConsumeArgs) -> str:
+        what = "produce" if isinstance(args, ProduceArgs) else "consume"
+        bound = (f"{args.count} records" if args.count else
+                 f"{args.duration_s:.0f}s" if args.duration_s else "until stopped")
+        rate = f" at {args.rate:.0f}/s" if isinstance(args, ProduceArgs) and args.rate else ""
+        return f"{what} {bound}{rate}"
+
+    @staticmethod
+    def _summary(stats: dict[str, Any]) -> str:
+        keys = ("sent", "ok", "fail", "info", "polled")
+        return ", ".join(f"{k} {stats[k]}" for k in keys if stats.get(k)) or "(nothing)"
