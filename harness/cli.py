@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"verdict: {res['verdict']} (expected {res.get('expected_verdict')})"
           f"  anomalies: {anomalies or 'none'}")
     if res.get("error"):
-        print(f"error: {res['error']}")
+        print(f"error: {res['error'].splitlines()[0]}")
     print(f"report: {outcome.report}")
     return outcome.exit_code
 

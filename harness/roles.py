@@ -80,6 +80,13 @@ class LeaderWatch:
                 "leader": owner.name if owner else None,
                 "leader_node": owner.name if owner else None}
 
+    def last_leader(self, partition: int) -> str | None:
+        """The most recent node that led ``partition`` (its current leader, if any)."""
+        self.poll()
+        with self._lock:
+            known = [h for h in self.history.get(partition, []) if h is not None]
+        return known[-1] if known else None
+
     def old_leader(self, partition: int) -> str | None:
         """The last node that led ``partition`` before its current leader (or before -1)."""
         self.poll()
@@ -102,6 +109,7 @@ class Resolver:
         self.cluster = system.cluster
         self.topic = topic
         self.watch = watch
+        self.last_target: str | None = None  # set by the runner after each fault step
 
     def resolve(self, selector: Selector) -> Node:
         if selector.node is not None:
@@ -113,6 +121,10 @@ class Resolver:
                 if node.kind == kind and node.container.status == "running":
                     return node
             raise FaultError("no broker is running")
+        if role == "last-target":
+            if self.last_target is None:
+                raise FaultError("last-target: no fault step has run yet")
+            return self.cluster.node(self.last_target)
         if role == "old-leader":
             name = self.watch.old_leader(p)
             if name is None:
@@ -127,8 +139,12 @@ class Resolver:
             return node
         if role == "follower":
             state = self.system.partition_state(self.topic, p)
-            in_sync = [b for b in state.replicas if b != state.leader and b in state.isr]
-            others = in_sync or [b for b in state.replicas if b != state.leader]
+            leader = state.leader
+            if leader < 0:  # leaderless: the followers are the replicas other than the last leader
+                last = self.watch.last_leader(p)
+                leader = self.system.broker_id(last) if last else -1
+            in_sync = [b for b in state.replicas if b != leader and b in state.isr]
+            others = in_sync or [b for b in state.replicas if b != leader]
             if not others:
                 raise FaultError(f"follower: partition {p} of {self.topic} has no follower")
             return self.cluster.node(self.system.node_name(others[0]))

@@ -197,6 +197,7 @@ class _Run:
             params["peers"] = [self.resolver.resolve(args.peer)] if args.peer else None
             params["direction"] = args.direction
         self.nemesis.apply(action, node, role=str(args.target), **params)
+        self.resolver.last_target = node.name
         self.progress(f"{action} {node.name} ({args.target})")
         if self.injector is not None:
             self.injector.note_fault(action, node)
@@ -400,8 +401,9 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, progress: Progr
     except HarnessError as exc:
         result["error"] = str(exc)
         progress(f"error: {exc}")
-        if run is not None and (run_dir / "history").exists():
+        if run is not None and run.recovery.get("read"):
             _check_and_judge(case, run, result, spark_master, progress, after_error=True)
+        # without the recovery read, "lost" cannot be judged: no anomaly counts are reported
     except KeyboardInterrupt as exc:
         result["error"] = "interrupted (Ctrl-C); faults healed, evidence collected"
         interrupted = exc

@@ -16,7 +16,7 @@ from typing import Any
 from harness.clusters import ClusterDef, get_cluster
 
 __all__ = [
-    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for", "other_system",
+    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "roles_for", "other_system",
     "ACTIONS", "NODE_FAULTS", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
@@ -29,6 +29,8 @@ ROLES_KAFKA = ("leader", "follower", "controller", "old-leader")
 ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
 #: Valid for both systems: any one broker (Kafka broker, Pulsar broker).
 ROLE_ANY_BROKER = "any-broker"
+#: Valid for both systems: the node the most recent fault step acted on.
+ROLE_LAST_TARGET = "last-target"
 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = ("kill9", "stop", "start", "pause", "resume")
@@ -56,7 +58,7 @@ def other_system(system: str) -> str:
 
 def roles_for(system: str) -> tuple[str, ...]:
     """The role names a selector of a ``system`` case may use."""
-    return (ROLES_KAFKA if system == "kafka" else ROLES_PULSAR) + (ROLE_ANY_BROKER,)
+    return (ROLES_KAFKA if system == "kafka" else ROLES_PULSAR) + (ROLE_ANY_BROKER, ROLE_LAST_TARGET)
 
 
 def _no_config() -> Mapping[str, str]:

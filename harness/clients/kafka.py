@@ -24,6 +24,8 @@ from ..history import HistoryWriter, make_value, parse_mid
 #: librdkafka's own log lines (connection refused while a broker is down, ...) go here,
 #: not to the terminal; the history records what matters.
 LIBRDKAFKA_LOG = logging.getLogger("harness.librdkafka")
+LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
+LIBRDKAFKA_LOG.propagate = False
 
 __all__ = ["KafkaProducerClient", "KafkaConsumerClient", "WorkloadStats", "producer_config"]
 

@@ -58,8 +58,8 @@ POINTS: dict[str, PointSpec] = {
     "C3": PointSpec("follower", 1, 1, 0, "response_hw", "R appended N; its second fetch "
                     "(offset N+1) is not sent"),
     "C4": PointSpec("leader", 1, 1, 0, "hw", "L has not processed R's second fetch (HW still N)"),
-    "C5": PointSpec("follower", 1, 1, 1, "response_hw", "L processed the second fetch (HW N+1); "
-                    "R has not processed that response"),
+    "C5": PointSpec("leader", 1, 1, 1, "hw", "L processed the second fetch (HW N+1); its "
+                    "response has not reached R"),
 }
 
 

@@ -1,0 +1,29 @@
+"""The checker: judges a run's history against Jepsen's queue anomalies, with Spark.
+
+``check_run(run_dir)`` reads ``history/*.jsonl`` (client events, see
+:mod:`harness.history`) and the optional ``replicas/*.jsonl`` (records found in
+each replica's log after recovery) and returns a :class:`CheckResult`: anomaly
+counts, a few examples of each, and outcome counts. The anomaly definitions are
+in ``docs/checker.md``; ``bench/reference_checker.py`` implements the same
+definitions in plain Python.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.check.result import ANOMALIES, COUNTS, INFORMATIONAL, CheckResult
+
+__all__ = ["ANOMALIES", "COUNTS", "INFORMATIONAL", "CheckResult", "check_run"]
+
+
+def check_run(run_dir: str | os.PathLike[str], *, spark_master: str | None = None) -> CheckResult:
+    """Check the run in ``run_dir`` with Spark on ``spark_master`` (default ``local[*]``).
+
+    Raises :class:`harness.errors.CheckError` when the run cannot be read or
+    Spark (or pyspark, or Java) is missing or fails.
+    """
+    from harness.check import spark_job  # pyspark loads only when a check runs
+
+    return spark_job.run(Path(run_dir), spark_master)

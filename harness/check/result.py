@@ -1,0 +1,120 @@
+"""What a check returns: anomaly counts, a few examples of each, and outcome counts.
+
+Shared by the Spark job and the reference checker (``bench/reference_checker.py``)
+so both render results identically: the anomaly names, the count names, the
+shape of an example and the position fields in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ANOMALIES",
+    "COUNTS",
+    "INFORMATIONAL",
+    "MAX_EXAMPLES",
+    "CheckResult",
+    "example",
+    "make_result",
+    "position_fields",
+]
+
+#: Anomaly names (Jepsen's), in report order.
+ANOMALIES = (
+    "lost-write",
+    "unseen",
+    "duplicate",
+    "inconsistent-offsets",
+    "replica-divergence",
+    "nonmonotonic-send",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "aborted-read",
+    "unexpected",
+)
+
+#: Anomalies that are reported but do not make a run invalid by themselves.
+INFORMATIONAL = frozenset({"unseen"})
+
+#: Outcome counts (not anomalies), in report order.
+COUNTS = (
+    "invoked",
+    "ok",
+    "fail",
+    "info",
+    "polled",
+    "recovered",
+    "fail-present",
+    "fail-absent",
+    "info-present",
+    "info-absent",
+    "unacked-present",
+    "unacked-absent",
+)
+
+#: Examples kept per anomaly.
+MAX_EXAMPLES = 5
+
+Position = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Anomaly counts, up to :data:`MAX_EXAMPLES` examples per anomaly, outcome counts."""
+
+    anomalies: dict[str, int]
+    examples: dict[str, list[dict[str, Any]]]
+    counts: dict[str, int]
+
+    @property
+    def valid(self) -> bool:
+        """True when no anomaly other than the informational ones was found."""
+        return not any(n for kind, n in self.anomalies.items() if kind not in INFORMATIONAL)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return {
+            "valid": self.valid,
+            "anomalies": dict(self.anomalies),
+            "examples": {kind: [dict(e) for e in exs] for kind, exs in self.examples.items()},
+            "counts": dict(self.counts),
+        }
+
+
+def make_result(anomalies: Mapping[str, int], examples: Mapping[str, list[dict[str, Any]]],
+                counts: Mapping[str, int]) -> CheckResult:
+    """A result with every anomaly and count name present (zero / empty when not found)."""
+    return CheckResult(
+        anomalies={kind: int(anomalies.get(kind, 0)) for kind in ANOMALIES},
+        examples={kind: list(examples.get(kind, []))[:MAX_EXAMPLES] for kind in ANOMALIES},
+        counts={name: int(counts.get(name, 0)) for name in COUNTS},
+    )
+
+
+def position_fields(pos: Position) -> dict[str, int]:
+    """A position key (see ``harness.history.position_key``) as event fields.
+
+    Kafka keys are ``(-1, offset, -1)``; Pulsar keys are ``(ledger, entry, batch)``.
+    """
+    first, second, third = pos
+    if first == -1:
+        return {"offset": second}
+    return {"ledger": first, "entry": second, "batch": third}
+
+
+def example(**fields: Any) -> dict[str, Any]:
+    """An example dict: None values dropped, ``pos`` spread into position fields, nested dicts too."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key == "pos":
+            out.update(position_fields(value))
+        elif isinstance(value, dict):
+            out[key] = example(**value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,681 @@
+"""The Spark job behind :func:`harness.check.check_run`; the only module that imports pyspark.
+
+Plan (each step one Spark action, intermediate data as Parquet in a scratch dir):
+
+1. ingest: parse ``history/*.jsonl`` and ``replicas/*.jsonl`` once (explicit
+   schema, malformed and torn lines dropped) into compact columns: a type code,
+   64-bit hashes of client and topic, a validated position ``(pl, pe, pb)``
+   (``harness.history.position_key``), row flags and ``seq``, the event's place
+   in file order.
+2. names: the client and topic names behind the hashes, and the read_committed
+   clients (small).
+3. per message id (hash aggregate, fixed-width buffers only): outcome and read
+   flags, first invoke, first ack, and whether the id sits at more than one
+   position.
+4. per position (hash aggregate): which ids are bound to it by acks, reads and
+   replicas, and whether the recovery read has it.
+5. anomalies: id and position anomalies are filters; poll sequences are two
+   window passes over one shuffle (recovery positions counted by position, then
+   each consumer's polls in file order); send order is a window over acks. All
+   anomaly rows and the outcome counts go through one window that keeps the
+   total and the first examples of each kind.
+6. details: the few example ids and positions are looked up again for their
+   example fields (only when there are such anomalies).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
+from harness.errors import CheckError
+from harness.history import history_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+
+__all__ = ["DEFAULT_MASTER", "run", "session"]
+
+DEFAULT_MASTER = "local[*]"
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+# Event type codes.
+INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
+_HISTORY_TYPES = {"invoke": INVOKE, "ok": OK, "fail": FAIL, "info": INFO, "poll": POLL,
+                  "reset": RESET, "meta": META}
+
+# Row flags (ingest).
+ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
+# Per-id flags.
+F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP = (1 << i for i in range(9))
+# Per-position flags.
+P_REC, P_REP = 1, 2
+# Row tags in the poll-sequence pass: recovery positions sort before polls at one position.
+TAG_RPOS, TAG_POLL, TAG_RESET = 0, 1, 2
+
+# seq = file index | split (4 MiB units of its start) | row within the task: file order, one long.
+_SPLIT_UNIT_BITS, _ROW_BITS, _SPLIT_BITS = 22, 33, 17
+_MAX_FILES = 1 << (63 - _ROW_BITS - _SPLIT_BITS)
+
+_L, _S = "long", "string"
+_HISTORY_FIELDS = (("type", _S), ("client", _S), ("mid", _S), ("topic", _S), ("partition", _L),
+                   ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L), ("phase", _S),
+                   ("txn", _S), ("isolation", _S))
+_REPLICA_FIELDS = (("type", _S), ("node", _S), ("mid", _S), ("topic", _S), ("partition", _L),
+                   ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L))
+# The uniform anomaly row: a sort key and a generic example, typed.
+_SK_FIELDS = (("s", _S), ("a", _L), ("b", _L), ("c", _L), ("d", _L), ("e", _L))
+_EX_FIELDS = (("mid", _S), ("mid2", _S), ("client", _L), ("topic", _L), ("part", _L),
+              ("rec", "boolean"), ("pl", _L), ("pe", _L), ("pb", _L), ("ql", _L), ("qe", _L),
+              ("qb", _L), ("n", _L))
+
+_MID_KINDS = ("lost-write", "unseen", "duplicate", "unexpected", "aborted-read")
+_POS_KINDS = ("inconsistent-offsets", "replica-divergence")
+
+_session_lock = threading.Lock()
+_run_lock = threading.Lock()
+_session: SparkSession | None = None
+
+
+def session(master: str | None = None) -> SparkSession:
+    """The process's SparkSession on ``master`` (default ``local[*]``): made once, then reused.
+
+    Asking for another master stops the current session and starts one on it
+    (the JVM, and so ``spark.driver.memory``, stays).
+    """
+    global _session
+    master = master or DEFAULT_MASTER
+    with _session_lock:
+        if _session is not None and _session.sparkContext._jsc is not None:
+            if _session.sparkContext.master == master:
+                return _session
+            _session.stop()
+        _session = _start(master)
+        return _session
+
+
+def _start(master: str) -> SparkSession:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise CheckError("the checker needs pyspark 4 and Java 17: pip install 'pyspark>=4'") from exc
+    # Loopback only, and no "hostname resolves to a loopback address" warning.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(master).appName("harness-check")
+    for key, value in _session_conf().items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # the JVM failed to start: pyspark raises several types here
+        raise CheckError(f"cannot start Spark on {master}: {exc} (is Java 17 installed?)") from exc
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _session_conf() -> dict[str, str]:
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": os.environ.get("HARNESS_SPARK_DRIVER_MEMORY") or _driver_memory(),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.debug.maxToStringFields": "1000",
+        # seq relies on file splits starting at multiples of >= 4 MiB: pin what sets them.
+        "spark.sql.files.maxPartitionBytes": str(128 << 20),
+        "spark.sql.files.openCostInBytes": str(1 << _SPLIT_UNIT_BITS),
+        "spark.sql.parquet.compression.codec": "lz4_raw",
+        # Shuffle files of finished checks are removed when the driver collects garbage.
+        "spark.cleaner.periodicGC.interval": "1min",
+    }
+
+
+def _driver_memory() -> str:
+    """Half the machine's memory, 1 to 16 GiB: room for the JVM's off-heap use and the rest."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return f"{max(1, min(16, total // (2 << 30)))}g"
+
+
+def _shuffle_partitions(input_bytes: int) -> int:
+    """About one shuffle partition per 64 MiB of JSON input; one for small runs."""
+    return max(1, min(2000, math.ceil(input_bytes / (64 << 20))))
+
+
+def run(run_dir: Path, master: str | None = None) -> CheckResult:
+    """Check one run directory on ``master``; see :func:`harness.check.check_run`."""
+    if not run_dir.is_dir():
+        raise CheckError(f"{run_dir}: not a run directory")
+    files = history_files(run_dir)
+    if not files:
+        raise CheckError(f"{run_dir}: no history/*.jsonl files")
+    replicas = sorted((run_dir / "replicas").glob("*.jsonl"))
+    if len(files) >= _MAX_FILES:
+        raise CheckError(f"{run_dir}: {len(files)} history files; at most {_MAX_FILES - 1} supported")
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+    except ImportError as exc:
+        raise CheckError("the checker needs pyspark 4 and Java 17: pip install 'pyspark>=4'") from exc
+    with _run_lock:
+        spark = session(master)
+        spark.conf.set("spark.sql.shuffle.partitions",
+                       str(_shuffle_partitions(sum(f.stat().st_size for f in [*files, *replicas]))))
+        scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
+                                        dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
+        try:
+            return _Job(spark, scratch, _link_inputs(scratch, files, replicas)).result()
+        except (PySparkException, Py4JError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    history: list[str]
+    replicas: list[str]
+
+
+def _link_inputs(scratch: Path, files: Sequence[Path], replicas: Sequence[Path]) -> _Inputs:
+    """Symlink inputs under plain names: Hadoop paths break on ':' and glob characters,
+    and the name carries the file's index (``h00003.jsonl``) for ``seq``."""
+    links = scratch / "in"
+    links.mkdir()
+    out: dict[str, list[str]] = {"h": [], "r": []}
+    for prefix, group in (("h", files), ("r", replicas)):
+        for i, path in enumerate(group):
+            link = links / f"{prefix}{i:05d}.jsonl"
+            link.symlink_to(path.resolve())
+            out[prefix].append(str(link))
+    return _Inputs(out["h"], out["r"])
+
+
+@dataclass(frozen=True)
+class _Names:
+    """Client and topic names behind their hashes, and the read_committed clients."""
+
+    clients: dict[int, str]
+    topics: dict[int, str]
+    rc_clients: frozenset[int]
+
+    def rank(self, names: Mapping[int, str]) -> dict[int, int]:
+        return {h: i for i, (h, _) in enumerate(sorted(names.items(), key=lambda kv: kv[1]))}
+
+
+class _Job:
+    """One check: the steps of the module docstring, over Parquet in ``scratch``."""
+
+    def __init__(self, spark: SparkSession, scratch: Path, inputs: _Inputs) -> None:
+        from pyspark.sql import functions as F
+
+        self.spark = spark
+        self.F = F
+        self.scratch = scratch
+        self.inputs = inputs
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _stage(self, name: str, df: DataFrame) -> DataFrame:
+        path = str(self.scratch / name)
+        df.write.parquet(path)
+        return self.spark.read.parquet(path)
+
+    def _has(self, col: str, bits: int) -> Column:
+        return self.F.col(col).bitwiseAND(bits) != 0
+
+    def _lacks(self, col: str, bits: int) -> Column:
+        return self.F.col(col).bitwiseAND(bits) == 0
+
+    def _pos(self, prefix: str = "") -> Column:
+        F = self.F
+        return F.struct(F.col(prefix + "pl").alias("l"), F.col(prefix + "pe").alias("e"),
+                        F.col(prefix + "pb").alias("b"))
+
+    def _uniform(self, kind: Column, sk: Mapping[str, Column], ex: Mapping[str, Column],
+                 n: Column | None = None) -> list[Column]:
+        """Columns of the uniform anomaly row (kind, n, sk, ex); missing fields null."""
+        F = self.F
+
+        def typed(fields: Iterable[tuple[str, str]], given: Mapping[str, Column]) -> Column:
+            return F.struct(*[given.get(name, F.lit(None)).cast(t).alias(name) for name, t in fields])
+
+        return [kind.alias("kind"), (F.lit(1) if n is None else n).cast(_L).alias("n"),
+                typed(_SK_FIELDS, sk).alias("sk"), typed(_EX_FIELDS, ex).alias("ex")]
+
+    # -- 1. ingest -------------------------------------------------------------
+
+    def _read(self, paths: list[str], fields: Sequence[tuple[str, str]]) -> DataFrame:
+        schema = ", ".join(f"`{name}` {t}" for name, t in fields)
+        return self.spark.read.schema(schema).option("mode", "DROPMALFORMED").json(paths)
+
+    def _ingest(self) -> DataFrame:
+        F = self.F
+        raw = self._read(self.inputs.history, _HISTORY_FIELDS)
+        # Before anything else: monotonically_increasing_id counts rows as the scan reads them.
+        raw = raw.select("*", F.col("_metadata.file_name").alias("_file"),
+                         F.col("_metadata.file_block_start").alias("_start"),
+                         F.monotonically_increasing_id().alias("_row"))
+        seq = (F.shiftleft(F.substring("_file", 2, 5).cast(_L), _ROW_BITS + _SPLIT_BITS)
+               .bitwiseOR(F.shiftleft(F.shiftright("_start", _SPLIT_UNIT_BITS), _ROW_BITS))
+               .bitwiseOR(F.col("_row").bitwiseAND((1 << _ROW_BITS) - 1)))
+        flags = (F.when(F.col("phase") == "recovery", ROW_REC).otherwise(0)
+                 .bitwiseOR(F.when(F.col("txn") == "aborted", ROW_ABORTED).otherwise(0))
+                 .bitwiseOR(F.when(F.col("isolation") == "read_committed", ROW_RC).otherwise(0)))
+        history = raw.select(*self._common(_HISTORY_TYPES), "client", self._hash("client").alias("client_h"),
+                             flags.alias("flags"), seq.alias("seq"), F.lit(None).cast(_S).alias("node"))
+        events = history
+        if self.inputs.replicas:
+            reps = self._read(self.inputs.replicas, _REPLICA_FIELDS).select(
+                *self._common({"replica": REPLICA}), F.lit(None).cast(_S).alias("client"),
+                F.lit(None).cast(_L).alias("client_h"), F.lit(0).alias("flags"),
+                F.lit(None).cast(_L).alias("seq"), "node")
+            events = history.unionByName(reps)
+        return self._stage("events", events.where(F.col("code").isNotNull()))
+
+    def _common(self, types: Mapping[str, int]) -> list[Column]:
+        """Columns shared by history and replica lines: type code (null for other types),
+        topic, validated position (null when absent or negative)."""
+        F = self.F
+        code = F.lit(None).cast("int")
+        for name, value in types.items():
+            code = F.when(F.col("type") == name, value).otherwise(code)
+        off, led, ent = F.col("offset"), F.col("ledger"), F.col("entry")
+        kafka = off.isNotNull()
+        valid = F.col("partition").isNotNull() & F.when(kafka, off >= 0).otherwise((led >= 0) & (ent >= 0))
+        return [code.alias("code"), "mid", "topic", self._hash("topic").alias("topic_h"),
+                F.col("partition").alias("part"),
+                F.when(valid, F.when(kafka, F.lit(-1)).otherwise(led)).alias("pl"),
+                F.when(valid, F.coalesce(off, ent)).alias("pe"),
+                F.when(valid, F.when(kafka, F.lit(-1)).otherwise(F.coalesce("batch", F.lit(-1))))
+                .alias("pb")]
+
+    def _hash(self, col: str) -> Column:
+        F = self.F
+        return F.when(F.col(col).isNotNull(), F.xxhash64(col))
+
+    # -- 2. names --------------------------------------------------------------
+
+    def _names(self, events: DataFrame) -> _Names:
+        F = self.F
+        clients = events.where(F.col("client_h").isNotNull()).select(
+            F.lit(0).alias("k"), F.col("client_h").alias("h"), F.col("client").alias("s"))
+        topics = events.where(F.col("topic_h").isNotNull()).select(
+            F.lit(1).alias("k"), F.col("topic_h").alias("h"), F.col("topic").alias("s"))
+        rc = events.where(F.col("code").isin(POLL, META) & self._has("flags", ROW_RC)
+                          & F.col("client_h").isNotNull()).select(
+            F.lit(2).alias("k"), F.col("client_h").alias("h"), F.lit(None).cast(_S).alias("s"))
+        names: tuple[dict[int, str], dict[int, str]] = ({}, {})
+        rc_clients: set[int] = set()
+        for row in clients.unionByName(topics).unionByName(rc).distinct().collect():
+            if row.k == 2:
+                rc_clients.add(row.h)
+                continue
+            known = names[row.k].setdefault(row.h, row.s)
+            if known != row.s:
+                raise CheckError(f"names {known!r} and {row.s!r} have the same 64-bit hash; rename one")
+        return _Names(names[0], names[1], frozenset(rc_clients))
+
+    # -- 3. per message id -----------------------------------------------------
+
+    def _mids(self, events: DataFrame, names: _Names) -> DataFrame:
+        F = self.F
+        code, seq = F.col("code"), F.col("seq")
+        poll, rec = code == POLL, self._has("flags", ROW_REC)
+        rc = F.col("client_h").isin(sorted(names.rc_clients)) if names.rc_clients else F.lit(False)
+        flags = self._bits({F_INV: code == INVOKE, F_OK: code == OK, F_FAIL: code == FAIL,
+                            F_INFO: code == INFO, F_RUN: poll & ~rec, F_REC: poll & rec,
+                            F_ABORTED: code.isin(OK, FAIL) & self._has("flags", ROW_ABORTED),
+                            F_RC_READ: poll & rc})
+        first_invoke, first_ok = F.when(code == INVOKE, seq), F.when(code == OK, seq)
+        binding = F.when(poll & F.col("pl").isNotNull() & F.col("topic_h").isNotNull(),
+                         self._binding("topic_h", "part", "pl", "pe", "pb"))
+        agg = (events.where(F.col("mid").isNotNull() & (code <= POLL)).groupBy("mid").agg(
+            F.bit_or(flags).alias("f"),
+            F.min(first_invoke).alias("inv_seq"),
+            F.min_by("client_h", first_invoke).alias("inv_client"),
+            F.min_by("topic_h", first_invoke).alias("inv_topic"),
+            F.min_by("client_h", first_ok).alias("ack_client"),
+            F.min_by("topic_h", first_ok).alias("ack_topic0"),
+            *[F.min_by(c, first_ok).alias(f"ack_{c}") for c in ("part", "pl", "pe", "pb")],
+            F.min(binding).alias("bmin"), F.max(binding).alias("bmax")))
+        # ok events need not name their topic: an ack binds the topic of its invoke.
+        agg = agg.withColumn("ack_topic", F.coalesce("ack_topic0", "inv_topic"))
+        ack = F.when(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull(),
+                     self._binding("ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
+        bmin = F.col("bmin")
+        dup = (bmin != F.col("bmax")) | (bmin.isNotNull() & ack.isNotNull() & (ack != bmin))
+        return self._stage("mids", agg.select(
+            "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
+            "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
+
+    def _bits(self, conditions: Mapping[int, Column]) -> Column:
+        F = self.F
+        out = F.lit(0)
+        for bit, cond in conditions.items():
+            out = out.bitwiseOR(F.when(cond, bit).otherwise(0))
+        return out
+
+    def _binding(self, *cols: str) -> Column:
+        """A (topic, partition, position) binding as one hash: distinct bindings of one id
+        collide with probability 2^-64, which could only hide a duplicate."""
+        return self.F.xxhash64(*cols)
+
+    # -- 4. per position -------------------------------------------------------
+
+    def _positions(self, events: DataFrame, mids: DataFrame) -> DataFrame:
+        F = self.F
+        key = ("topic_h", "part", "pl", "pe", "pb")
+        mid_h = self._hash("mid").alias("mh")
+        at = F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
+        acks = mids.where(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull()).select(
+            F.col("ack_topic").alias("topic_h"), *[F.col(f"ack_{c}").alias(c) for c in key[1:]],
+            mid_h, F.lit(0).alias("pf"))
+        # Polls of foreign records (mid null) still mark a position of the recovery read.
+        bound = acks.unionByName(events.where((F.col("code") == POLL) & at).select(
+            *key, mid_h, F.when(self._has("flags", ROW_REC), P_REC).otherwise(0).alias("pf")))
+        if self.inputs.replicas:
+            bound = bound.unionByName(events.where(
+                (F.col("code") == REPLICA) & at & F.col("mid").isNotNull()).select(
+                *key, mid_h, F.lit(P_REP).alias("pf")))
+        replica_mid = F.when(self._has("pf", P_REP), F.col("mh"))
+        return self._stage("positions", bound.groupBy(*key).agg(
+            F.min("mh").alias("mmin"), F.max("mh").alias("mmax"),
+            F.min(replica_mid).alias("rmin"), F.max(replica_mid).alias("rmax"),
+            F.bit_or("pf").alias("pf")))
+
+    # -- 5. anomalies ----------------------------------------------------------
+
+    def _anomalies(self, events: DataFrame, mids: DataFrame, positions: DataFrame,
+                   names: _Names) -> list[Row]:
+        from pyspark.sql import Window
+
+        F = self.F
+        ranks = _Ranks(F, names)
+        rows = (self._mid_rows(mids)
+                .unionByName(self._position_rows(positions, ranks))
+                .unionByName(self._poll_rows(events, positions, ranks))
+                .unionByName(self._send_rows(mids, ranks))
+                .unionByName(self._count_rows(mids)))
+        kind = Window.partitionBy("kind")
+        ranked = rows.select("kind", "ex", F.sum("n").over(kind).alias("total"),
+                             F.row_number().over(kind.orderBy("sk")).alias("rn"))
+        return ranked.where(F.col("rn") <= MAX_EXAMPLES).collect()
+
+    def _explode_kinds(self, df: DataFrame, conditions: Mapping[str, Column]) -> DataFrame:
+        """One row per (row of ``df``, kind whose condition holds), kind in column ``kind``."""
+        F = self.F
+        anyone = F.lit(False)
+        for cond in conditions.values():
+            anyone = anyone | F.coalesce(cond, F.lit(False))
+        kinds = F.array_compact(F.array(*[F.when(cond, F.lit(kind)) for kind, cond in conditions.items()]))
+        return df.where(anyone).select(F.explode(kinds).alias("kind"), "*")
+
+    def _mid_rows(self, mids: DataFrame) -> DataFrame:
+        F = self.F
+        committed = self._has("f", F_OK) & self._lacks("f", F_ABORTED)
+        found = self._explode_kinds(mids, {
+            "lost-write": committed & self._lacks("f", F_REC),
+            "unseen": committed & self._lacks("f", F_RUN) & self._has("f", F_REC),
+            "duplicate": self._has("f", F_DUP),
+            "unexpected": self._has("f", F_RUN | F_REC) & self._lacks("f", F_INV),
+            "aborted-read": self._has("f", F_ABORTED) & self._has("f", F_RC_READ),
+        })
+        ack = {c: F.col(f"ack_{c}") for c in ("client", "topic", "part", "pl", "pe", "pb")}
+        return found.select(*self._uniform(F.col("kind"), {"s": F.col("mid")},
+                                           {"mid": F.col("mid"), **ack}))
+
+    def _position_rows(self, positions: DataFrame, ranks: _Ranks) -> DataFrame:
+        F = self.F
+        found = self._explode_kinds(positions, {
+            "inconsistent-offsets": F.col("mmin") != F.col("mmax"),
+            "replica-divergence": F.col("rmin") != F.col("rmax"),
+        })
+        sk = {"a": ranks.topic("topic_h"), "b": F.col("part"), "c": F.col("pl"), "d": F.col("pe"),
+              "e": F.col("pb")}
+        ex = {"topic": F.col("topic_h"), **{c: F.col(c) for c in ("part", "pl", "pe", "pb")}}
+        return found.select(*self._uniform(F.col("kind"), sk, ex))
+
+    def _poll_rows(self, events: DataFrame, positions: DataFrame, ranks: _Ranks) -> DataFrame:
+        """nonmonotonic-poll and poll-skip, per (client, phase, topic, partition) in file order.
+
+        One shuffle by (topic, partition): first ordered by position to count the
+        recovery positions at or below each poll, then (same partitioning, a local
+        sort) by client, phase and file order to compare each poll with the one before.
+        """
+        from pyspark.sql import Window
+
+        F = self.F
+        pos = ("pl", "pe", "pb")
+        none_l, none_s, none_b = (F.lit(None).cast(t) for t in (_L, _S, "boolean"))
+        polls = events.where((F.col("code") == POLL) & F.col("pl").isNotNull()
+                             & F.col("topic_h").isNotNull()).select(
+            "client_h", self._has("flags", ROW_REC).alias("rec"), "topic_h", "part", *pos, "mid", "seq",
+            F.lit(TAG_POLL).alias("tag"))
+        resets = events.where((F.col("code") == RESET) & F.col("topic_h").isNotNull()
+                              & F.col("part").isNotNull()).select(
+            "client_h", F.explode(F.array(F.lit(False), F.lit(True))).alias("rec"), "topic_h", "part",
+            *[none_l.alias(c) for c in pos], none_s.alias("mid"), "seq", F.lit(TAG_RESET).alias("tag"))
+        recovered = positions.where(self._has("pf", P_REC)).select(
+            none_l.alias("client_h"), none_b.alias("rec"), "topic_h", "part", *pos, none_s.alias("mid"),
+            none_l.alias("seq"), F.lit(TAG_RPOS).alias("tag"))
+        rows = polls.unionByName(resets).unionByName(recovered)
+
+        by_pos = (Window.partitionBy("topic_h", "part").orderBy(*pos, "tag")
+                  .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+        is_rpos = F.col("tag") == TAG_RPOS
+        counted = rows.select(
+            "*", F.sum(is_rpos.cast(_L)).over(by_pos).alias("le"),
+            F.last(F.when(is_rpos, self._pos()), ignorenulls=True).over(by_pos).alias("last_r"),
+        ).where(~is_rpos)
+        # Recovery positions strictly below / at-or-below this poll's position.
+        below = F.col("le") - F.when(F.col("last_r") == self._pos(), 1).otherwise(0)
+
+        by_seq = (Window.partitionBy("client_h", "rec", "topic_h", "part").orderBy("seq")
+                  .rowsBetween(Window.unboundedPreceding, -1))
+        prev_poll = F.when(F.col("tag") == TAG_POLL, F.struct("seq", *pos, "mid", "le"))
+        judged = counted.select(
+            "*", below.alias("below"),
+            F.last(prev_poll, ignorenulls=True).over(by_seq).alias("prev"),
+            F.last(F.when(F.col("tag") == TAG_RESET, F.col("seq")), ignorenulls=True).over(by_seq)
+            .alias("last_reset"),
+        ).where((F.col("tag") == TAG_POLL) & F.col("prev").isNotNull()
+                & (F.col("last_reset").isNull() | (F.col("last_reset") < F.col("prev.seq"))))
+        before = self._pos("prev.")
+        skipped = F.col("below") - F.col("prev.le")
+        found = self._explode_kinds(judged, {
+            "nonmonotonic-poll": self._pos() <= before,
+            "poll-skip": (self._pos() > before) & (skipped > 0),
+        })
+        return found.select(*self._uniform(F.col("kind"), self._sequence_key(ranks), {
+            **self._sequence_example(),
+            "rec": F.col("rec"),
+            "n": F.when(F.col("kind") == "poll-skip", skipped),
+        }))
+
+    def _send_rows(self, mids: DataFrame, ranks: _Ranks) -> DataFrame:
+        """nonmonotonic-send: per (producer, topic, partition), acks in invoke order."""
+        from pyspark.sql import Window
+
+        F = self.F
+        sends = mids.where(F.col("inv_seq").isNotNull() & F.col("ack_pl").isNotNull()).select(
+            F.col("inv_client").alias("client_h"), F.col("ack_topic").alias("topic_h"),
+            F.col("ack_part").alias("part"), F.col("inv_seq").alias("seq"),
+            *[F.col(f"ack_{c}").alias(c) for c in ("pl", "pe", "pb")], "mid")
+        order = Window.partitionBy("client_h", "topic_h", "part").orderBy("seq")
+        judged = sends.select("*", F.lag(F.struct("pl", "pe", "pb", "mid")).over(order).alias("prev"))
+        judged = judged.where(F.col("prev").isNotNull() & (self._pos() <= self._pos("prev.")))
+        return judged.select(*self._uniform(F.lit("nonmonotonic-send"), self._sequence_key(ranks),
+                                            self._sequence_example()))
+
+    def _sequence_key(self, ranks: _Ranks) -> dict[str, Column]:
+        F = self.F
+        return {"a": ranks.client("client_h"), "b": ranks.topic("topic_h"), "c": F.col("part"),
+                "d": F.col("seq")}
+
+    def _sequence_example(self) -> dict[str, Column]:
+        F = self.F
+        cols = ("client_h", "topic_h", "part", "pl", "pe", "pb", "mid")
+        return {
+            **{name.removesuffix("_h"): F.col(name) for name in cols},
+            "mid2": F.col("prev.mid"), "ql": F.col("prev.pl"), "qe": F.col("prev.pe"),
+            "qb": F.col("prev.pb"),
+        }
+
+    def _count_rows(self, mids: DataFrame) -> DataFrame:
+        F = self.F
+        has, lacks = self._has, self._lacks
+        outcomes = {
+            "fail": has("f", F_FAIL) & lacks("f", F_OK),
+            "info": has("f", F_INFO) & lacks("f", F_OK | F_FAIL),
+            "unacked": has("f", F_INV) & lacks("f", F_OK | F_FAIL | F_INFO),
+        }
+        conditions = {"invoked": has("f", F_INV), "ok": has("f", F_OK), "fail": has("f", F_FAIL),
+                      "info": has("f", F_INFO), "polled": has("f", F_RUN),
+                      "recovered": has("f", F_REC)}
+        for outcome, cond in outcomes.items():
+            conditions[f"{outcome}-present"] = cond & has("f", F_REC)
+            conditions[f"{outcome}-absent"] = cond & lacks("f", F_REC)
+        names = list(conditions)
+        sums = mids.agg(*[F.sum(F.when(cond, 1).otherwise(0)).alias(f"c{i}")
+                          for i, cond in enumerate(conditions.values())])
+        counts = sums.select(F.explode(F.array(*[
+            F.struct(F.lit(f"count:{name}").alias("kind"), F.coalesce(F.col(f"c{i}"), F.lit(0)).alias("n"))
+            for i, name in enumerate(names)])).alias("c"))
+        return counts.select(*self._uniform(F.col("c.kind"), {}, {}, n=F.col("c.n")))
+
+    # -- 6. details and the result ---------------------------------------------
+
+    def result(self) -> CheckResult:
+        events = self._ingest()
+        names = self._names(events)
+        mids = self._mids(events, names)
+        positions = self._positions(events, mids)
+        totals: dict[str, int] = {}
+        firsts: dict[str, list[Row]] = {}
+        for row in sorted(self._anomalies(events, mids, positions, names), key=lambda r: r.rn):
+            totals[row.kind] = row.total
+            firsts.setdefault(row.kind, []).append(row.ex)
+        details = self._details(events, mids, firsts)
+        examples = {kind: [_example(kind, ex, names, details) for ex in exs]
+                    for kind, exs in firsts.items() if not kind.startswith("count:")}
+        counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
+        anomalies = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
+        return make_result(anomalies, examples, counts)
+
+    def _details(self, events: DataFrame, mids: DataFrame, firsts: Mapping[str, list[Row]]) -> _Details:
+        """The events of the example ids and positions that need more than the anomaly row."""
+        F = self.F
+        ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read")
+                      for ex in firsts.get(kind, [])})
+        places = sorted({_place(ex) for kind in _POS_KINDS for ex in firsts.get(kind, [])})
+        if not ids and not places:
+            return _Details([], [])
+
+        def at(*cols: str) -> Column:
+            cond = F.lit(False)
+            for place in places:
+                match = F.lit(True)
+                for col, value in zip(cols, place):
+                    match = match & (F.col(col) == value)
+                cond = cond | match
+            return cond
+
+        found = events.where(F.col("mid").isin(ids) | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE))).select(
+            "code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
+            "seq", "node")
+        acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(
+            "mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb")
+        return _Details(found.collect(), acks.collect())
+
+
+class _Ranks:
+    """Sort ranks of client and topic hashes (their names' order), as Spark columns."""
+
+    def __init__(self, F: Any, names: _Names) -> None:
+        self.F = F
+        self._clients = names.rank(names.clients)
+        self._topics = names.rank(names.topics)
+
+    def client(self, col: str) -> Column:
+        return self._lookup(self._clients, col)
+
+    def topic(self, col: str) -> Column:
+        return self._lookup(self._topics, col)
+
+    def _lookup(self, ranks: Mapping[int, int], col: str) -> Column:
+        F = self.F
+        if not ranks:
+            return F.lit(None).cast(_L)
+        pairs = [F.lit(x) for h, r in ranks.items() for x in (h, r)]
+        return F.element_at(F.create_map(*pairs), F.col(col))
+
+
+@dataclass(frozen=True)
+class _Details:
+    events: list[Row]
+    acks: list[Row]
+
+
+Place = tuple[int, int, int, int, int]
+_PLACE = ("topic_h", "part", "pl", "pe", "pb")
+
+
+def _place(ex: Row) -> Place:
+    return (ex.topic, ex.part, ex.pl, ex.pe, ex.pb)
+
+
+def _pos_of(row: Any, prefix: str = "p") -> tuple[int, int, int] | None:
+    first = getattr(row, prefix + "l")
+    return None if first is None else (first, getattr(row, prefix + "e"), getattr(row, prefix + "b"))
+
+
+def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, Any]:
+    """The example dict of one anomaly row (see docs/checker.md for each kind's fields)."""
+    topic = names.topics.get(ex.topic) if ex.topic is not None else None
+    client = names.clients.get(ex.client) if ex.client is not None else None
+    if kind in ("lost-write", "unseen"):
+        return example(mid=ex.mid, client=client, topic=topic, partition=ex.part, pos=_pos_of(ex))
+    if kind in ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip"):
+        phase = None if kind == "nonmonotonic-send" else ("recovery" if ex.rec else "run")
+        return example(client=client, phase=phase, mid=ex.mid, topic=topic, partition=ex.part,
+                       pos=_pos_of(ex), prev={"mid": ex.mid2, "pos": _pos_of(ex, "q")}, skipped=ex.n)
+    if kind == "duplicate":
+        bindings = {(r.topic, r.part, _pos_of(r)) for r in details.events
+                    if r.mid == ex.mid and r.code == POLL and r.pl is not None and r.topic is not None}
+        bindings |= {(names.topics[a.ack_topic], a.ack_part, _pos_of(a, "ack_p")) for a in details.acks
+                     if a.mid == ex.mid and a.ack_pl is not None and a.ack_topic is not None}
+        return example(mid=ex.mid, positions=[example(topic=t, partition=p, pos=pos)
+                                              for t, p, pos in sorted(bindings)[:MAX_EXAMPLES]])
+    if kind in ("unexpected", "aborted-read"):
+        reads = [r for r in details.events if r.mid == ex.mid and r.code == POLL
+                 and (kind == "unexpected" or r.client_h in names.rc_clients)]
+        first = min(reads, key=lambda r: r.seq)
+        return example(mid=ex.mid, client=first.client,
+                       phase="recovery" if first.flags & ROW_REC else "run", topic=first.topic,
+                       partition=first.part, pos=_pos_of(first))
+    place = _place(ex)
+    here = [r for r in details.events if r.code in (POLL, REPLICA) and r.mid is not None
+            and (r.topic_h, r.part, r.pl, r.pe, r.pb) == place]
+    pos = (ex.pl, ex.pe, ex.pb)
+    if kind == "replica-divergence":
+        replicas = sorted({(r.node, r.mid) for r in here if r.code == REPLICA}, key=_none_first)
+        return example(topic=topic, partition=ex.part, pos=pos,
+                       replicas=[{"node": node, "mid": mid} for node, mid in replicas])
+    acked = {a.mid for a in details.acks
+             if (a.ack_topic, a.ack_part, a.ack_pl, a.ack_pe, a.ack_pb) == place}
+    mids = sorted({r.mid for r in here} | acked)
+    return example(topic=topic, partition=ex.part, pos=pos, mids=mids[:MAX_EXAMPLES])
+
+
+def _none_first(item: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((x is not None, x if x is not None else "") for x in item)

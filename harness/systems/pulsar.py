@@ -1,0 +1,482 @@
+"""Pulsar on a dockerized cluster: readiness, topics, topic ownership, ledger ensembles.
+
+Admin calls use the brokers' REST API on their published loopback ports with
+the standard library's ``urllib`` (no proxy, never another host): a redirect
+to a broker's internal address (``http://broker-2:8080/...``, which Pulsar
+sends when another broker owns the topic or is the leader) is rewritten to
+that broker's published port. Bookie registrations are read from ZooKeeper
+with kazoo.
+
+Node names: ``broker-<n>`` (broker id ``broker-<n>:8080``), ``bookie-<n>``
+(bookie id ``bookie-<n>:3181``), ``zk``. Short topic names live in
+``public/default``; a full ``persistent://tenant/ns/topic`` name is accepted
+wherever a topic is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..backend.cluster import Cluster, Node
+from ..errors import HarnessError, SystemError_
+from ..wait import wait_until
+
+__all__ = ["PulsarSystem", "LedgerState", "CLUSTER_NAME"]
+
+#: ``clusterName`` of the brokers (compose/images/pulsar/entrypoint.sh, CLUSTER).
+CLUSTER_NAME = "chaos"
+#: The broker settings the image applies (entrypoint.sh); create_topic policies override them per topic.
+DEFAULT_QUORUMS = (2, 2, 2)
+_BROKER_HTTP_PORT = 8080
+_BOOKIE_PORT = 3181
+_MAX_REDIRECTS = 5
+#: kazoo logs every refused connection while ZooKeeper starts; failures surface as SystemError_.
+_ZK_LOG = logging.getLogger("harness.systems.pulsar.zk")
+_ZK_LOG.addHandler(logging.NullHandler())
+_ZK_LOG.propagate = False
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """The ledger a topic (partition) currently writes to, from the owner's internal stats."""
+
+    topic: str
+    ledger_id: int
+    state: str  # OPEN | CLOSED | IN_RECOVERY
+    ensemble_size: int
+    write_quorum: int
+    ack_quorum: int
+    #: first entry id -> bookie ids of the ensemble from that entry on (ensemble changes add keys)
+    ensembles: dict[int, tuple[str, ...]]
+
+    @property
+    def current_ensemble(self) -> tuple[str, ...]:
+        return self.ensembles[max(self.ensembles)] if self.ensembles else ()
+
+    def as_event(self) -> dict[str, Any]:
+        return {"topic": self.topic, "ledger": self.ledger_id, "state": self.state,
+                "quorums": [self.ensemble_size, self.write_quorum, self.ack_quorum],
+                "ensembles": {str(k): list(v) for k, v in self.ensembles.items()}}
+
+
+class _HttpStatus(SystemError_):
+    """A REST call answered with an error status (kept for the callers that expect some)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
+        return None  # surfaces as HTTPError; _request rewrites and follows it itself
+
+
+class PulsarSystem:
+    """Admin view of a Pulsar cluster (two brokers, three bookies, one ZooKeeper)."""
+
+    def __init__(self, cluster: Cluster, request_timeout: float = 10.0) -> None:
+        self.cluster = cluster
+        self.spec = cluster.spec
+        self.request_timeout = request_timeout
+        # ProxyHandler({}): an http_proxy in the environment must not see loopback admin calls.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+        self._partition_counts: dict[str, int] = {}
+
+    # -- naming -------------------------------------------------------------------
+    def brokers(self) -> list[Node]:
+        return [n for n in self.cluster.nodes() if n.kind == "pulsar-broker"]
+
+    def bookies(self) -> list[Node]:
+        return [n for n in self.cluster.nodes() if n.kind == "bookie"]
+
+    def broker_id(self, node: Node | str) -> str:
+        """The id Pulsar knows a broker by (``broker-1:8080``)."""
+        return f"{node if isinstance(node, str) else node.name}:{_BROKER_HTTP_PORT}"
+
+    def admin_url(self, node: Node | str) -> str:
+        name = node if isinstance(node, str) else node.name
+        port = self.spec.node(name).admin_port
+        if port is None:
+            raise SystemError_(f"{name} is not a Pulsar broker (no admin port)")
+        return f"http://127.0.0.1:{port}"
+
+    def service_url(self, node: Node | str) -> str:
+        """The binary-protocol URL of one broker on loopback (the ``external`` listener)."""
+        name = node if isinstance(node, str) else node.name
+        return f"pulsar://127.0.0.1:{self.spec.node(name).host_port}"
+
+    @staticmethod
+    def topic_name(topic: str, partition: int | None = None) -> str:
+        """``persistent://public/default/<topic>[-partition-<n>]``."""
+        full = topic if "://" in topic else f"persistent://public/default/{topic}"
+        return f"{full}-partition-{partition}" if partition is not None else full
+
+    def _topic_path(self, topic: str, partition: int | None = None) -> str:
+        """``persistent/tenant/ns/topic`` for REST paths (the topic part URL-quoted)."""
+        full = self.topic_name(topic, partition)
+        domain, rest = full.split("://", 1)
+        tenant, ns, local = rest.split("/", 2)
+        return f"{domain}/{tenant}/{ns}/{urllib.parse.quote(local, safe='')}"
+
+    def _part(self, topic: str, partition: int | None) -> int | None:
+        """The partition suffix to use: partition 0 of a non-partitioned topic is the topic."""
+        if partition is None:
+            return None
+        full = self.topic_name(topic)
+        if full not in self._partition_counts:
+            self.partitions(topic)
+        if self._partition_counts[full] > 0:
+            return partition
+        if partition == 0:
+            return None
+        raise SystemError_(f"{full} is not partitioned: it has no partition {partition}")
+
+    def _node_for_url(self, url: str) -> Node:
+        """The broker a lookup or redirect URL points at (internal or external form)."""
+        parsed = urllib.parse.urlsplit(url if "://" in url else f"x://{url}")
+        host, port = parsed.hostname, parsed.port
+        for spec in self.spec.nodes_of("pulsar-broker"):
+            if host == spec.name or (host == "127.0.0.1" and port in (spec.host_port, spec.admin_port)):
+                return self.cluster.node(spec.name)
+        raise SystemError_(f"{url!r} names no broker of cluster {self.spec.name}")
+
+    def _bookie_node(self, bookie_id: str) -> Node:
+        return self.cluster.node(bookie_id.rsplit(":", 1)[0])
+
+    # -- REST ---------------------------------------------------------------------
+    def _request(self, method: str, path: str, body: Any = None, *,
+                 nodes: Iterable[Node | str] | None = None, timeout: float | None = None,
+                 query: dict[str, Any] | None = None) -> Any:
+        """One admin call; tries each broker in turn (default: all) until one answers.
+
+        Follows Pulsar's 307 redirects to another broker through that broker's published
+        port. Returns the decoded JSON body (the raw text when it is not JSON, None when
+        empty); raises SystemError_ (``_HttpStatus`` for an HTTP error status).
+        """
+        targets = [n if isinstance(n, str) else n.name for n in nodes] if nodes is not None \
+            else self._broker_order()
+        if query:
+            path += "?" + urllib.parse.urlencode(query)
+        errors: list[str] = []
+        for name in targets:
+            try:
+                return self._call(method, self.admin_url(name) + path, body, timeout)
+            except _HttpStatus:
+                raise
+            except SystemError_ as exc:
+                errors.append(f"{name}: {exc}")
+        raise SystemError_(f"{method} {path}: no broker answered ({'; '.join(errors)})")
+
+    def _broker_order(self) -> list[str]:
+        """Running brokers first: a paused one accepts connections (docker-proxy) but never answers."""
+        names = [s.name for s in self.spec.nodes_of("pulsar-broker")]
+        try:
+            up = {n.name for n in self.brokers() if n.container.status == "running"}
+        except HarnessError:
+            return names
+        return [n for n in names if n in up] + [n for n in names if n not in up]
+
+    def _call(self, method: str, url: str, body: Any, timeout: float | None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        for _ in range(_MAX_REDIRECTS + 1):
+            req = urllib.request.Request(url, data=data, method=method)
+            req.add_header("Accept", "application/json")
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            try:
+                with self._opener.open(req, timeout=timeout or self.request_timeout) as resp:
+                    raw = resp.read().decode("utf-8", "replace")
+            except urllib.error.HTTPError as exc:
+                if exc.code in (301, 302, 307, 308) and exc.headers.get("Location"):
+                    url = self._rewrite(exc.headers["Location"])
+                    continue
+                text = exc.read().decode("utf-8", "replace") if exc.fp else ""
+                try:
+                    reason = json.loads(text).get("reason", text)
+                except (ValueError, AttributeError):
+                    reason = text
+                raise _HttpStatus(f"{method} {url}: HTTP {exc.code} {str(reason)[:300]}",
+                                  exc.code) from None
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise SystemError_(f"{method} {url}: {reason}") from None
+            if not raw:
+                return None
+            try:
+                return json.loads(raw)
+            except ValueError:
+                return raw
+        raise SystemError_(f"{method} {url}: more than {_MAX_REDIRECTS} redirects")
+
+    def _rewrite(self, location: str) -> str:
+        """A redirect target on loopback: internal broker hosts become their published ports."""
+        parts = urllib.parse.urlsplit(location)
+        node = self._node_for_url(location)  # refuses any host that is not one of our brokers
+        base = urllib.parse.urlsplit(self.admin_url(node))
+        return urllib.parse.urlunsplit((base.scheme, base.netloc, parts.path, parts.query, ""))
+
+    # -- readiness ------------------------------------------------------------------
+    def broker_healthy(self, node: Node | str) -> bool:
+        """The broker's own health check (a produce/consume round trip on its heartbeat topic)."""
+        return self._request("GET", "/admin/v2/brokers/health", nodes=[node], timeout=30) == "ok"
+
+    def active_brokers(self) -> set[str]:
+        """Broker ids registered in the metadata store (``broker-1:8080``, ...)."""
+        return set(self._request("GET", f"/admin/v2/brokers/{CLUSTER_NAME}") or [])
+
+    def leader_broker(self) -> Node:
+        data = self._request("GET", "/admin/v2/brokers/leaderBroker")
+        return self._node_for_url(data.get("brokerId") or data["serviceUrl"])
+
+    def live_bookies(self, *, writable_only: bool = True) -> set[str]:
+        """Bookie ids registered in ZooKeeper (``/ledgers/available``; read-only ones optional)."""
+        def read(zk: Any) -> set[str]:
+            ids = {c for c in zk.get_children("/ledgers/available") if c != "readonly"}
+            if not writable_only and zk.exists("/ledgers/available/readonly"):
+                ids |= set(zk.get_children("/ledgers/available/readonly"))
+            return ids
+        return self._zk(read, "/ledgers/available")
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        """Every bookie registered, every broker registered and healthy, a leader broker."""
+        bookies = {f"{n.name}:{_BOOKIE_PORT}" for n in self.spec.nodes_of("bookie")}
+        brokers = [n.name for n in self.spec.nodes_of("pulsar-broker")]
+        logs = self.cluster.node_logs
+        wait_until(lambda: self.live_bookies() >= bookies, timeout=timeout,
+                   what=f"{self.spec.name}: all {len(bookies)} bookies registered", logs=logs)
+        wait_until(lambda: self.active_brokers() >= {self.broker_id(b) for b in brokers},
+                   timeout=timeout, what=f"{self.spec.name}: all {len(brokers)} brokers registered",
+                   logs=logs)
+        for b in brokers:
+            wait_until(lambda b=b: self.broker_healthy(b), timeout=timeout,
+                       what=f"{self.spec.name}: {b} health check", logs=lambda b=b: self.cluster.node_logs([b]))
+        wait_until(self.leader_broker, timeout=timeout, what=f"{self.spec.name}: a leader broker",
+                   logs=logs)
+
+    # -- topics -------------------------------------------------------------------------
+    def partitions(self, topic: str) -> int:
+        """Partition count (0 for a non-partitioned or absent topic)."""
+        data = self._request("GET", f"/admin/v2/{self._topic_path(topic)}/partitions")
+        count = int(data.get("partitions", 0)) if isinstance(data, dict) else 0
+        self._partition_counts[self.topic_name(topic)] = count
+        return count
+
+    def broker_defaults(self) -> dict[str, str]:
+        """The brokers' effective configuration (``/admin/v2/brokers/configuration/runtime``)."""
+        data = self._request("GET", "/admin/v2/brokers/configuration/runtime")
+        return {str(k): str(v) for k, v in (data or {}).items()}
+
+    def create_topic(self, name: str, partitions: int = 0, *, ensemble: int | None = None,
+                     write_quorum: int | None = None, ack_quorum: int | None = None,
+                     deduplication: bool | None = None, timeout: float = 60) -> None:
+        """Creates ``name`` (non-partitioned when ``partitions`` is 0); idempotent.
+
+        Quorums left None keep the broker defaults (2/2/2). Quorums that differ from the
+        brokers' set a topic-level persistence policy, then the topic is reloaded until its
+        current ledger uses them (checked in the ledger metadata). ``deduplication``: None
+        keeps ``brokerDeduplicationEnabled``; a value that differs from it sets the
+        topic-level policy. Returns once every partition is owned with an open ledger.
+        """
+        path = f"/admin/v2/{self._topic_path(name)}"
+        try:
+            if partitions > 0:
+                self._request("PUT", f"{path}/partitions", partitions, timeout=30)
+            else:
+                self._request("PUT", path, timeout=30)
+        except _HttpStatus as exc:
+            if exc.status != 409:  # 409: already exists
+                raise SystemError_(f"creating topic {name} failed: {exc}") from exc
+        self._partition_counts[self.topic_name(name)] = partitions
+        parts: list[int | None] = list(range(partitions)) if partitions > 0 else [None]
+        for p in parts:  # loads every partition on its owner (a first ledger is opened)
+            wait_until(lambda p=p: self.current_ledger(name, p), timeout=timeout,
+                       what=f"topic {self.topic_name(name, p)}: owned with an open ledger",
+                       logs=self.cluster.node_logs)
+
+        wanted_policies = deduplication is not None or \
+            (ensemble, write_quorum, ack_quorum) != (None, None, None)
+        defaults = self.broker_defaults() if wanted_policies else {}
+        if deduplication is not None and \
+                str(bool(deduplication)).lower() != defaults.get("brokerDeduplicationEnabled", "false"):
+            self._request("POST", f"{path}/deduplicationEnabled", bool(deduplication))
+            wait_until(lambda: self._request("GET", f"{path}/deduplicationEnabled") == bool(deduplication),
+                       timeout=timeout, what=f"topic {name}: deduplication policy applied")
+
+        if (ensemble, write_quorum, ack_quorum) == (None, None, None):
+            return
+        base = tuple(int(defaults.get(k, d)) for k, d in zip(
+            ("managedLedgerDefaultEnsembleSize", "managedLedgerDefaultWriteQuorum",
+             "managedLedgerDefaultAckQuorum"), DEFAULT_QUORUMS))
+        e, w, a = (v if v is not None else d for v, d in zip((ensemble, write_quorum, ack_quorum), base))
+        if not e >= w >= a >= 1:
+            raise SystemError_(f"topic {name}: need ensemble >= write quorum >= ack quorum >= 1, "
+                               f"got {e}/{w}/{a}")
+        if (e, w, a) == base:
+            return
+        policy = {"bookkeeperEnsemble": e, "bookkeeperWriteQuorum": w, "bookkeeperAckQuorum": a,
+                  "managedLedgerMaxMarkDeleteRate": 0.0}
+        self._request("POST", f"{path}/persistence", policy)
+
+        def applied() -> bool:
+            got = self._request("GET", f"{path}/persistence") or {}
+            return (got.get("bookkeeperEnsemble"), got.get("bookkeeperWriteQuorum"),
+                    got.get("bookkeeperAckQuorum")) == (e, w, a)
+
+        wait_until(applied, timeout=timeout, what=f"topic {name}: persistence policy {e}/{w}/{a} applied")
+
+        def on_new_ledger(p: int | None) -> bool:
+            led = self.current_ledger(name, p)
+            if (led.ensemble_size, led.write_quorum, led.ack_quorum) == (e, w, a):
+                return True
+            self._request("PUT", f"/admin/v2/{self._topic_path(name, p)}/unload", timeout=30)
+            return False
+
+        for p in parts:
+            wait_until(lambda p=p: on_new_ledger(p), timeout=timeout, interval=1.0,
+                       what=f"topic {self.topic_name(name, p)}: a ledger with quorums {e}/{w}/{a}",
+                       logs=self.cluster.node_logs)
+
+    def delete_topics(self, names: list[str]) -> None:
+        """Force-deletes each topic (all partitions); absent ones are skipped."""
+        for name in names:
+            path = f"/admin/v2/{self._topic_path(name)}"
+            try:
+                if self.partitions(name) > 0:
+                    self._request("DELETE", f"{path}/partitions", query={"force": "true"}, timeout=60)
+                else:
+                    self._request("DELETE", path, query={"force": "true"}, timeout=60)
+            except _HttpStatus as exc:
+                if exc.status != 404:
+                    raise SystemError_(f"deleting topic {name} failed: {exc}") from exc
+            self._partition_counts.pop(self.topic_name(name), None)
+
+    def topics(self, namespace: str = "public/default") -> list[str]:
+        """Full names of the namespace's persistent topics (partitioned ones once, no system topics)."""
+        plain = self._request("GET", f"/admin/v2/persistent/{namespace}") or []
+        parted = self._request("GET", f"/admin/v2/persistent/{namespace}/partitioned") or []
+        names = set(parted) | {t for t in plain if "-partition-" not in t}
+        return sorted(t for t in names if "/__" not in t)
+
+    # -- ownership ---------------------------------------------------------------------------
+    def lookup(self, topic: str, partition: int | None = None) -> dict[str, Any]:
+        """Pulsar's topic lookup (what a client does first; assigns an unowned bundle)."""
+        partition = self._part(topic, partition)
+        data = self._request("GET", f"/lookup/v2/topic/{self._topic_path(topic, partition)}", timeout=30)
+        if not isinstance(data, dict) or "brokerUrl" not in data:
+            raise SystemError_(f"lookup of {self.topic_name(topic, partition)} returned {data!r}")
+        return data
+
+    def owner(self, topic: str, partition: int | None = None) -> Node:
+        """The broker serving ``topic`` (a partition of it), as the lookup answers."""
+        return self._node_for_url(self.lookup(topic, partition)["brokerUrl"])
+
+    def non_owner(self, topic: str, partition: int | None = None) -> Node:
+        """A broker other than the owner (the first one running)."""
+        owner = self.owner(topic, partition)
+        others = [n for n in self.brokers() if n.name != owner.name]
+        running = [n for n in others if n.container.status == "running"]
+        if not (running or others):
+            raise SystemError_(f"no broker other than {owner.name}")
+        return (running or others)[0]
+
+    def bundle(self, topic: str, partition: int | None = None) -> str:
+        """The namespace bundle range holding the topic (``0x40000000_0x50000000``)."""
+        partition = self._part(topic, partition)
+        data = self._request("GET", f"/lookup/v2/topic/{self._topic_path(topic, partition)}/bundle")
+        return str(data).strip().strip('"')
+
+    def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
+               timeout: float = 60) -> Node:
+        """Moves the topic's bundle to ``to`` (default: another broker); returns the new owner.
+
+        Unloads the bundle (every topic in it) with ``destinationBroker``; the leader assigns
+        it there on the next lookup, which this method makes, waiting until the owner changed.
+        """
+        partition = self._part(topic, partition)
+        current = self.owner(topic, partition)
+        dest = self.cluster.node(to if isinstance(to, str) else to.name) if to is not None \
+            else self.non_owner(topic, partition)
+        if dest.name == current.name:
+            return current
+        tn = self.topic_name(topic, partition)
+        namespace = tn.split("://", 1)[1].rsplit("/", 1)[0]
+        bundle = self.bundle(topic, partition)
+        self._request("PUT", f"/admin/v2/namespaces/{namespace}/{bundle}/unload",
+                      query={"destinationBroker": self.broker_id(dest)}, timeout=60)
+        wait_until(lambda: self.owner(topic, partition).name == dest.name, timeout=timeout,
+                   what=f"{tn}: owned by {dest.name} after unloading bundle {bundle}",
+                   logs=lambda: self.cluster.node_logs([current.name, dest.name]))
+        return dest
+
+    # -- ledgers -------------------------------------------------------------------------------
+    def internal_stats(self, topic: str, partition: int | None = None, *,
+                       metadata: bool = True) -> dict[str, Any]:
+        """The managed ledger's internal stats (ledgers, cursors), with ledger metadata."""
+        partition = self._part(topic, partition)
+        data = self._request("GET", f"/admin/v2/{self._topic_path(topic, partition)}/internalStats",
+                             query={"metadata": str(metadata).lower()}, timeout=30)
+        if not isinstance(data, dict):
+            raise SystemError_(f"internal stats of {self.topic_name(topic, partition)}: {data!r}")
+        return data
+
+    def current_ledger(self, topic: str, partition: int | None = None) -> LedgerState:
+        """The ledger the topic writes to now, with its ensembles (from its metadata)."""
+        partition = self._part(topic, partition)
+        tn = self.topic_name(topic, partition)
+        ledgers = self.internal_stats(topic, partition).get("ledgers") or []
+        if not ledgers or not ledgers[-1].get("metadata"):
+            raise SystemError_(f"{tn} has no current ledger yet")
+        last = ledgers[-1]
+        return _parse_ledger(tn, int(last["ledgerId"]), str(last["metadata"]))
+
+    def ledger_ensemble(self, topic: str, partition: int | None = None) -> list[Node]:
+        """The bookies of the current ledger's latest ensemble (where new entries go)."""
+        return [self._bookie_node(b) for b in self.current_ledger(topic, partition).current_ensemble]
+
+    # -- ZooKeeper ----------------------------------------------------------------------------------
+    def _zk(self, fn: Any, what: str) -> Any:
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import NoNodeError
+
+        client = KazooClient(hosts=f"127.0.0.1:{self.spec.node('zk').host_port}", timeout=5,
+                             connection_retry={"max_tries": 2}, logger=_ZK_LOG)
+        try:
+            client.start(timeout=10)
+            return fn(client)
+        except NoNodeError as exc:
+            raise SystemError_(f"ZooKeeper has no {what}") from exc
+        except Exception as exc:
+            raise SystemError_(f"reading {what} from ZooKeeper failed: {exc}") from exc
+        finally:
+            try:
+                client.stop()
+                client.close()
+            except Exception:
+                pass
+
+
+_META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state)=([A-Z_0-9]+)")
+_ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
+_ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
+
+
+def _parse_ledger(topic: str, ledger_id: int, text: str) -> LedgerState:
+    """Parses BookKeeper's ``LedgerMetadata{...}`` string (as internalStats returns it)."""
+    fields = dict(_META_FIELD.findall(text))
+    block = _ENSEMBLES.search(text)
+    if block is None or not {"ensembleSize", "writeQuorumSize", "ackQuorumSize"} <= fields.keys():
+        raise SystemError_(f"unexpected ledger metadata for {topic} ledger {ledger_id}: {text[:300]}")
+    ensembles = {int(first): tuple(b.strip() for b in members.split(",") if b.strip())
+                 for first, members in _ENSEMBLE.findall(block.group(1))}
+    return LedgerState(topic, ledger_id, fields.get("state", "?"), int(fields["ensembleSize"]),
+                       int(fields["writeQuorumSize"]), int(fields["ackQuorumSize"]), ensembles)
