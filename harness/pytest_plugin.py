@@ -1,6 +1,24 @@
-"""pytest plugin (entry point ``chaos_harness``): markers, fixtures, case files as tests."""
+"""pytest plugin (entry point ``chaos_harness``): case files as tests, fixtures, markers.
+
+* ``pytest cases/`` collects every case YAML under a directory named ``cases``
+  (not under a ``data`` directory; names starting with ``_`` are skipped) as one
+  test item. A malformed case fails with its one-line error; a run whose verdict
+  differs from the expected one fails with the anomaly summary and the run
+  directory; an error is reported as such. Items carry the markers ``case``,
+  ``docker`` and ``kafka``/``pulsar``.
+* Clusters are kept between the cases of one session (a case whose cluster
+  settings differ recreates it) and removed when the session ends; if pytest is
+  killed, the next run or ``harness clean`` removes them.
+* Fixtures: ``chaos_run`` (run a case file or object, returns the outcome),
+  ``kafka_cluster`` and ``pulsar_cluster`` (a ready system adapter), and
+  ``chaos_reports`` (where run directories go: ``--chaos-reports``).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -9,9 +27,171 @@ MARKERS = {
     "kafka": "runs a real Kafka cluster",
     "pulsar": "runs a real Pulsar cluster",
     "case": "a chaos case file run as a test",
+    "browser": "needs Debian's chromium",
 }
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("chaos-harness")
+    group.addoption("--chaos-reports", default=None,
+                    help="directory for run directories (default: the project's reports/)")
+    group.addoption("--chaos-spark-master", default=None,
+                    help="Spark master for the checker (default: local[*])")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    if file_path.suffix not in (".yaml", ".yml") or file_path.name.startswith("_"):
+        return None
+    parents = {p.name for p in file_path.parents}
+    if "cases" not in parents or "data" in parents:
+        return None
+    return CaseFile.from_parent(parent, path=file_path)
+
+
+def _reports_dir(config: pytest.Config) -> Path:
+    from .runner import DEFAULT_REPORTS
+
+    opt = config.getoption("--chaos-reports")
+    return Path(opt) if opt else DEFAULT_REPORTS
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Removes the clusters this process started (they were kept between cases)."""
+    if not getattr(session.config, "_chaos_used_docker", False):
+        return
+    from .backend.cluster import this_owner
+    from .backend.docker import LABEL_OWNER, Engine
+    from .errors import HarnessError
+
+    try:
+        Engine().remove_labelled({LABEL_OWNER: this_owner()})
+    except HarnessError:
+        pass  # no engine: nothing of ours can be running
+
+
+class CaseFailed(Exception):
+    """A case's verdict differed from its expected verdict (message is the summary)."""
+
+
+class CaseFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        yield CaseItem.from_parent(self, name=self.path.stem)
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker("case")
+        self.add_marker("docker")
+        system = _peek_system(self.path)
+        if system:
+            self.add_marker(system)
+
+    def runtest(self) -> None:
+        from .case import load_case
+        from .errors import CaseError
+
+        try:
+            case = load_case(self.path)
+        except CaseError as exc:
+            raise CaseFailed(f"invalid case: {exc}") from None
+        outcome = _run(self.config, case)
+        if outcome.exit_code != 0:
+            raise CaseFailed(_summary(outcome))
+        self.user_properties.append(("run_dir", str(outcome.run_dir)))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"case: {self.name}"
+
+
+def _peek_system(path: Path) -> str | None:
+    """The ``system:`` of a case file, for its marker (no validation here)."""
+    try:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("system:"):
+                value = line.split(":", 1)[1].split("#")[0].strip()
+                return value if value in ("kafka", "pulsar") else None
+    except OSError:
+        return None
+    return None
+
+
+def _run(config: pytest.Config, case: Any) -> Any:
+    from .runner import run_case
+
+    config._chaos_used_docker = True  # type: ignore[attr-defined]
+    return run_case(case, reports_dir=_reports_dir(config), keep_cluster=True,
+                    spark_master=config.getoption("--chaos-spark-master"),
+                    progress=lambda msg: print(f"  {msg}", flush=True))
+
+
+def _summary(outcome: Any) -> str:
+    res = outcome.result
+    lines = [f"verdict {res.get('verdict')} (expected {res.get('expected_verdict')}) "
+             f"for case {res.get('case')}"]
+    if res.get("error"):
+        lines.append(f"error: {res['error']}")
+    for row in res.get("expectations") or []:
+        if not row.get("ok"):
+            lines.append(f"  {row['name']}: expected {row['expected']}, observed {row['observed']}")
+    for name, examples in (res.get("examples") or {}).items():
+        if examples and (res.get("anomalies") or {}).get(name):
+            lines.append(f"  {name} e.g. {examples[0]}")
+    lines.append(f"run directory: {outcome.run_dir}")
+    lines.append(f"report: {outcome.report}")
+    return "\n".join(lines)
+
+
+# -- fixtures ------------------------------------------------------------------------------
+@pytest.fixture
+def chaos_reports(request: pytest.FixtureRequest) -> Path:
+    """Where this session's run directories go."""
+    return _reports_dir(request.config)
+
+
+@pytest.fixture
+def chaos_run(request: pytest.FixtureRequest) -> Callable[[Any], Any]:
+    """``chaos_run(path_or_case)`` runs a case (cluster kept for the session) -> RunOutcome."""
+    from .case import Case, load_case
+
+    def run(case: str | Path | Case) -> Any:
+        obj = case if isinstance(case, Case) else load_case(Path(case))
+        return _run(request.config, obj)
+
+    return run
+
+
+def _system_fixture(request: pytest.FixtureRequest, name: str) -> Iterator[Any]:
+    from .backend.cluster import Cluster
+    from .backend.docker import Engine
+    from .systems import open_system
+
+    request.config._chaos_used_docker = True  # type: ignore[attr-defined]
+    cluster = Cluster.named(Engine(), name)
+    cluster.up(lambda msg: None)
+    system = open_system(cluster)
+    system.wait_ready(timeout=180)
+    yield system
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A ready ``kafka-zk`` cluster (KafkaSystem), removed at the end of the session."""
+    yield from _system_fixture(request, "kafka-zk")
+
+
+@pytest.fixture(scope="session")
+def pulsar_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A ready ``pulsar`` cluster (PulsarSystem), removed at the end of the session."""
+    yield from _system_fixture(request, "pulsar")
