@@ -146,7 +146,7 @@ class _Run:
         else:
             self.system.create_topic(self.topic, t.partitions, ensemble=t.ensemble,
                                      write_quorum=t.write_quorum, ack_quorum=t.ack_quorum,
-                                     deduplication=t.deduplication)
+                                     deduplication=t.deduplication or None)  # False: broker default
         self.progress(f"topic {self.topic}: {t.partitions} partition(s)")
 
     # -- steps --------------------------------------------------------------------------

@@ -1,0 +1,227 @@
+"""Instrumented Pulsar producer and consumer (pulsar-client) writing the history.
+
+Positions are MessageIds: ``ledger``, ``entry``, ``partition``, ``batch``
+(see :mod:`harness.history`). The producer records ``invoke`` before each
+``send_async`` and one of ``ok`` / ``fail`` / ``info`` from its callback, and a
+``stall`` event whenever the send call itself blocked the caller (queue or
+memory limit full: the Pulsar-at-scale finding of shared/seeds/000).
+
+The Python client (a C++ binding) has no ``memoryLimitBytes`` setting: a case
+that sets ``memory_limit_bytes`` is recorded in the history's ``meta`` event
+as not applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from ..history import HistoryWriter, make_value, parse_mid
+from .kafka import WorkloadStats
+
+__all__ = ["PulsarProducerClient", "PulsarConsumerClient", "client_for"]
+
+# Results after which the message provably never reached a broker.
+_DEFINITE_FAILURES = frozenset({"ProducerQueueIsFull", "MessageTooBig", "InvalidMessage",
+                                "InvalidTopicName", "MemoryBufferIsFull"})
+#: A send call blocked longer than this is recorded as a stall.
+STALL_S = 0.05
+_LOG = logging.getLogger("harness.pulsar-client")
+_LOG.addHandler(logging.NullHandler())
+_LOG.propagate = False
+
+
+def _topic(topic: str) -> str:
+    return topic if "://" in topic else f"persistent://public/default/{topic}"
+
+
+def client_for(service_url: str) -> Any:
+    """A pulsar.Client on the brokers' ``external`` (loopback) listener."""
+    import pulsar
+
+    return pulsar.Client(service_url, listener_name="external", operation_timeout_seconds=30,
+                         connection_timeout_ms=5000, logger=_LOG)
+
+
+def _position(msg_id: Any) -> dict[str, Any]:
+    return {"partition": max(msg_id.partition(), 0), "ledger": msg_id.ledger_id(),
+            "entry": msg_id.entry_id(), "batch": msg_id.batch_index(), "offset": None}
+
+
+class PulsarProducerClient:
+    """Sends unique, self-identifying messages and records every outcome."""
+
+    def __init__(self, service_url: str, topic: str, history: HistoryWriter, spec: Any) -> None:
+        self.topic = _topic(topic)
+        self.history = history
+        self.name = history.client
+        self.client = client_for(service_url)
+        kwargs: dict[str, Any] = {"send_timeout_millis": spec.send_timeout_ms,
+                                  "batching_enabled": spec.batching, "block_if_queue_full": True,
+                                  "producer_name": f"{self.name}-{uuid.uuid4().hex[:6]}"}
+        if spec.max_pending_messages is not None:
+            kwargs["max_pending_messages"] = spec.max_pending_messages
+        if spec.max_pending_messages_across_partitions is not None:
+            kwargs["max_pending_messages_across_partitions"] = spec.max_pending_messages_across_partitions
+        if spec.batching_max_messages is not None:
+            kwargs["batching_max_messages"] = spec.batching_max_messages
+        if spec.batching_max_bytes is not None:
+            kwargs["batching_max_allowed_size_in_bytes"] = spec.batching_max_bytes
+        if spec.batching_max_publish_delay_us is not None:
+            kwargs["batching_max_publish_delay_ms"] = max(1, spec.batching_max_publish_delay_us // 1000)
+        history.record("meta", system="pulsar", producer=kwargs,
+                       not_applied={"memory_limit_bytes": spec.memory_limit_bytes}
+                       if spec.memory_limit_bytes is not None else None)
+        self.producer = self.client.create_producer(self.topic, **kwargs)
+        self._seq = 0
+        self._outstanding = 0
+        self._cv = threading.Condition()
+        self.stats = WorkloadStats(self.name)
+
+    def _callback(self, mid: str, res: Any, msg_id: Any) -> None:
+        name = getattr(res, "name", str(res))
+        if name == "Ok":
+            self.history.record("ok", mid=mid, topic=self.topic, **_position(msg_id))
+            self.stats.ok += 1
+        else:
+            self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
+            kind = "fail" if name in _DEFINITE_FAILURES else "info"
+            self.history.record(kind, mid=mid, error=name)
+            setattr(self.stats, kind, getattr(self.stats, kind) + 1)
+        with self._cv:
+            self._outstanding -= 1
+            self._cv.notify_all()
+
+    def send_one(self, value_size: int = 100, key: str | None = None,
+                 partition: int | None = None) -> str:
+        self._seq += 1
+        mid = f"{self.name}-{self._seq}"
+        self.history.record("invoke", mid=mid, topic=self.topic, key=key)
+        with self._cv:
+            self._outstanding += 1
+        t0 = time.monotonic()
+        kwargs: dict[str, Any] = {"partition_key": key} if key is not None else {}
+        try:
+            self.producer.send_async(make_value(mid, value_size),
+                                     lambda res, msg_id, mid=mid: self._callback(mid, res, msg_id),
+                                     **kwargs)
+        except Exception as exc:  # raised before the message was queued: it was never sent
+            self.history.record("fail", mid=mid, error=f"{type(exc).__name__}: {exc}")
+            self.stats.fail += 1
+            with self._cv:
+                self._outstanding -= 1
+        blocked = time.monotonic() - t0
+        if blocked > STALL_S:
+            self.history.record("stall", mid=mid, seconds=round(blocked, 4))
+        self.stats.sent += 1
+        return mid
+
+    def run(self, *, count: int | None = None, duration_s: float | None = None,
+            rate: float | None = None, value_size: int = 100, keys: int | None = None,
+            partition: int | None = None, stop: threading.Event | None = None,
+            drain_timeout_s: float = 180.0) -> WorkloadStats:
+        start = time.monotonic()
+        deadline = start + duration_s if duration_s is not None else None
+        n = 0
+        while (count is None or n < count) and (deadline is None or time.monotonic() < deadline):
+            if stop is not None and stop.is_set():
+                break
+            self.send_one(value_size, f"k{n % keys}" if keys else None, partition)
+            n += 1
+            if rate:
+                ahead = start + n / rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(min(ahead, 0.5))
+        self.drain(drain_timeout_s)
+        self.stats.seconds = time.monotonic() - start
+        return self.stats
+
+    def drain(self, timeout_s: float) -> int:
+        try:
+            self.producer.flush()
+        except Exception:
+            pass  # the callbacks report each message's fate
+        with self._cv:
+            self._cv.wait_for(lambda: self._outstanding <= 0, timeout=timeout_s)
+            left = self._outstanding
+        self.history.flush()
+        return left
+
+    def close(self) -> None:
+        self.drain(5)
+        try:
+            self.producer.close()
+        finally:
+            self.client.close()
+
+
+class PulsarConsumerClient:
+    """Subscribes (run phase) or reads every partition from the start (recovery)."""
+
+    def __init__(self, service_url: str, topic: str, history: HistoryWriter, spec: Any,
+                 subscription: str | None = None) -> None:
+        self.service_url = service_url
+        self.topic = _topic(topic)
+        self.history = history
+        self.spec = spec
+        self.subscription = subscription or f"chaos-{uuid.uuid4().hex[:8]}"
+        self.stats = WorkloadStats(history.client)
+
+    def _record(self, msg: Any, phase: str) -> None:
+        key = msg.partition_key() if msg.partition_key() else None
+        self.history.record("poll", phase=phase, mid=parse_mid(msg.data()), topic=self.topic,
+                            ts=msg.publish_timestamp(), key=key, redelivery=msg.redelivery_count(),
+                            **_position(msg.message_id()))
+        self.stats.polled += 1
+
+    def run(self, *, count: int | None = None, duration_s: float | None = None,
+            stop: threading.Event | None = None, max_s: float = 3600.0) -> WorkloadStats:
+        import pulsar
+
+        client = client_for(self.service_url)
+        start = time.monotonic()
+        end = start + min(duration_s if duration_s is not None else max_s, max_s)
+        try:
+            consumer = client.subscribe(self.topic, self.subscription,
+                                        consumer_type=getattr(pulsar.ConsumerType,
+                                                              self.spec.subscription_type.replace("_", "")),
+                                        initial_position=pulsar.InitialPosition.Earliest)
+            while time.monotonic() < end and (count is None or self.stats.polled < count):
+                if stop is not None and stop.is_set():
+                    break
+                try:
+                    msg = consumer.receive(timeout_millis=200)
+                except pulsar.Timeout:
+                    continue
+                self._record(msg, "run")
+                consumer.acknowledge(msg)
+            consumer.close()
+        finally:
+            client.close()
+            self.history.flush()
+        self.stats.seconds = time.monotonic() - start
+        return self.stats
+
+    def read_all(self, partitions: int, *, phase: str = "recovery", timeout_s: float = 120.0
+                 ) -> WorkloadStats:
+        """Reads each partition from the earliest message to the last one available."""
+        import pulsar
+
+        client = client_for(self.service_url)
+        start = time.monotonic()
+        try:
+            for p in range(partitions):
+                reader = client.create_reader(f"{self.topic}-partition-{p}", pulsar.MessageId.earliest)
+                try:
+                    while time.monotonic() - start < timeout_s and reader.has_message_available():
+                        self._record(reader.read_next(timeout_millis=10_000), phase)
+                finally:
+                    reader.close()
+        finally:
+            client.close()
+            self.history.flush()
+        self.stats.seconds = time.monotonic() - start
+        return self.stats
