@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .case import load_case
     from .runner import run_case
 
-    case = load_case(args.case or DEFAULT_CASE)
+    case = load_case(args.case or DEFAULT_CASE, cluster=args.cluster, version=args.version)
     outcome = run_case(case, reports_dir=Path(args.reports), progress=progress,
                        keep_cluster=args.keep_cluster, spark_master=args.spark_master)
     res = outcome.result
@@ -191,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("case", nargs="?", help=f"case file (default: {DEFAULT_CASE.name})")
     run.add_argument("--reports", default=str(DEFAULT_CASE.parent.parent.parent / "reports"),
                      help="where run directories go (default: reports/)")
+    run.add_argument("--cluster", help="run on this cluster instead of the case's (same system)")
+    run.add_argument("--version", help="run on this version instead of the case's")
     run.add_argument("--keep-cluster", action="store_true",
                      help="leave the cluster running after the run (it is reused next time)")
     run.add_argument("--spark-master", help="run the check on this Spark master (default local[*])")

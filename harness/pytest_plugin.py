@@ -162,11 +162,16 @@ def chaos_reports(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture
 def chaos_run(request: pytest.FixtureRequest) -> Callable[[Any], Any]:
-    """``chaos_run(path_or_case)`` runs a case (cluster kept for the session) -> RunOutcome."""
+    """``chaos_run(path_or_case, cluster=None, version=None)`` runs a case -> RunOutcome.
+
+    The cluster is kept for the session; ``cluster``/``version`` override the file's.
+    """
     from .case import Case, load_case
 
-    def run(case: str | Path | Case) -> Any:
-        obj = case if isinstance(case, Case) else load_case(Path(case))
+    def run(case: str | Path | Case, cluster: str | None = None,
+            version: str | None = None) -> Any:
+        obj = case if isinstance(case, Case) else load_case(Path(case), cluster=cluster,
+                                                             version=version)
         return _run(request.config, obj)
 
     return run

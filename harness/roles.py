@@ -62,11 +62,15 @@ class LeaderWatch:
                 if self._last.get(p) == snap:
                     continue
                 self._last[p] = snap
-                leader = snap.get("leader_node")
-                hist = self.history[p]
-                if not hist or hist[-1] != leader:
-                    hist.append(leader)
+            self.observe(p, snap.get("leader_node"))
             self.timeline.record("leader", **snap)
+
+    def observe(self, partition: int, leader: str | None) -> None:
+        """Adds a leader seen by anyone (this poller, or the runner's own reads) to the history."""
+        with self._lock:
+            hist = self.history.setdefault(partition, [])
+            if not hist or hist[-1] != leader:
+                hist.append(leader)
 
     def _snapshot(self, partition: int) -> dict[str, Any]:
         if self.system.spec.system == "kafka":
@@ -82,14 +86,12 @@ class LeaderWatch:
 
     def last_leader(self, partition: int) -> str | None:
         """The most recent node that led ``partition`` (its current leader, if any)."""
-        self.poll()
         with self._lock:
             known = [h for h in self.history.get(partition, []) if h is not None]
         return known[-1] if known else None
 
     def old_leader(self, partition: int) -> str | None:
         """The last node that led ``partition`` before its current leader (or before -1)."""
-        self.poll()
         with self._lock:
             hist = [h for h in self.history.get(partition, [])]
         if not hist:

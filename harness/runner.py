@@ -204,13 +204,18 @@ class _Run:
         return {"node": node.name, "role": str(args.target)}
 
     def _leader(self, partition: int) -> int | str | None:
+        """The partition's leader (Kafka broker id, -1 for none; Pulsar owner node name)."""
         try:
             if self.case.system == "kafka":
-                return int(self.system.partition_state(self.topic, partition).leader)
-            owner = self.system.owner(self.topic, partition)
-            return owner.name if owner else None
+                leader: int | str | None = int(self.system.partition_state(self.topic, partition).leader)
+                name = self.system.node_name(leader) if leader >= 0 else None  # type: ignore[operator]
+            else:
+                owner = self.system.owner(self.topic, partition)
+                leader = name = owner.name if owner else None
         except HarnessError:
             return None
+        self.watch.observe(partition, name)
+        return leader
 
     def _await(self, args: AwaitArgs) -> dict[str, Any]:
         cond, params = args.condition, args.params

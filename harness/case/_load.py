@@ -27,8 +27,13 @@ _TOP_KEYS = ("name", "description", "system", "cluster", "version", "timeout", "
 _SUFFIXES = (".yaml", ".yml")
 
 
-def load_case(path: StrPath) -> Case:
-    """The validated case in the file at ``path``; a :class:`CaseError` otherwise."""
+def load_case(path: StrPath, *, cluster: str | None = None, version: str | None = None) -> Case:
+    """The validated case in the file at ``path``; a :class:`CaseError` otherwise.
+
+    ``cluster`` / ``version`` replace the file's (``harness run --cluster``), and the
+    whole case is validated against them: the same file can run on ``kafka-zk`` and
+    ``kafka-kraft``, or on another Kafka version.
+    """
     shown = str(path)
     try:
         data = Path(path).read_bytes()
@@ -40,10 +45,11 @@ def load_case(path: StrPath) -> Case:
     except UnicodeDecodeError as exc:
         raise CaseError("the case file is not UTF-8 text", path=shown,
                         line=data.count(b"\n", 0, exc.start) + 1) from None
-    return load_case_text(text, path)
+    return load_case_text(text, path, cluster=cluster, version=version)
 
 
-def load_case_text(text: str, path: StrPath = _NO_FILE) -> Case:
+def load_case_text(text: str, path: StrPath = _NO_FILE, *, cluster: str | None = None,
+                   version: str | None = None) -> Case:
     """The validated case in ``text``; ``path`` names it in errors.
 
     Rule files are looked up relative to ``path``'s directory; with the
@@ -52,7 +58,7 @@ def load_case_text(text: str, path: StrPath = _NO_FILE) -> Case:
     shown = str(path)
     case_path = None if shown == _NO_FILE else Path(path)
     try:
-        return _build(parse(text), case_path)
+        return _build(parse(text), case_path, cluster, version)
     except CaseError as exc:
         raise CaseError(exc.reason, path=shown, line=exc.line, field=exc.field) from None
 
@@ -86,7 +92,8 @@ def validate_paths(paths: Iterable[StrPath]) -> list[CaseError]:
     return errors
 
 
-def _build(root: Node | None, path: Path | None) -> Case:
+def _build(root: Node | None, path: Path | None, cluster_override: str | None = None,
+           version_override: str | None = None) -> Case:
     if root is None:
         raise CaseError("the case file is empty", line=1)
     if not isinstance(root.value, dict):
@@ -97,10 +104,21 @@ def _build(root: Node | None, path: Path | None) -> Case:
     description = f.get("description", string, "")
     system = f.need("system", choice(*SYSTEMS, kind="system"))
     cluster = f.need("cluster", _cluster)
+    if cluster_override is not None:
+        if cluster_override not in CLUSTERS:
+            raise error(f.at("cluster"), "cluster (override)", f"unknown cluster "
+                        f"{cluster_override!r} (known: {', '.join(sorted(CLUSTERS))})")
+        cluster = CLUSTERS[cluster_override]
     if cluster.system != system:
         raise error(f.at("cluster"), "cluster",
                     f"{cluster.name} is a {cluster.system} cluster, but system is {system}")
-    version = f.get("version", _version(cluster), cluster.default_version)
+    version = f.get("version", _version(cluster), cluster.default_version) \
+        if version_override is None and (cluster_override is None or f.has("version")) \
+        else (version_override or cluster.default_version)
+    if version not in cluster.versions:
+        raise error(f.at("version") if f.has("version") else f.at("cluster"), "version",
+                    f"{version!r} is not a version of cluster {cluster.name} "
+                    f"(known: {', '.join(cluster.versions)})")
     timeout_s = f.get("timeout", duration, DEFAULT_CASE_TIMEOUT_S)
     broker_config = f.get("broker_config", str_map, MappingProxyType({}))
     topic = f.get("topic", lambda n, _: read_topic(n, system, cluster), TopicSpec())

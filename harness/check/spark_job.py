@@ -64,6 +64,7 @@ TAG_RPOS, TAG_POLL, TAG_RESET = 0, 1, 2
 # seq = file index | split (4 MiB units of its start) | row within the task: file order, one long.
 _SPLIT_UNIT_BITS, _ROW_BITS, _SPLIT_BITS = 22, 33, 17
 _MAX_FILES = 1 << (63 - _ROW_BITS - _SPLIT_BITS)
+_SPLIT_BYTES = 128 << 20  # at most this much of a file per task (a multiple of 4 MiB)
 
 _L, _S = "long", "string"
 _HISTORY_FIELDS = (("type", _S), ("client", _S), ("mid", _S), ("topic", _S), ("partition", _L),
@@ -77,7 +78,6 @@ _EX_FIELDS = (("mid", _S), ("mid2", _S), ("client", _L), ("topic", _L), ("part",
               ("rec", "boolean"), ("pl", _L), ("pe", _L), ("pb", _L), ("ql", _L), ("qe", _L),
               ("qb", _L), ("n", _L))
 
-_MID_KINDS = ("lost-write", "unseen", "duplicate", "unexpected", "aborted-read")
 _POS_KINDS = ("inconsistent-offsets", "replica-divergence")
 
 _session_lock = threading.Lock()
@@ -130,9 +130,6 @@ def _session_conf() -> dict[str, str]:
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.debug.maxToStringFields": "1000",
-        # seq relies on file splits starting at multiples of >= 4 MiB: pin what sets them.
-        "spark.sql.files.maxPartitionBytes": str(128 << 20),
-        "spark.sql.files.openCostInBytes": str(1 << _SPLIT_UNIT_BITS),
         "spark.sql.parquet.compression.codec": "lz4_raw",
         # Shuffle files of finished checks are removed when the driver collects garbage.
         "spark.cleaner.periodicGC.interval": "1min",
@@ -167,8 +164,11 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         raise CheckError("the checker needs pyspark 4 and Java 17: pip install 'pyspark>=4'") from exc
     with _run_lock:
         spark = session(master)
-        spark.conf.set("spark.sql.shuffle.partitions",
-                       str(_shuffle_partitions(sum(f.stat().st_size for f in [*files, *replicas]))))
+        input_bytes = sum(f.stat().st_size for f in [*files, *replicas])
+        spark.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(input_bytes)))
+        # seq needs file splits to start at multiples of >= 4 MiB: set what decides them.
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(_SPLIT_BYTES))
+        spark.conf.set("spark.sql.files.openCostInBytes", str(1 << _SPLIT_UNIT_BITS))
         scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
                                         dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
         try:
@@ -202,11 +202,13 @@ def _link_inputs(scratch: Path, files: Sequence[Path], replicas: Sequence[Path])
 
 @dataclass(frozen=True)
 class _Names:
-    """Client and topic names behind their hashes, and the read_committed clients."""
+    """Client and topic names behind their hashes, the read_committed clients, and the
+    (topic hash, partition) pairs that polls read."""
 
     clients: dict[int, str]
     topics: dict[int, str]
     rc_clients: frozenset[int]
+    partitions: tuple[tuple[int, int], ...]
 
     def rank(self, names: Mapping[int, str]) -> dict[int, int]:
         return {h: i for i, (h, _) in enumerate(sorted(names.items(), key=lambda kv: kv[1]))}
@@ -307,23 +309,30 @@ class _Job:
 
     def _names(self, events: DataFrame) -> _Names:
         F = self.F
+        none_s, none_l = F.lit(None).cast(_S), F.lit(None).cast(_L)
         clients = events.where(F.col("client_h").isNotNull()).select(
-            F.lit(0).alias("k"), F.col("client_h").alias("h"), F.col("client").alias("s"))
+            F.lit(0).alias("k"), F.col("client_h").alias("h"), F.col("client").alias("s"), none_l.alias("p"))
         topics = events.where(F.col("topic_h").isNotNull()).select(
-            F.lit(1).alias("k"), F.col("topic_h").alias("h"), F.col("topic").alias("s"))
+            F.lit(1).alias("k"), F.col("topic_h").alias("h"), F.col("topic").alias("s"), none_l.alias("p"))
         rc = events.where(F.col("code").isin(POLL, META) & self._has("flags", ROW_RC)
                           & F.col("client_h").isNotNull()).select(
-            F.lit(2).alias("k"), F.col("client_h").alias("h"), F.lit(None).cast(_S).alias("s"))
+            F.lit(2).alias("k"), F.col("client_h").alias("h"), none_s.alias("s"), none_l.alias("p"))
+        polled = events.where((F.col("code") == POLL) & F.col("topic_h").isNotNull()
+                              & F.col("part").isNotNull()).select(
+            F.lit(3).alias("k"), F.col("topic_h").alias("h"), none_s.alias("s"), F.col("part").alias("p"))
         names: tuple[dict[int, str], dict[int, str]] = ({}, {})
         rc_clients: set[int] = set()
-        for row in clients.unionByName(topics).unionByName(rc).distinct().collect():
+        partitions: set[tuple[int, int]] = set()
+        for row in clients.unionByName(topics).unionByName(rc).unionByName(polled).distinct().collect():
             if row.k == 2:
                 rc_clients.add(row.h)
-                continue
-            known = names[row.k].setdefault(row.h, row.s)
-            if known != row.s:
-                raise CheckError(f"names {known!r} and {row.s!r} have the same 64-bit hash; rename one")
-        return _Names(names[0], names[1], frozenset(rc_clients))
+            elif row.k == 3:
+                partitions.add((row.h, row.p))
+            else:
+                known = names[row.k].setdefault(row.h, row.s)
+                if known != row.s:
+                    raise CheckError(f"names {known!r} and {row.s!r} have the same 64-bit hash; rename one")
+        return _Names(names[0], names[1], frozenset(rc_clients), tuple(sorted(partitions)))
 
     # -- 3. per message id -----------------------------------------------------
 
@@ -461,14 +470,24 @@ class _Job:
                              & F.col("topic_h").isNotNull()).select(
             "client_h", self._has("flags", ROW_REC).alias("rec"), "topic_h", "part", *pos, "mid", "seq",
             F.lit(TAG_POLL).alias("tag"))
-        resets = events.where((F.col("code") == RESET) & F.col("topic_h").isNotNull()
-                              & F.col("part").isNotNull()).select(
-            "client_h", F.explode(F.array(F.lit(False), F.lit(True))).alias("rec"), "topic_h", "part",
-            *[none_l.alias(c) for c in pos], none_s.alias("mid"), "seq", F.lit(TAG_RESET).alias("tag"))
+        # A reset without topic or partition covers all the topics or partitions polls read;
+        # a reset covers both phases of its client.
+        pairs = F.array(*[F.struct(F.lit(t).cast(_L).alias("t"), F.lit(p).cast(_L).alias("p"))
+                          for t, p in ranks.partitions])
+        covered = F.filter(pairs, lambda x: (F.col("topic_h").isNull() | (x.t == F.col("topic_h")))
+                           & (F.col("part").isNull() | (x.p == F.col("part"))))
+        resets = (events.where(F.col("code") == RESET)
+                  .select("client_h", "seq", F.explode(covered).alias("at"))
+                  .select("client_h", F.explode(F.array(F.lit(False), F.lit(True))).alias("rec"),
+                          F.col("at.t").alias("topic_h"), F.col("at.p").alias("part"),
+                          *[none_l.alias(c) for c in pos], none_s.alias("mid"), "seq",
+                          F.lit(TAG_RESET).alias("tag")))
         recovered = positions.where(self._has("pf", P_REC)).select(
             none_l.alias("client_h"), none_b.alias("rec"), "topic_h", "part", *pos, none_s.alias("mid"),
             none_l.alias("seq"), F.lit(TAG_RPOS).alias("tag"))
-        rows = polls.unionByName(resets).unionByName(recovered)
+        rows = polls.unionByName(recovered)
+        if ranks.partitions:  # else there is no poll to judge
+            rows = rows.unionByName(resets)
 
         by_pos = (Window.partitionBy("topic_h", "part").orderBy(*pos, "tag")
                   .rowsBetween(Window.unboundedPreceding, Window.currentRow))
@@ -599,10 +618,12 @@ class _Job:
 
 
 class _Ranks:
-    """Sort ranks of client and topic hashes (their names' order), as Spark columns."""
+    """Sort ranks of client and topic hashes (their names' order), as Spark columns; the
+    polled partitions."""
 
     def __init__(self, F: Any, names: _Names) -> None:
         self.F = F
+        self.partitions = names.partitions
         self._clients = names.rank(names.clients)
         self._topics = names.rank(names.topics)
 

@@ -98,11 +98,12 @@ class Profile:
 @dataclass(frozen=True)
 class Expected:
     """What a correct checker reports: all anomaly and outcome counts, and for each
-    injected anomaly the message ids its examples may name."""
+    injected anomaly the message ids its examples may name; and how many lines were written."""
 
     anomalies: dict[str, int]
     counts: dict[str, int]
     mids: dict[str, frozenset[str]]
+    lines: int
 
 
 def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expected:
@@ -117,6 +118,7 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
             for j, lo in enumerate(range(0, profile.records, profile.chunk))]
     jobs.append((profile, len(jobs), profile.records, profile.records + profile.inject.get("unseen", 0)))
     counts: Counter[str] = Counter()
+    lines = 0
     mids: dict[str, set[str]] = {}
     files: dict[str, IO[str]] = {}
     try:
@@ -126,6 +128,7 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
                     files[name] = open(run / name, "w", encoding="utf-8")
                 files[name].write(text)
             counts.update(out.counts)
+            lines += out.lines
             for kind, ids in out.mids.items():
                 mids.setdefault(kind, set()).update(ids)
         if profile.torn:
@@ -136,7 +139,7 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
     anomalies = {kind: profile.inject.get(kind, 0) for kind in ANOMALIES}
     anomalies["inconsistent-offsets"] += anomalies["replica-divergence"]
     return Expected(anomalies, {name: counts[name] for name in COUNTS},
-                    {kind: frozenset(ids) for kind, ids in mids.items()})
+                    {kind: frozenset(ids) for kind, ids in mids.items()}, lines)
 
 
 def _outputs(jobs: list[tuple[Profile, int, int, int]], workers: int) -> Iterator[_Output]:
@@ -165,6 +168,7 @@ class _Output:
     files: dict[str, str]
     counts: Counter[str]
     mids: dict[str, set[str]]
+    lines: int
 
 
 class _Rec:
@@ -427,8 +431,15 @@ class _Chunk:
                 f'"topic":"{self._topic(p)}",{e.fields},"ts":1,"key":null}}\n')
 
     def _reset(self, client: str, p: int, e: _Entry) -> str:
-        return (f'{{"type":"reset","client":"{client}",{e.tm},"topic":"{self._topic(p)}",'
-                f'"partition":{p % self.pr.partitions},"reason":"rebalance","from":null,"to":null}}\n')
+        """A reset of partition ``p``; without injections, some name no partition (or topic):
+        those cover every partition (topic), which could hide an injected anomaly."""
+        topic, partition = f'"{self._topic(p)}"', str(p % self.pr.partitions)
+        if not self.pr.inject and self.rng.random() < 0.5:
+            partition = "null"
+            if self.rng.random() < 0.3:
+                topic = "null"
+        return (f'{{"type":"reset","client":"{client}",{e.tm},"topic":{topic},'
+                f'"partition":{partition},"reason":"rebalance","from":null,"to":null}}\n')
 
     def output(self) -> _Output:
         files: dict[str, list[str]] = {}
@@ -443,7 +454,8 @@ class _Chunk:
         self._recovery_lines(files, rec_mids)
         self._replica_lines(files)
         return _Output({name: "".join(lines) for name, lines in files.items()},
-                       self._counts(run_mids, rec_mids), self.mids)
+                       self._counts(run_mids, rec_mids), self.mids,
+                       sum(len(lines) for lines in files.values()))
 
     def _meta(self, files: dict[str, list[str]]) -> None:
         tm = '"t":1700000000.000,"m":0.000'

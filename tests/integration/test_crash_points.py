@@ -1,0 +1,34 @@
+"""The seed's crash points and node-state transitions on KRaft and on Kafka 4.1.
+
+The same case files run on ZooKeeper mode (kafka-zk, collected from ``cases/``
+by the plugin); here they run on KRaft 3.9 and, for C1, on KRaft 4.1. Each must
+hit its point (the injection's observed state matches the table) and pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.kafka]
+CASES = Path(__file__).resolve().parents[2] / "cases" / "kafka"
+
+
+# S2 kills both replicas: on the 3-node combined KRaft cluster that is 2 of 3 controllers,
+# the quorum is lost and the partition can never be seen leaderless. S2 runs on kafka-zk.
+@pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4", "c5", "s1"])
+def test_on_kraft_39(chaos_run, name: str) -> None:
+    outcome = chaos_run(CASES / f"{name}.yaml", cluster="kafka-kraft", version="3.9.2")
+    res = outcome.result
+    assert outcome.exit_code == 0, res.get("error") or res.get("expectations")
+    if name.startswith("c"):
+        assert res["injection"]["hit"], res["injection"]
+
+
+def test_c1_on_kraft_41(chaos_run) -> None:
+    outcome = chaos_run(CASES / "c1.yaml", cluster="kafka-kraft", version="4.1.2")
+    assert outcome.exit_code == 0, outcome.result.get("error") or outcome.result.get("expectations")
+    assert outcome.result["injection"]["hit"]
+    truncated = [t for t in outcome.result["truncations"] if t["offset"] == outcome.result["injection"]["n"]]
+    assert truncated, "the old leader should truncate the unreplicated record N"
