@@ -415,6 +415,11 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, progress: Progr
     finally:
         if run is not None:
             _fill_from_run(result, run)
+        if run is not None:
+            try:
+                result["story"] = _story(result, run)
+            except Exception as exc:  # the story is a summary; never lose the result over it
+                result["story"] = [f"(no story: {exc})"]
         result["finished"] = _iso(time.time())
         result["duration_s"] = round(time.monotonic() - t0, 1)
         (run_dir / "result.json").write_text(json.dumps(result, indent=2, default=str))
@@ -444,6 +449,50 @@ def _check_and_judge(case: Case, run: _Run, result: dict[str, Any], spark_master
         result["as_expected"] = verdict == case.expect.verdict
         progress(f"verdict: {verdict}" + ("" if result["as_expected"] else
                                           f" (expected {case.expect.verdict})"))
+
+
+def _story(result: dict[str, Any], run: _Run) -> list[str]:
+    """What happened, in sentences: injection, truncations, in-flight records, loss."""
+    from .history import history_files, read_events
+
+    lines = []
+    inj = result.get("injection")
+    if inj:
+        verdict = "hit" if inj.get("hit") else "MISSED"
+        lines.append(f"Point {inj['point']} was {verdict} (N = {inj.get('n')}): expected "
+                     f"{inj.get('expected')}; observed {inj.get('observed')}.")
+    seen = set()
+    for t in result.get("truncations") or []:
+        key = (t["node"], t["offset"])
+        if t.get("effective") and t["offset"] > 0 and key not in seen:
+            seen.add(key)
+            lines.append(f"{t['node']} truncated its log of partition {t['partition']} to offset "
+                         f"{t['offset']}.")
+    if inj and run.injector is not None:
+        armed_at = run.injector.first_armed_at()
+        if armed_at is not None:
+            outcome: dict[str, str] = {}
+            recovered: dict[str, Any] = {}
+            for path in history_files(run.run_dir):
+                for e in read_events(path):
+                    if e["type"] == "invoke" and e["t"] >= armed_at:
+                        outcome.setdefault(e["mid"], "no outcome")
+                    elif e["type"] in ("ok", "fail", "info") and e["mid"] in outcome:
+                        outcome[e["mid"]] = e["type"] + (f" at offset {e['offset']}"
+                                                         if e.get("offset") is not None else "")
+                    elif e["type"] == "poll" and e.get("phase") == "recovery":
+                        recovered[e["mid"]] = e.get("offset")
+            for mid, what in list(outcome.items())[:3]:
+                where = (f"present after recovery at offset {recovered[mid]}" if mid in recovered
+                         else "absent after recovery")
+                lines.append(f"In-flight record {mid}: send outcome {what}; {where}.")
+        if inj.get("seed"):
+            lines.append(inj["seed"])
+    lost = (result.get("anomalies") or {}).get("lost-write")
+    if lost is not None:
+        lines.append("No acknowledged record was lost." if not lost else
+                     f"{lost} acknowledged record(s) were lost.")
+    return lines
 
 
 def _fill_from_run(result: dict[str, Any], run: _Run) -> None:

@@ -48,11 +48,16 @@ class PointSpec:
     hw: int  # expected high watermark in the HIT line (leader HW, or response HW), minus N
     hw_field: str  # which HIT field holds it
     meaning: str
+    seed: str = ("The seed defines this point but reports no run of it; with leader-epoch "
+                 "truncation (KIP-101) no acknowledged record may be lost.")
 
 
 POINTS: dict[str, PointSpec] = {
     "C1": PointSpec("leader", 1, 0, 0, "hw", "L appended N; its first fetch response carrying N "
-                    "to R is not sent"),
+                    "to R is not sent",
+                    "The seed (003, case 1) saw the same: node2 took over as leader, the producer "
+                    "re-sent the in-flight message to it, and node0 restarted as a follower and "
+                    "truncated its unreplicated tail (to 518 from LEO 524 there)."),
     "C2": PointSpec("follower", 1, 0, 0, "response_hw", "R received the response carrying N "
                     "but has not processed it"),
     "C3": PointSpec("follower", 1, 1, 0, "response_hw", "R appended N; its second fetch "
@@ -266,6 +271,7 @@ class Injector:
             return result
         n = armed.n
         result["meaning"] = spec.meaning
+        result["seed"] = spec.seed
         result["expected"] = (f"leader LEO={n + spec.leader_leo}, follower LEO={n + spec.follower_leo}"
                               f", {spec.hw_field}={n + spec.hw}")
         if armed.hit is None:
@@ -280,6 +286,10 @@ class Injector:
         result["hit"] = (lleo == n + spec.leader_leo and fleo == n + spec.follower_leo
                          and hw == n + spec.hw)
         return result
+
+    def first_armed_at(self) -> float | None:
+        """Wall time of the first arm of this run (records sent after it are in flight)."""
+        return min((a.armed_at for a in self._disarmed + list(self.armed.values())), default=None)
 
     def replicas_at_kill(self) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []

@@ -105,6 +105,7 @@ class Result:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     expectations: list[dict[str, Any]] = field(default_factory=list)
     injection: dict[str, Any] | None = None
+    raw_story: list[str] = field(default_factory=list)
     truncations: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -151,6 +152,8 @@ def load_result(run_dir: str | os.PathLike[str]) -> Result:
         examples=examples,
         expectations=_list_of_dicts(raw.get("expectations")),
         injection=raw.get("injection") if isinstance(raw.get("injection"), dict) else None,
+        raw_story=[str(x) for x in raw.get("story") or [] if isinstance(x, (str, int, float))]
+        if isinstance(raw.get("story"), list) else [],
         truncations=_list_of_dicts(raw.get("truncations")),
         replicas=_list_of_dicts(raw.get("replicas")),
         steps=_list_of_dicts(raw.get("steps")),

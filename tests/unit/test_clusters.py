@@ -1,0 +1,41 @@
+"""The cluster table agrees with the compose files; the history writer survives crashes."""
+
+from __future__ import annotations
+
+import yaml
+
+from harness.clusters import CLUSTERS
+from harness.history import HistoryWriter, make_value, parse_mid, read_events
+
+
+def test_compose_files_define_exactly_the_table_nodes_and_ports() -> None:
+    for spec in CLUSTERS.values():
+        doc = yaml.safe_load(spec.compose_file.read_text())
+        assert set(doc["services"]) == set(spec.node_names), spec.name
+        for node in spec.nodes:
+            service = doc["services"][node.name]
+            assert service["labels"]["io.chaosharness.cluster"] == spec.name
+            published = {p.split(":")[1] for p in service.get("ports", [])}
+            for port in (node.host_port, node.admin_port):
+                if port is not None:
+                    assert str(port) in published, (spec.name, node.name, port)
+            assert all(p.startswith("127.0.0.1:") for p in service.get("ports", [])), \
+                "ports are published on loopback only"
+
+
+def test_history_keeps_what_was_written_and_skips_a_torn_line(tmp_path) -> None:
+    path = tmp_path / "h.jsonl"
+    with HistoryWriter(path, "p0") as w:
+        for i in range(3):
+            w.record("invoke", mid=f"p0-{i}")
+    with open(path, "a") as fh:
+        fh.write('{"type":"ok","mid":"p0-0"')  # a crash mid-line
+    events = list(read_events(path))
+    assert [e["mid"] for e in events] == ["p0-0", "p0-1", "p0-2"]
+    assert all(e["client"] == "p0" and "t" in e and "m" in e for e in events)
+
+
+def test_values_carry_their_message_id() -> None:
+    assert parse_mid(make_value("load-17", 100)) == "load-17"
+    assert len(make_value("load-17", 100)) == 100
+    assert parse_mid(b"no separator here") is None and parse_mid(None) is None

@@ -1,0 +1,82 @@
+"""The Kafka segment reader and the truncation-line parser, on synthetic inputs."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from harness.collect import parse_truncations
+from harness.collect.segments import log_end_offset, read_partition_dir, read_segment
+from harness.history import make_value
+
+
+def _varint(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _batch(base: int, epoch: int, values: list[bytes], attrs: int = 0) -> bytes:
+    records = b""
+    for i, v in enumerate(values):
+        body = b"\x00" + _varint(0) + _varint(i) + _varint(-1) + _varint(len(v)) + v + _varint(0)
+        records += _varint(len(body)) + body
+    tail = struct.pack(">hiqqqhii", attrs, len(values) - 1, 0, 0, -1, -1, -1, len(values)) + records
+    crc = zlib.crc32(tail)
+    head = struct.pack(">qiiBI", base, 4 + 1 + 4 + len(tail), epoch, 2, crc)
+    return head + tail
+
+
+def test_reads_offsets_epochs_and_message_ids() -> None:
+    data = _batch(0, 0, [make_value("p0-1", 50), make_value("p0-2", 50)]) + \
+        _batch(2, 3, [make_value("p0-3", 10)])
+    recs = list(read_segment(data))
+    assert [(r.offset, r.epoch, r.mid) for r in recs] == [(0, 0, "p0-1"), (1, 0, "p0-2"), (2, 3, "p0-3")]
+    assert log_end_offset(recs) == 3
+
+
+def test_a_torn_tail_ends_the_segment_quietly() -> None:
+    data = _batch(0, 0, [make_value("a-1")]) + _batch(1, 0, [make_value("a-2")])
+    recs = list(read_segment(data[:-5]))
+    assert [r.mid for r in recs] == ["a-1"]
+
+
+def test_control_batches_are_flagged() -> None:
+    recs = list(read_segment(_batch(0, 1, [b"\x00\x00\x00\x00"], attrs=0x20)))
+    assert recs[0].control and recs[0].mid is None
+
+
+def test_partition_dirs_group_records_by_topic_and_partition() -> None:
+    files = [("t-1/00000000000000000000.log", _batch(0, 0, [make_value("x-1")])),
+             ("t-1/00000000000000000000.index", b"junk"),
+             ("my-topic-0/00000000000000000000.log", _batch(0, 0, [make_value("y-1")]))]
+    out = read_partition_dir(files)
+    assert set(out) == {("t", 1), ("my-topic", 0)}
+
+
+LOG = """\
+[2026-11-22 02:12:21,695] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating partition chaos-x-0 with TruncationState(offset=100, completed=true) due to leader epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=0, endOffset=100) (kafka.server.ReplicaFetcherThread)
+[2026-11-22 02:12:21,701] INFO [UnifiedLog partition=chaos-x-0, dir=/data/kafka] Truncating to offset 100 (kafka.log.UnifiedLog)
+[2026-11-22 02:12:09,435] INFO [UnifiedLog partition=chaos-x-0, dir=/data/kafka] Truncating to 0 has no effect as the largest offset in the log is -1 (kafka.log.UnifiedLog)
+[2026-11-22 02:12:22,000] WARN [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating chaos-x-0 to offset 90 below high watermark 95 (kafka.server.ReplicaFetcherThread)
+[2026-11-22 02:12:23,000] INFO [Log partition=other-0, dir=/data] Truncating to offset 7 (kafka.log.Log)
+[2026-11-22 02:12:24,000] INFO Truncating log chaos-x-0 to offset 3. (kafka.log.Log)
+[2026-11-22 02:12:25,000] INFO something unrelated
+"""
+
+
+def test_truncation_lines_of_every_known_format() -> None:
+    found = parse_truncations("kafka-1", LOG, topic="chaos-x")
+    assert [(t["source"], t["offset"], t["effective"]) for t in found] == [
+        ("fetcher", 100, True), ("log", 100, True), ("log", 0, False), ("below-hw", 90, True),
+        ("legacy", 3, True)]
+    assert found[0]["reason"].startswith("leader epoch and offset EpochEndOffset")
+    assert found[3]["hw"] == 95 and found[0]["partition"] == 0
+    assert len(parse_truncations("kafka-1", LOG)) == 6  # no topic filter: other-0 too
