@@ -390,6 +390,7 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, progress: Progr
         "system": case.system, "cluster": case.cluster, "version": case.version,
         "started": _iso(time.time()), "verdict": "error", "expected_verdict": case.expect.verdict,
         "error": None, "files": {"case": "case.yaml", "logs": []},
+        "observed": sorted(case.expect.observe),
     }
     t0 = time.monotonic()
     run: _Run | None = None

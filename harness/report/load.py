@@ -106,6 +106,7 @@ class Result:
     expectations: list[dict[str, Any]] = field(default_factory=list)
     injection: dict[str, Any] | None = None
     raw_story: list[str] = field(default_factory=list)
+    observed: list[str] = field(default_factory=list)
     truncations: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -152,6 +153,8 @@ def load_result(run_dir: str | os.PathLike[str]) -> Result:
         examples=examples,
         expectations=_list_of_dicts(raw.get("expectations")),
         injection=raw.get("injection") if isinstance(raw.get("injection"), dict) else None,
+        observed=[str(x) for x in raw.get("observed") or [] if isinstance(x, str)]
+        if isinstance(raw.get("observed"), list) else [],
         raw_story=[str(x) for x in raw.get("story") or [] if isinstance(x, (str, int, float))]
         if isinstance(raw.get("story"), list) else [],
         truncations=_list_of_dicts(raw.get("truncations")),
