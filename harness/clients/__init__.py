@@ -1,0 +1,35 @@
+"""Instrumented clients (Kafka, Pulsar) that write the history; see :mod:`harness.history`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["paced_sends"]
+
+
+def paced_sends(send: Callable[[str | None], object], *, count: int | None,
+                duration_s: float | None, rate: float | None, keys: int | None,
+                stop: threading.Event | None, wait: Callable[[float], object]) -> float:
+    """Calls ``send(key)`` until ``count`` sends or ``duration_s`` (one is required) or ``stop``.
+
+    ``rate`` (per second) paces the sends; ``wait(seconds)`` is how the client spends the
+    time ahead of schedule (Kafka serves delivery callbacks meanwhile). Returns the start
+    (monotonic) time.
+    """
+    if count is None and duration_s is None:
+        raise ValueError("a workload needs a count or a duration")
+    start = time.monotonic()
+    deadline = start + duration_s if duration_s is not None else None
+    n = 0
+    while (count is None or n < count) and (deadline is None or time.monotonic() < deadline):
+        if stop is not None and stop.is_set():
+            break
+        send(f"k{n % keys}" if keys else None)
+        n += 1
+        if rate:
+            ahead = start + n / rate - time.monotonic()
+            if ahead > 0:
+                wait(min(ahead, 0.5))
+    return start

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import HistoryWriter, make_value, parse_mid
+from . import paced_sends
 
 #: librdkafka's own log lines (connection refused while a broker is down, ...) go here,
 #: not to the terminal; the history records what matters.
@@ -137,21 +138,9 @@ class KafkaProducerClient:
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 180.0) -> WorkloadStats:
         """Sends until ``count`` records or ``duration_s`` (always bounded), then drains."""
-        if count is None and duration_s is None:
-            raise ValueError("a workload needs a count or a duration")
-        start = time.monotonic()
-        deadline = start + duration_s if duration_s is not None else None
-        n = 0
-        while (count is None or n < count) and (deadline is None or time.monotonic() < deadline):
-            if stop is not None and stop.is_set():
-                break
-            key = f"k{n % keys}" if keys else None
-            self.send_one(value_size, key, partition)
-            n += 1
-            if rate:
-                ahead = start + n / rate - time.monotonic()
-                if ahead > 0:
-                    self.producer.poll(min(ahead, 0.5))
+        start = paced_sends(lambda key: self.send_one(value_size, key, partition), count=count,
+                            duration_s=duration_s, rate=rate, keys=keys, stop=stop,
+                            wait=self.producer.poll)
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start
         return self.stats

@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from ..history import HistoryWriter, make_value, parse_mid
+from . import paced_sends
 from .kafka import WorkloadStats
 
 __all__ = ["PulsarProducerClient", "PulsarConsumerClient", "client_for"]
@@ -123,18 +124,9 @@ class PulsarProducerClient:
             rate: float | None = None, value_size: int = 100, keys: int | None = None,
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 180.0) -> WorkloadStats:
-        start = time.monotonic()
-        deadline = start + duration_s if duration_s is not None else None
-        n = 0
-        while (count is None or n < count) and (deadline is None or time.monotonic() < deadline):
-            if stop is not None and stop.is_set():
-                break
-            self.send_one(value_size, f"k{n % keys}" if keys else None, partition)
-            n += 1
-            if rate:
-                ahead = start + n / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(min(ahead, 0.5))
+        """Sends until ``count`` messages or ``duration_s`` (always bounded), then drains."""
+        start = paced_sends(lambda key: self.send_one(value_size, key, partition), count=count,
+                            duration_s=duration_s, rate=rate, keys=keys, stop=stop, wait=time.sleep)
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start
         return self.stats

@@ -18,6 +18,7 @@ from ..backend.cluster import Cluster, Node
 from ..collect.segments import SegmentRecord, read_partition_dir
 from ..errors import SystemError_
 from ..wait import wait_until
+from ._zk import zk_call
 
 __all__ = ["KafkaSystem", "PartitionState", "ControllerState"]
 
@@ -202,22 +203,5 @@ class KafkaSystem:
 
     # -- ZooKeeper ------------------------------------------------------------------
     def _zk_get(self, path: str) -> Any:
-        from kazoo.client import KazooClient
-        from kazoo.exceptions import NoNodeError
-
-        zk_port = self.spec.node("zk").host_port
-        client = KazooClient(hosts=f"127.0.0.1:{zk_port}", timeout=5, connection_retry={"max_tries": 2})
-        try:
-            client.start(timeout=10)
-            raw, _ = client.get(path)
-        except NoNodeError as exc:
-            raise SystemError_(f"ZooKeeper has no {path}") from exc
-        except Exception as exc:
-            raise SystemError_(f"reading {path} from ZooKeeper failed: {exc}") from exc
-        finally:
-            try:
-                client.stop()
-                client.close()
-            except Exception:
-                pass
+        raw = zk_call(self.spec.node("zk").host_port, path, lambda zk: zk.get(path)[0])
         return json.loads(raw.decode())

@@ -16,7 +16,6 @@ wherever a topic is.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import urllib.error
 import urllib.parse
@@ -28,6 +27,7 @@ from typing import Any
 from ..backend.cluster import Cluster, Node
 from ..errors import HarnessError, SystemError_
 from ..wait import wait_until
+from ._zk import zk_call
 
 __all__ = ["PulsarSystem", "LedgerState", "CLUSTER_NAME"]
 
@@ -39,9 +39,6 @@ _BROKER_HTTP_PORT = 8080
 _BOOKIE_PORT = 3181
 _MAX_REDIRECTS = 5
 #: kazoo logs every refused connection while ZooKeeper starts; failures surface as SystemError_.
-_ZK_LOG = logging.getLogger("harness.systems.pulsar.zk")
-_ZK_LOG.addHandler(logging.NullHandler())
-_ZK_LOG.propagate = False
 
 
 @dataclass(frozen=True)
@@ -445,24 +442,7 @@ class PulsarSystem:
 
     # -- ZooKeeper ----------------------------------------------------------------------------------
     def _zk(self, fn: Any, what: str) -> Any:
-        from kazoo.client import KazooClient
-        from kazoo.exceptions import NoNodeError
-
-        client = KazooClient(hosts=f"127.0.0.1:{self.spec.node('zk').host_port}", timeout=5,
-                             connection_retry={"max_tries": 2}, logger=_ZK_LOG)
-        try:
-            client.start(timeout=10)
-            return fn(client)
-        except NoNodeError as exc:
-            raise SystemError_(f"ZooKeeper has no {what}") from exc
-        except Exception as exc:
-            raise SystemError_(f"reading {what} from ZooKeeper failed: {exc}") from exc
-        finally:
-            try:
-                client.stop()
-                client.close()
-            except Exception:
-                pass
+        return zk_call(self.spec.node("zk").host_port, what, fn)
 
 
 _META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state)=([A-Z_0-9]+)")

@@ -1,0 +1,39 @@
+"""One short ZooKeeper session for a read (Kafka ZooKeeper mode, Pulsar metadata)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..errors import SystemError_
+
+T = TypeVar("T")
+_LOG = logging.getLogger("harness.zookeeper")
+_LOG.addHandler(logging.NullHandler())
+_LOG.propagate = False
+
+
+def zk_call(port: int, what: str, fn: Callable[[Any], T]) -> T:
+    """Runs ``fn(client)`` on a kazoo client connected to 127.0.0.1:``port``.
+
+    A missing node or any client error becomes SystemError_ naming ``what``.
+    """
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError
+
+    client = KazooClient(hosts=f"127.0.0.1:{port}", timeout=5, connection_retry={"max_tries": 2},
+                         logger=_LOG)
+    try:
+        client.start(timeout=10)
+        return fn(client)
+    except NoNodeError as exc:
+        raise SystemError_(f"ZooKeeper has no {what}") from exc
+    except Exception as exc:
+        raise SystemError_(f"reading {what} from ZooKeeper failed: {exc}") from exc
+    finally:
+        try:
+            client.stop()
+            client.close()
+        except Exception:
+            pass  # closing a failed session: nothing left to release
