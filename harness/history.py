@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -81,6 +82,7 @@ CLIENT_TYPES = frozenset({"invoke", "ok", "fail", "info", "poll", "reset", "stal
 TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"})
 
 _MID_SEP = b"|"
+_MID_BYTES = re.compile(rb"[A-Za-z0-9_.\-]+")
 
 
 def make_value(mid: str, size: int = 0) -> bytes:
@@ -92,16 +94,18 @@ def make_value(mid: str, size: int = 0) -> bytes:
 
 
 def parse_mid(value: bytes | None) -> str | None:
-    """The message id at the start of a value made by :func:`make_value`, else None."""
+    """The message id at the start of a value made by :func:`make_value`, else None.
+
+    Ids are made of letters, digits, ``_``, ``.`` and ``-`` (workload name and sequence);
+    anything else is not ours.
+    """
     if not value:
         return None
     sep = value.find(_MID_SEP)
     if sep <= 0 or sep > 64:
         return None
-    try:
-        return value[:sep].decode()
-    except UnicodeDecodeError:
-        return None
+    head = value[:sep]
+    return head.decode("ascii") if _MID_BYTES.fullmatch(head) else None
 
 
 def position_key(event: dict[str, Any]) -> tuple[int, int, int]:
@@ -121,6 +125,7 @@ class HistoryWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.client = client
+        self._client_js = json.dumps(client)
         self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8", buffering=1 << 16)
         self._lock = threading.Lock()
         self._flush_s = flush_s
@@ -140,6 +145,24 @@ class HistoryWriter:
                 self._fh.flush()
                 self._last_flush = now
         return event
+
+    def line(self, type_: str, body: str, t: float, m: float) -> str:
+        """One event line from a pre-rendered JSON ``body`` (``,"k":v...``): the clients' hot path.
+
+        Same format as :meth:`record`; ``body`` must be valid JSON members.
+        """
+        return f'{{"type":"{type_}","client":{self._client_js},"t":{t:.6f},"m":{m:.6f}{body}}}\n'
+
+    def write_lines(self, lines: list[str]) -> None:
+        """Appends lines made by :meth:`line` under one lock (a consumer's whole batch)."""
+        with self._lock:
+            if self._fh is None:
+                raise ValueError(f"history {self.path} is closed")
+            self._fh.write("".join(lines))
+            now = time.monotonic()
+            if now - self._last_flush >= self._flush_s:
+                self._fh.flush()
+                self._last_flush = now
 
     def flush(self) -> None:
         with self._lock:

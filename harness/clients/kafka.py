@@ -11,6 +11,7 @@ checker's job.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -38,6 +39,10 @@ _DEFINITE_FAILURES = frozenset({
     "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "_INVALID_ARG", "_MSG_SIZE_TOO_LARGE",
     "INVALID_RECORD", "UNSUPPORTED_FOR_MESSAGE_FORMAT",
 })
+
+
+def _js(text: str | None) -> str:
+    return "null" if text is None else json.dumps(text)
 
 
 @dataclass
@@ -86,6 +91,7 @@ class KafkaProducerClient:
         from confluent_kafka import Producer
 
         self.topic = topic
+        self._topic_js = json.dumps(topic)
         self.history = history
         self.conf = dict(conf)
         self.producer = Producer(self.conf)
@@ -96,9 +102,12 @@ class KafkaProducerClient:
 
     def _on_delivery(self, mid: str, err: Any, msg: Any) -> None:
         if err is None:
-            epoch = msg.leader_epoch() if hasattr(msg, "leader_epoch") else None
-            self.history.record("ok", mid=mid, topic=msg.topic(), partition=msg.partition(),
-                                offset=msg.offset(), epoch=epoch)
+            epoch = msg.leader_epoch()
+            hist = self.history
+            hist.write_lines([hist.line("ok", f',"mid":"{mid}","topic":{self._topic_js},'
+                                              f'"partition":{msg.partition()},"offset":{msg.offset()},'
+                                              f'"epoch":{"null" if epoch is None else epoch}',
+                                        time.time(), time.monotonic())])
             self.stats.ok += 1
             return
         code = err.name()
@@ -116,7 +125,9 @@ class KafkaProducerClient:
         with self._lock:
             self._seq += 1
             mid = f"{self.name}-{self._seq}"
-        self.history.record("invoke", mid=mid, topic=self.topic, key=key)
+        hist = self.history
+        hist.write_lines([hist.line("invoke", f',"mid":"{mid}","topic":{self._topic_js},'
+                                              f'"key":{_js(key)}', time.time(), time.monotonic())])
         kwargs: dict[str, Any] = {"value": make_value(mid, value_size),
                                   "on_delivery": lambda err, msg, mid=mid: self._on_delivery(mid, err, msg)}
         if key is not None:
@@ -163,6 +174,8 @@ class KafkaConsumerClient:
                  extra: Mapping[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
+        self._topic_js = json.dumps(topic)
+        self._position: dict[int, int] = {}
         self.history = history
         self.group = group or f"chaos-{uuid.uuid4().hex[:8]}"
         self.isolation_level = isolation_level
@@ -181,15 +194,34 @@ class KafkaConsumerClient:
         conf.update(over)
         return Consumer(conf)
 
-    def _record(self, msg: Any, phase: str) -> None:
-        _, ts = msg.timestamp()
-        key = msg.key()
-        self.history.record("poll", phase=phase, mid=parse_mid(msg.value()), topic=msg.topic(),
-                            partition=msg.partition(), offset=msg.offset(),
-                            epoch=msg.leader_epoch(), ts=ts,
-                            key=key.decode("utf-8", "replace") if key else None,
-                            isolation=self.isolation_level)
-        self.stats.polled += 1
+    def _record(self, msgs: list[Any], phase: str) -> None:
+        """Records a consumed batch (errors handled, records as poll events) in one write."""
+        hist = self.history
+        t, m = time.time(), time.monotonic()
+        lines = []
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                if lines:  # keep the order of records and resets
+                    hist.write_lines(lines)
+                    lines = []
+                self._on_error(err, phase)
+                continue
+            mid = parse_mid(msg.value())
+            key = msg.key()
+            epoch = msg.leader_epoch()
+            lines.append(hist.line("poll", f',"phase":"{phase}","mid":'
+                                           f'{"null" if mid is None else chr(34) + mid + chr(34)},'
+                                           f'"topic":{self._topic_js},"partition":{msg.partition()},'
+                                           f'"offset":{msg.offset()},"epoch":{"null" if epoch is None else epoch},'
+                                           f'"ts":{msg.timestamp()[1]},'
+                                           f'"key":{_js(key.decode("utf-8", "replace")) if key else "null"},'
+                                           f'"isolation":"{self.isolation_level}"', t, m))
+            self.stats.polled += 1
+            if phase == "recovery":
+                self._position[msg.partition()] = msg.offset()
+        if lines:
+            hist.write_lines(lines)
 
     def _on_error(self, err: Any, phase: str) -> None:
         code = err.name()
@@ -217,11 +249,7 @@ class KafkaConsumerClient:
             while time.monotonic() < end and (count is None or self.stats.polled < count):
                 if stop is not None and stop.is_set():
                     break
-                for msg in consumer.consume(500, 0.2):
-                    if msg.error():
-                        self._on_error(msg.error(), "run")
-                    else:
-                        self._record(msg, "run")
+                self._record(consumer.consume(500, 0.2), "run")
         finally:
             consumer.close()
             self.history.flush()
@@ -242,18 +270,16 @@ class KafkaConsumerClient:
                 _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
                 ends[p] = high
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-            position = {p: -1 for p in range(partitions)}
+            position = self._position
+            position.update({p: -1 for p in range(partitions)})
             last_progress = time.monotonic()
             while any(position[p] + 1 < ends[p] for p in ends):
                 if time.monotonic() - start > timeout_s or time.monotonic() - last_progress > idle_s:
                     break
+                before = self.stats.polled
                 batch = consumer.consume(1000, 0.5)
-                for msg in batch:
-                    if msg.error():
-                        self._on_error(msg.error(), phase)
-                        continue
-                    self._record(msg, phase)
-                    position[msg.partition()] = msg.offset()
+                self._record(batch, phase)
+                if self.stats.polled > before:
                     last_progress = time.monotonic()
                 if not batch and all(position[p] + 1 >= ends[p] or ends[p] == 0 for p in ends):
                     break

@@ -1,0 +1,174 @@
+"""Bench of the Spark checker on synthetic histories.
+
+For each size: generate a history (with two of each anomaly injected, so the
+bench also checks the result), run ``check_run`` on a warm session, sample the
+peak memory of this process plus the Spark JVM (/proc), and at 1M records or
+fewer time the reference checker too. Data goes to a temporary directory that
+is deleted afterwards.
+
+Usage: ``python bench/bench_checker.py --records 1000000 10000000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "bench"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import reference_checker  # noqa: E402
+
+from harness.check import ANOMALIES, check_run  # noqa: E402
+from harness.check import spark_job  # noqa: E402
+from harness.check.synthetic import Profile, generate  # noqa: E402
+
+REFERENCE_MAX = 1_000_000  # the reference needs about 1 GB per million records
+
+
+class PeakMemory:
+    """Samples the resident memory of this process and its descendants (the JVM)."""
+
+    def __init__(self, every_s: float = 0.25) -> None:
+        self.every_s = every_s
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            self._stop.wait(self.every_s)
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and all its descendants."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields.get("PPid", "0"))
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+    total = 0
+    for pid in rss:
+        p = pid
+        while p and p != root:
+            p = parents.get(p, 0)
+        if p == root:
+            total += rss[pid]
+    return total
+
+
+@dataclass
+class Row:
+    records: int
+    lines: int
+    gigabytes: float
+    generate_s: float
+    check_s: float
+    peak_gib: float
+    reference_s: float | None
+    load: float
+    correct: bool
+
+    def cells(self) -> list[str]:
+        ratio = f"{self.reference_s / self.check_s:.1f}x" if self.reference_s else "-"
+        ref = f"{self.reference_s:.1f}" if self.reference_s else "-"
+        return [f"{self.records:,}", f"{self.lines:,}", f"{self.gigabytes:.1f}", f"{self.generate_s:.1f}",
+                f"{self.check_s:.1f}", f"{self.peak_gib:.1f}", ref, ratio, f"{self.load:.1f}",
+                "yes" if self.correct else "NO"]
+
+
+HEADER = ["records", "lines", "input GB", "generate s", "check s", "peak GiB", "reference s",
+          "ref/spark", "load", "correct"]
+
+
+def bench(records: int, args: argparse.Namespace) -> Row:
+    run = Path(tempfile.mkdtemp(prefix="bench-checker-", dir=args.tmp))
+    try:
+        inject = {k: 2 for k in ANOMALIES if args.replicas >= 2 or k != "replica-divergence"}
+        profile = Profile(records=records, partitions=args.partitions, producers=4, consumers=3,
+                          replicas=args.replicas, txn=True, seed=1, inject=inject, chunk=50_000)
+        t0 = time.monotonic()
+        expected = generate(run, profile, workers=args.workers)
+        generate_s = time.monotonic() - t0
+        size = sum(f.stat().st_size for f in run.rglob("*.jsonl"))
+        print(f"  {records:,}: generated {expected.lines:,} lines, {size / 1e9:.1f} GB in {generate_s:.0f}s",
+              flush=True)
+        with PeakMemory() as memory:
+            t0 = time.monotonic()
+            result = check_run(run, spark_master=args.master)
+            check_s = time.monotonic() - t0
+        load = os.getloadavg()[0]
+        correct = result.anomalies == expected.anomalies and result.counts == expected.counts
+        print(f"  {records:,}: checked in {check_s:.0f}s, correct: {correct}", flush=True)
+        reference_s = None
+        if records <= REFERENCE_MAX and not args.no_reference:
+            t0 = time.monotonic()
+            correct &= reference_checker.check(run) == result
+            reference_s = time.monotonic() - t0
+        return Row(records, expected.lines, size / 1e9, generate_s, check_s, memory.peak / 2**30,
+                   reference_s, load, correct)
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, nargs="+", default=[1_000_000],
+                        help="history sizes in sent messages (default: 1000000)")
+    parser.add_argument("--replicas", type=int, default=0, help="replica dumps per history (default 0)")
+    parser.add_argument("--partitions", type=int, default=6, help="partitions of the topic (default 6)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="processes generating the history")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--tmp", default=None, help="where to write the histories (default: $TMPDIR)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference checker")
+    args = parser.parse_args(argv)
+
+    t0 = time.monotonic()
+    spark_job.session(args.master)
+    warm = Path(tempfile.mkdtemp(prefix="bench-checker-warm-", dir=args.tmp))
+    try:
+        generate(warm, Profile(records=2000))
+        check_run(warm, spark_master=args.master)
+    finally:
+        shutil.rmtree(warm, ignore_errors=True)
+    print(f"Spark session and warm-up check: {time.monotonic() - t0:.1f}s "
+          f"(driver memory {spark_job.session(args.master).conf.get('spark.driver.memory')}, "
+          f"{os.cpu_count()} cores)", flush=True)
+    rows = [bench(n, args) for n in args.records]
+    widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(HEADER)]
+    print()
+    print("  ".join(h.rjust(w) for h, w in zip(HEADER, widths)))
+    for row in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(row.cells(), widths)))
+    return 0 if all(r.correct for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

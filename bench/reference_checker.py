@@ -1,0 +1,320 @@
+"""A plain-Python checker with the anomaly definitions of ``harness.check``.
+
+One process, dicts and sets, the history files streamed twice (the second pass
+judges poll sequences once the recovery read is known). The bench times it
+against the Spark job; the tests check that both agree on random histories.
+Memory grows with the history (about 1 GB per million messages): it is a
+reference, not a tool for large runs.
+
+Lines are read as Spark's JSON reader in DROPMALFORMED mode reads them: a line
+that is not a JSON object, or whose numeric fields are not integers, is
+dropped; a non-string value of a string field becomes its JSON text; a
+complete last line without a newline is kept.
+
+Usage: ``python bench/reference_checker.py RUN_DIR`` prints the result as JSON.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result  # noqa: E402
+from harness.history import history_files  # noqa: E402
+
+__all__ = ["check"]
+
+_LONGS = ("partition", "offset", "ledger", "entry", "batch")
+_STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node")
+_LONG_MAX = 1 << 63
+
+Seq = tuple[int, int]  # (file index, line number): file order
+Pos = tuple[int, int, int]
+Place = tuple[str, int, Pos]  # (topic, partition, position)
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, event) for each line Spark would keep (see the module docstring)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and _conform(event):
+                yield n, event
+
+
+def _conform(event: dict[str, Any]) -> bool:
+    for name in _LONGS:
+        value = event.get(name)
+        if value is not None and (type(value) is not int or not -_LONG_MAX <= value < _LONG_MAX):
+            return False
+    for name in _STRINGS:
+        value = event.get(name)
+        if value is not None and not isinstance(value, str):
+            event[name] = json.dumps(value, separators=(",", ":"))
+    return True
+
+
+def valid_position(event: dict[str, Any]) -> Pos | None:
+    """The key of ``harness.history.position_key`` for an event with a partition and a
+    non-negative offset (Kafka) or ledger and entry (Pulsar), else None. (position_key
+    itself fails on ``"batch": null``.)"""
+    if event.get("partition") is None:
+        return None
+    offset = event.get("offset")
+    if offset is not None:
+        return (-1, offset, -1) if offset >= 0 else None
+    ledger, entry, batch = event.get("ledger"), event.get("entry"), event.get("batch")
+    if ledger is None or entry is None or ledger < 0 or entry < 0:
+        return None
+    return (ledger, entry, -1 if batch is None else batch)
+
+
+@dataclass
+class _Read:
+    """One poll, as examples show it."""
+
+    client: str | None
+    phase: str
+    topic: str | None
+    partition: int | None
+    pos: Pos | None
+
+    def example(self, mid: str) -> dict[str, Any]:
+        return example(mid=mid, client=self.client, phase=self.phase, topic=self.topic,
+                       partition=self.partition, pos=self.pos)
+
+
+@dataclass
+class _Mid:
+    """What the history says about one message id."""
+
+    invoked: bool = False
+    inv: tuple[Seq, str | None, str | None] | None = None  # (seq, client, topic)
+    ack: tuple[str | None, str | None, int | None, Pos | None] | None = None  # client, topic, partition, pos
+    ok: bool = False
+    fail: bool = False
+    info: bool = False
+    aborted: bool = False
+    run: bool = False
+    rec: bool = False
+    bindings: set[Place] = field(default_factory=set)
+    first_read: _Read | None = None
+    first_rc_read: _Read | None = None
+
+    def ack_topic(self) -> str | None:
+        """The ack's topic: ok events need not name it, their invoke does."""
+        if self.ack is not None and self.ack[1] is not None:
+            return self.ack[1]
+        return self.inv[2] if self.inv is not None else None
+
+    def ack_place(self) -> Place | None:
+        topic = self.ack_topic()
+        if self.ack is None or self.ack[3] is None or topic is None:
+            return None
+        return (topic, self.ack[2], self.ack[3])  # type: ignore[return-value]
+
+
+class _Checker:
+    def __init__(self, run_dir: Path) -> None:
+        self.files = history_files(run_dir)
+        self.replica_files = sorted((run_dir / "replicas").glob("*.jsonl"))
+        self.mids: dict[str, _Mid] = {}
+        self.bound: dict[Place, set[str]] = {}
+        self.replicas: dict[Place, set[tuple[str | None, str]]] = {}
+        self.recovered: dict[tuple[str, int], list[Pos]] = {}
+        self.rc_clients: set[str | None] = set()
+        self.found: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+
+    def _mid(self, mid: str) -> _Mid:
+        m = self.mids.get(mid)
+        if m is None:
+            m = self.mids[mid] = _Mid()
+        return m
+
+    def _flag(self, kind: str, key: Any, make: Any) -> None:
+        self.found.setdefault(kind, []).append((key, make))
+
+    # -- pass 1: ids, bindings, the recovery read --------------------------------
+
+    def first_pass(self) -> None:
+        recovered: set[tuple[str, int, Pos]] = set()
+        for fidx, path in enumerate(self.files):
+            for n, ev in read_lines(path):
+                kind, mid, pos = ev.get("type"), ev.get("mid"), valid_position(ev)
+                if kind in ("meta", "poll") and ev.get("isolation") == "read_committed":
+                    self.rc_clients.add(ev.get("client"))
+                if kind == "poll" and pos is not None and ev.get("topic") is not None:
+                    place = (ev["topic"], ev["partition"], pos)
+                    if ev.get("phase") == "recovery":
+                        recovered.add(place)
+                    if mid is not None:
+                        self.bound.setdefault(place, set()).add(mid)
+                        self._mid(mid).bindings.add(place)
+                if mid is None or kind not in ("invoke", "ok", "fail", "info", "poll"):
+                    continue
+                m = self._mid(mid)
+                if kind == "invoke":
+                    m.invoked = True
+                    if m.inv is None:
+                        m.inv = ((fidx, n), ev.get("client"), ev.get("topic"))
+                elif kind == "ok":
+                    m.ok = True
+                    if m.ack is None:
+                        m.ack = (ev.get("client"), ev.get("topic"), ev.get("partition"), pos)
+                elif kind == "fail":
+                    m.fail = True
+                elif kind == "info":
+                    m.info = True
+                if kind in ("ok", "fail") and ev.get("txn") == "aborted":
+                    m.aborted = True
+                if kind == "poll":
+                    read = _Read(ev.get("client"), "recovery" if ev.get("phase") == "recovery" else "run",
+                                 ev.get("topic"), ev.get("partition"), pos)
+                    if read.phase == "recovery":
+                        m.rec = True
+                    else:
+                        m.run = True
+                    if m.first_read is None:
+                        m.first_read = read
+        for path in self.replica_files:
+            for _, ev in read_lines(path):
+                pos, mid = valid_position(ev), ev.get("mid")
+                if ev.get("type") == "replica" and pos is not None and ev.get("topic") is not None \
+                        and mid is not None:
+                    place = (ev["topic"], ev["partition"], pos)
+                    self.bound.setdefault(place, set()).add(mid)
+                    self.replicas.setdefault(place, set()).add((ev.get("node"), mid))
+        for mid, m in self.mids.items():
+            place = m.ack_place()
+            if place is not None:
+                self.bound.setdefault(place, set()).add(mid)
+                m.bindings.add(place)
+        for topic, partition, pos in recovered:
+            self.recovered.setdefault((topic, partition), []).append(pos)
+        for positions in self.recovered.values():
+            positions.sort()
+
+    # -- pass 2: poll sequences and read_committed reads ---------------------------
+
+    def second_pass(self) -> None:
+        last_poll: dict[tuple[Any, ...], tuple[Seq, Pos, str | None, int]] = {}
+        last_reset: dict[tuple[Any, ...], Seq] = {}
+        for fidx, path in enumerate(self.files):
+            for n, ev in read_lines(path):
+                kind, client, topic, partition = ev.get("type"), ev.get("client"), ev.get("topic"), ev.get("partition")
+                seq = (fidx, n)
+                if kind == "reset":  # a missing topic or partition covers them all
+                    last_reset[(client, topic, partition)] = seq
+                if kind != "poll":
+                    continue
+                mid, phase = ev.get("mid"), "recovery" if ev.get("phase") == "recovery" else "run"
+                if mid is not None and client in self.rc_clients:
+                    m = self.mids[mid]
+                    if m.first_rc_read is None:
+                        m.first_rc_read = _Read(client, phase, topic, partition, valid_position(ev))
+                pos = valid_position(ev)
+                if pos is None or topic is None:
+                    continue
+                recovered = self.recovered.get((topic, partition), [])
+                at_or_below = bisect.bisect_right(recovered, pos)
+                group = (client, phase, topic, partition)
+                prev = last_poll.get(group)
+                last_poll[group] = (seq, pos, mid, at_or_below)
+                resets = [last_reset.get((client, t, p)) for t in (topic, None) for p in (partition, None)]
+                if prev is None or any(r is not None and r > prev[0] for r in resets):
+                    continue
+                key = (_nf(client), _nf(topic), partition, seq)
+                found = example(client=client, phase=phase, mid=mid, topic=topic, partition=partition,
+                                pos=pos, prev={"mid": prev[2], "pos": prev[1]})
+                if pos <= prev[1]:
+                    self._flag("nonmonotonic-poll", key, found)
+                elif (skipped := bisect.bisect_left(recovered, pos) - prev[3]) > 0:
+                    self._flag("poll-skip", key, {**found, "skipped": skipped})
+
+    # -- judgement ------------------------------------------------------------------
+
+    def judge(self) -> CheckResult:
+        counts = dict.fromkeys(("invoked", "ok", "fail", "info", "polled", "recovered"), 0)
+        sends: dict[tuple[Any, ...], list[tuple[Seq, Pos, str]]] = {}
+        for mid, m in self.mids.items():
+            for name, flag in (("invoked", m.invoked), ("ok", m.ok), ("fail", m.fail), ("info", m.info),
+                               ("polled", m.run), ("recovered", m.rec)):
+                counts[name] += flag
+            outcome = ("ok" if m.ok else "fail" if m.fail else "info" if m.info
+                       else "unacked" if m.invoked else None)
+            if outcome not in (None, "ok"):
+                name = f"{outcome}-{'present' if m.rec else 'absent'}"
+                counts[name] = counts.get(name, 0) + 1
+            committed = m.ok and not m.aborted
+            if committed and (not m.rec or not m.run):
+                client, _, partition, pos = m.ack  # type: ignore[misc]
+                ack = example(mid=mid, client=client, topic=m.ack_topic(), partition=partition, pos=pos)
+                if not m.rec:
+                    self._flag("lost-write", mid, ack)
+                elif not m.run:
+                    self._flag("unseen", mid, ack)
+            if len(m.bindings) > 1:
+                self._flag("duplicate", mid, example(mid=mid, positions=[
+                    example(topic=t, partition=p, pos=pos) for t, p, pos in sorted(m.bindings)[:MAX_EXAMPLES]]))
+            if (m.run or m.rec) and not m.invoked:
+                self._flag("unexpected", mid, m.first_read.example(mid))  # type: ignore[union-attr]
+            if m.aborted and m.first_rc_read is not None:
+                self._flag("aborted-read", mid, m.first_rc_read.example(mid))
+            if m.inv is not None and m.ack is not None and m.ack[3] is not None:
+                sends.setdefault((m.inv[1], m.ack_topic(), m.ack[2]), []).append((m.inv[0], m.ack[3], mid))
+        for (client, topic, partition), acked in sends.items():
+            acked.sort()
+            for (_, prev_pos, prev_mid), (seq, pos, mid) in zip(acked, acked[1:]):
+                if pos <= prev_pos:
+                    self._flag("nonmonotonic-send", (_nf(client), _nf(topic), partition, seq), example(
+                        client=client, mid=mid, topic=topic, partition=partition, pos=pos,
+                        prev={"mid": prev_mid, "pos": prev_pos}))
+        for place, mids in self.bound.items():
+            topic, partition, pos = place
+            if len(mids) > 1:
+                self._flag("inconsistent-offsets", place, example(
+                    topic=topic, partition=partition, pos=pos, mids=sorted(mids)[:MAX_EXAMPLES]))
+            replicas = self.replicas.get(place, set())
+            if len({mid for _, mid in replicas}) > 1:
+                self._flag("replica-divergence", place, example(
+                    topic=topic, partition=partition, pos=pos,
+                    replicas=[{"node": node, "mid": mid} for node, mid in sorted(replicas, key=_nf_pair)]))
+        anomalies = {kind: len(rows) for kind, rows in self.found.items()}
+        examples = {kind: [ex for _, ex in sorted(rows, key=lambda r: r[0])[:MAX_EXAMPLES]]
+                    for kind, rows in self.found.items()}
+        return make_result(anomalies, examples, counts)
+
+
+def _nf(value: Any) -> tuple[bool, Any]:
+    """Sort key putting None first, as Spark sorts nulls."""
+    return (value is not None, value if value is not None else "")
+
+
+def _nf_pair(pair: tuple[Any, Any]) -> tuple[tuple[bool, Any], ...]:
+    return tuple(_nf(x) for x in pair)
+
+
+def check(run_dir: str | Path) -> CheckResult:
+    """Check ``run_dir`` in this process; same result as ``harness.check.check_run``."""
+    checker = _Checker(Path(run_dir))
+    checker.first_pass()
+    checker.second_pass()
+    return checker.judge()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: reference_checker.py RUN_DIR")
+    print(json.dumps(check(sys.argv[1]).to_dict(), indent=2, sort_keys=True))

@@ -1,0 +1,63 @@
+"""check_run's contract: errors, paths, the Spark master, the result object."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.check import ANOMALIES, COUNTS, check_run, spark_job
+from harness.check.result import make_result, position_fields
+from harness.check.synthetic import Profile, generate
+from harness.errors import CheckError
+
+
+def test_result_is_complete_json_and_judged() -> None:
+    result = make_result({"unseen": 3}, {"unseen": [{"mid": "m"}] * 7}, {"ok": 2})
+    assert list(result.anomalies) == list(ANOMALIES) and list(result.counts) == list(COUNTS)
+    assert len(result.examples["unseen"]) == 5
+    assert result.valid  # unseen alone does not fail a run
+    assert json.loads(json.dumps(result.to_dict()))["counts"]["ok"] == 2
+    assert not make_result({"duplicate": 1}, {}, {}).valid
+    with pytest.raises(AttributeError):
+        result.anomalies = {}  # type: ignore[misc]
+
+
+def test_positions_render_per_system() -> None:
+    assert position_fields((-1, 7, -1)) == {"offset": 7}
+    assert position_fields((3, 7, -1)) == {"ledger": 3, "entry": 7, "batch": -1}
+
+
+def test_unreadable_runs_raise_check_error(tmp_path: Path) -> None:
+    with pytest.raises(CheckError, match="not a run directory"):
+        check_run(tmp_path / "missing")
+    with pytest.raises(CheckError, match="no history"):
+        check_run(tmp_path)
+
+
+def test_missing_pyspark_is_a_check_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(CheckError, match="pip install"):
+        spark_job._start("local[1]")
+
+
+def test_awkward_paths_and_files(tmp_path: Path) -> None:
+    """':' and glob characters in paths, an empty file, a file of garbage."""
+    run = tmp_path / "run: [1] {a,b} *?"
+    expected = generate(run, Profile(records=300, inject={"lost-write": 1, "unexpected": 1}))
+    (run / "history" / "empty.jsonl").write_text("")
+    (run / "history" / "garbage.jsonl").write_text("\x00\xff{{{\n[1,2]\n\"x\"\n{\"type\":\n")
+    result = check_run(run)
+    assert result.anomalies == expected.anomalies
+    assert result.counts == expected.counts
+
+
+def test_spark_master_runs_the_same_job(tmp_path: Path) -> None:
+    generate(tmp_path, Profile(records=300, replicas=2, inject={"replica-divergence": 1}))
+    on_one_core = check_run(tmp_path, spark_master="local[1]")
+    assert spark_job.session("local[1]").sparkContext.defaultParallelism == 1
+    assert on_one_core.anomalies["replica-divergence"] == 1
+    assert on_one_core == check_run(tmp_path)
+    assert spark_job.session().sparkContext.master == spark_job.DEFAULT_MASTER
