@@ -213,7 +213,8 @@ class _Checker:
         last_reset: dict[tuple[Any, ...], Seq] = {}
         for fidx, path in enumerate(self.files):
             for n, ev in read_lines(path):
-                kind, client, topic, partition = ev.get("type"), ev.get("client"), ev.get("topic"), ev.get("partition")
+                kind, client = ev.get("type"), ev.get("client")
+                topic, partition = ev.get("topic"), ev.get("partition")
                 seq = (fidx, n)
                 if kind == "reset":  # a missing topic or partition covers them all
                     last_reset[(client, topic, partition)] = seq
@@ -266,8 +267,9 @@ class _Checker:
                 elif not m.run:
                     self._flag("unseen", mid, ack)
             if len(m.bindings) > 1:
+                positions = sorted(m.bindings)[:MAX_EXAMPLES]
                 self._flag("duplicate", mid, example(mid=mid, positions=[
-                    example(topic=t, partition=p, pos=pos) for t, p, pos in sorted(m.bindings)[:MAX_EXAMPLES]]))
+                    example(topic=t, partition=p, pos=pos) for t, p, pos in positions]))
             if (m.run or m.rec) and not m.invoked:
                 self._flag("unexpected", mid, m.first_read.example(mid))  # type: ignore[union-attr]
             if m.aborted and m.first_rc_read is not None:

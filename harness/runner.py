@@ -44,6 +44,8 @@ from .wait import wait_until
 __all__ = ["run_case", "RunOutcome", "DEFAULT_REPORTS", "judge"]
 
 DEFAULT_REPORTS = ROOT / "reports"
+#: How long a reused cluster may take to look healthy before it is recreated.
+REUSE_READY_S = 45.0
 Progress = Callable[[str], None]
 
 
@@ -118,10 +120,18 @@ class _Run:
         self.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config)
         self.progress(f"cluster {case.cluster} ({case.system} {self.cluster.version})")
         reused = self.cluster.up(self.progress)
-        if not reused and not self.keep_cluster:
-            self.stack.callback(self._teardown)
         self.system = open_system(self.cluster)
         t0 = time.monotonic()
+        if reused:
+            try:  # reuse is an optimisation: a cluster an earlier run left unhealthy is replaced
+                self.system.wait_ready(timeout=self.remaining(REUSE_READY_S))
+            except WaitTimeout as exc:
+                self.progress(f"the reused cluster is not healthy ({str(exc).splitlines()[0]}); "
+                              f"recreating it")
+                self.cluster.up(self.progress, reuse=False)
+                reused = False
+        if not reused and not self.keep_cluster:
+            self.stack.callback(self._teardown)
         self.system.wait_ready(timeout=self.remaining(240))
         self.progress(f"cluster ready ({time.monotonic() - t0:.1f}s)")
         self.stack.callback(self._collect_once)

@@ -12,14 +12,14 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
 3. per message id (hash aggregate, fixed-width buffers only): outcome and read
    flags, first invoke, first ack, and whether the id sits at more than one
    position.
-4. per position (hash aggregate): which ids are bound to it by acks, reads and
-   replicas, and whether the recovery read has it.
-5. anomalies: id and position anomalies are filters; poll sequences are two
-   window passes over one shuffle (recovery positions counted by position, then
-   each consumer's polls in file order); send order is a window over acks. All
-   anomaly rows and the outcome counts go through one window that keeps the
-   total and the first examples of each kind.
-6. details: the few example ids and positions are looked up again for their
+4. anomalies: id anomalies are filters of step 3. Polls, acks, replica records
+   and resets go through one shuffle by (topic, partition), read twice: a hash
+   aggregate per position (the ids bound to it), and two window passes (in
+   position order, recovery positions counted; then per client, phase and
+   partition, or per producer and partition, in file order, each poll or ack
+   against the one before). All anomaly rows and the outcome counts go through
+   one window that keeps the total and the first examples of each kind.
+5. details: the few example ids and positions are looked up again for their
    example fields (only when there are such anomalies).
 """
 
@@ -56,10 +56,8 @@ _HISTORY_TYPES = {"invoke": INVOKE, "ok": OK, "fail": FAIL, "info": INFO, "poll"
 ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
 # Per-id flags.
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP = (1 << i for i in range(9))
-# Per-position flags.
-P_REC, P_REP = 1, 2
-# Row tags in the poll-sequence pass: recovery positions sort before polls at one position.
-TAG_RPOS, TAG_POLL, TAG_RESET = 0, 1, 2
+# Row tags of the position pass: recovery polls sort first among the rows of one position.
+TAG_RPOLL, TAG_POLL, TAG_ACK, TAG_REPLICA, TAG_RESET = range(5)
 
 # seq = file index | split (4 MiB units of its start) | row within the task: file order, one long.
 _SPLIT_UNIT_BITS, _ROW_BITS, _SPLIT_BITS = 22, 33, 17
@@ -127,7 +125,9 @@ def _session_conf() -> dict[str, str]:
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": os.environ.get("HARNESS_SPARK_DRIVER_MEMORY") or _driver_memory(),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
+        # The throughput collector: this is batch work, pauses do not matter.
+        "spark.driver.extraJavaOptions":
+            f"-XX:+UseParallelGC -Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.debug.maxToStringFields": "1000",
         "spark.sql.parquet.compression.codec": "lz4_raw",
@@ -229,7 +229,8 @@ class _Job:
 
     def _stage(self, name: str, df: DataFrame) -> DataFrame:
         path = str(self.scratch / name)
-        df.write.parquet(path)
+        # Dictionaries do not pay for mostly distinct values (ids, positions, seq).
+        df.write.option("parquet.enable.dictionary", "false").parquet(path)
         return self.spark.read.parquet(path)
 
     def _has(self, col: str, bits: int) -> Column:
@@ -309,30 +310,21 @@ class _Job:
 
     def _names(self, events: DataFrame) -> _Names:
         F = self.F
-        none_s, none_l = F.lit(None).cast(_S), F.lit(None).cast(_L)
-        clients = events.where(F.col("client_h").isNotNull()).select(
-            F.lit(0).alias("k"), F.col("client_h").alias("h"), F.col("client").alias("s"), none_l.alias("p"))
-        topics = events.where(F.col("topic_h").isNotNull()).select(
-            F.lit(1).alias("k"), F.col("topic_h").alias("h"), F.col("topic").alias("s"), none_l.alias("p"))
-        rc = events.where(F.col("code").isin(POLL, META) & self._has("flags", ROW_RC)
-                          & F.col("client_h").isNotNull()).select(
-            F.lit(2).alias("k"), F.col("client_h").alias("h"), none_s.alias("s"), none_l.alias("p"))
-        polled = events.where((F.col("code") == POLL) & F.col("topic_h").isNotNull()
-                              & F.col("part").isNotNull()).select(
-            F.lit(3).alias("k"), F.col("topic_h").alias("h"), none_s.alias("s"), F.col("part").alias("p"))
+        code = F.col("code")
+        rows = events.groupBy(
+            "client_h", "client", "topic_h", "topic",
+            F.when(code == POLL, F.col("part")).alias("polled"),
+            (code.isin(POLL, META) & self._has("flags", ROW_RC)).alias("rc"),
+        ).count().collect()  # a few rows per (client, topic, partition)
         names: tuple[dict[int, str], dict[int, str]] = ({}, {})
-        rc_clients: set[int] = set()
-        partitions: set[tuple[int, int]] = set()
-        for row in clients.unionByName(topics).unionByName(rc).unionByName(polled).distinct().collect():
-            if row.k == 2:
-                rc_clients.add(row.h)
-            elif row.k == 3:
-                partitions.add((row.h, row.p))
-            else:
-                known = names[row.k].setdefault(row.h, row.s)
-                if known != row.s:
-                    raise CheckError(f"names {known!r} and {row.s!r} have the same 64-bit hash; rename one")
-        return _Names(names[0], names[1], frozenset(rc_clients), tuple(sorted(partitions)))
+        for row in rows:
+            for known, h, name in ((names[0], row.client_h, row.client), (names[1], row.topic_h, row.topic)):
+                if h is not None and known.setdefault(h, name) != name:
+                    raise CheckError(f"names {known[h]!r} and {name!r} have the same 64-bit hash; rename one")
+        return _Names(names[0], names[1],
+                      frozenset(r.client_h for r in rows if r.rc and r.client_h is not None),
+                      tuple(sorted({(r.topic_h, r.polled) for r in rows
+                                    if r.polled is not None and r.topic_h is not None})))
 
     # -- 3. per message id -----------------------------------------------------
 
@@ -379,41 +371,15 @@ class _Job:
         collide with probability 2^-64, which could only hide a duplicate."""
         return self.F.xxhash64(*cols)
 
-    # -- 4. per position -------------------------------------------------------
+    # -- 4. anomalies -----------------------------------------------------------
 
-    def _positions(self, events: DataFrame, mids: DataFrame) -> DataFrame:
-        F = self.F
-        key = ("topic_h", "part", "pl", "pe", "pb")
-        mid_h = self._hash("mid").alias("mh")
-        at = F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
-        acks = mids.where(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull()).select(
-            F.col("ack_topic").alias("topic_h"), *[F.col(f"ack_{c}").alias(c) for c in key[1:]],
-            mid_h, F.lit(0).alias("pf"))
-        # Polls of foreign records (mid null) still mark a position of the recovery read.
-        bound = acks.unionByName(events.where((F.col("code") == POLL) & at).select(
-            *key, mid_h, F.when(self._has("flags", ROW_REC), P_REC).otherwise(0).alias("pf")))
-        if self.inputs.replicas:
-            bound = bound.unionByName(events.where(
-                (F.col("code") == REPLICA) & at & F.col("mid").isNotNull()).select(
-                *key, mid_h, F.lit(P_REP).alias("pf")))
-        replica_mid = F.when(self._has("pf", P_REP), F.col("mh"))
-        return self._stage("positions", bound.groupBy(*key).agg(
-            F.min("mh").alias("mmin"), F.max("mh").alias("mmax"),
-            F.min(replica_mid).alias("rmin"), F.max(replica_mid).alias("rmax"),
-            F.bit_or("pf").alias("pf")))
-
-    # -- 5. anomalies ----------------------------------------------------------
-
-    def _anomalies(self, events: DataFrame, mids: DataFrame, positions: DataFrame,
-                   names: _Names) -> list[Row]:
+    def _anomalies(self, events: DataFrame, mids: DataFrame, names: _Names) -> list[Row]:
         from pyspark.sql import Window
 
         F = self.F
         ranks = _Ranks(F, names)
         rows = (self._mid_rows(mids)
-                .unionByName(self._position_rows(positions, ranks))
-                .unionByName(self._poll_rows(events, positions, ranks))
-                .unionByName(self._send_rows(mids, ranks))
+                .unionByName(self._placed_rows(self._placed(events, mids, ranks), ranks))
                 .unionByName(self._count_rows(mids)))
         kind = Window.partitionBy("kind")
         ranked = rows.select("kind", "ex", F.sum("n").over(kind).alias("total"),
@@ -443,98 +409,106 @@ class _Job:
         return found.select(*self._uniform(F.col("kind"), {"s": F.col("mid")},
                                            {"mid": F.col("mid"), **ack}))
 
-    def _position_rows(self, positions: DataFrame, ranks: _Ranks) -> DataFrame:
+    def _placed(self, events: DataFrame, mids: DataFrame, ranks: _Ranks) -> DataFrame:
+        """Everything that has a place in a partition, in one shuffle by (topic, partition):
+        polls, acks (with their invoke's client and file order), replica records, and
+        resets (one row per partition and phase they cover). ``grp`` is the sequence a row
+        belongs to: 0 run polls, 1 recovery polls, 2 acks; ``tag`` its kind, recovery polls
+        first so that they lead the rows of their position."""
         F = self.F
-        found = self._explode_kinds(positions, {
-            "inconsistent-offsets": F.col("mmin") != F.col("mmax"),
-            "replica-divergence": F.col("rmin") != F.col("rmax"),
-        })
-        sk = {"a": ranks.topic("topic_h"), "b": F.col("part"), "c": F.col("pl"), "d": F.col("pe"),
-              "e": F.col("pb")}
-        ex = {"topic": F.col("topic_h"), **{c: F.col(c) for c in ("part", "pl", "pe", "pb")}}
-        return found.select(*self._uniform(F.col("kind"), sk, ex))
+        pos = ("pl", "pe", "pb")
+        none_l, none_s, none_i = (F.lit(None).cast(t) for t in (_L, _S, "int"))
+        rec = self._has("flags", ROW_REC).cast("int")
+        polls = events.where((F.col("code") == POLL) & F.col("pl").isNotNull()
+                             & F.col("topic_h").isNotNull()).select(
+            "client_h", rec.alias("grp"), "topic_h", "part", *pos, "mid", "seq", (1 - rec).alias("tag"))
+        acks = mids.where(F.col("ack_pl").isNotNull()).select(
+            F.col("inv_client").alias("client_h"), F.lit(2).alias("grp"), F.col("ack_topic").alias("topic_h"),
+            F.col("ack_part").alias("part"), *[F.col(f"ack_{c}").alias(c) for c in pos], "mid",
+            F.col("inv_seq").alias("seq"), F.lit(TAG_ACK).alias("tag"))
+        placed = polls.unionByName(acks)
+        if self.inputs.replicas:
+            placed = placed.unionByName(events.where(
+                (F.col("code") == REPLICA) & F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
+                & F.col("mid").isNotNull()).select(
+                none_l.alias("client_h"), none_i.alias("grp"), "topic_h", "part", *pos, "mid", none_l.alias("seq"),
+                F.lit(TAG_REPLICA).alias("tag")))
+        if ranks.partitions:  # a reset without topic or partition covers all those polls read
+            pairs = F.array(*[F.struct(F.lit(t).cast(_L).alias("t"), F.lit(p).cast(_L).alias("p"))
+                              for t, p in ranks.partitions])
+            covered = F.filter(pairs, lambda x: (F.col("topic_h").isNull() | (x.t == F.col("topic_h")))
+                               & (F.col("part").isNull() | (x.p == F.col("part"))))
+            placed = placed.unionByName(
+                events.where(F.col("code") == RESET).select("client_h", "seq", F.explode(covered).alias("at"))
+                .select("client_h", F.explode(F.array(F.lit(0), F.lit(1))).alias("grp"),
+                        F.col("at.t").alias("topic_h"), F.col("at.p").alias("part"),
+                        *[none_l.alias(c) for c in pos], none_s.alias("mid"), "seq",
+                        F.lit(TAG_RESET).alias("tag")))
+        return placed.withColumn("mh", self._hash("mid"))
 
-    def _poll_rows(self, events: DataFrame, positions: DataFrame, ranks: _Ranks) -> DataFrame:
-        """nonmonotonic-poll and poll-skip, per (client, phase, topic, partition) in file order.
+    def _placed_rows(self, placed: DataFrame, ranks: _Ranks) -> DataFrame:
+        """Position and sequence anomalies, in one pipeline over one shuffle by (topic, partition).
 
-        One shuffle by (topic, partition): first ordered by position to count the
-        recovery positions at or below each poll, then (same partitioning, a local
-        sort) by client, phase and file order to compare each poll with the one before.
+        In position order: whether a row starts its position, the recovery positions at
+        or below it (recovery polls lead their position, so a position is in the recovery
+        read when its first row is a recovery poll), and per position the ids bound to it
+        (inconsistent-offsets, replica-divergence). Then, in file order per sequence
+        (client, phase and partition for polls; producer and partition for acks), each
+        poll or ack against the one before it (nonmonotonic-poll, poll-skip,
+        nonmonotonic-send). One branch only: a fork would shuffle twice.
         """
         from pyspark.sql import Window
 
         F = self.F
         pos = ("pl", "pe", "pb")
-        none_l, none_s, none_b = (F.lit(None).cast(t) for t in (_L, _S, "boolean"))
-        polls = events.where((F.col("code") == POLL) & F.col("pl").isNotNull()
-                             & F.col("topic_h").isNotNull()).select(
-            "client_h", self._has("flags", ROW_REC).alias("rec"), "topic_h", "part", *pos, "mid", "seq",
-            F.lit(TAG_POLL).alias("tag"))
-        # A reset without topic or partition covers all the topics or partitions polls read;
-        # a reset covers both phases of its client.
-        pairs = F.array(*[F.struct(F.lit(t).cast(_L).alias("t"), F.lit(p).cast(_L).alias("p"))
-                          for t, p in ranks.partitions])
-        covered = F.filter(pairs, lambda x: (F.col("topic_h").isNull() | (x.t == F.col("topic_h")))
-                           & (F.col("part").isNull() | (x.p == F.col("part"))))
-        resets = (events.where(F.col("code") == RESET)
-                  .select("client_h", "seq", F.explode(covered).alias("at"))
-                  .select("client_h", F.explode(F.array(F.lit(False), F.lit(True))).alias("rec"),
-                          F.col("at.t").alias("topic_h"), F.col("at.p").alias("part"),
-                          *[none_l.alias(c) for c in pos], none_s.alias("mid"), "seq",
-                          F.lit(TAG_RESET).alias("tag")))
-        recovered = positions.where(self._has("pf", P_REC)).select(
-            none_l.alias("client_h"), none_b.alias("rec"), "topic_h", "part", *pos, none_s.alias("mid"),
-            none_l.alias("seq"), F.lit(TAG_RPOS).alias("tag"))
-        rows = polls.unionByName(recovered)
-        if ranks.partitions:  # else there is no poll to judge
-            rows = rows.unionByName(resets)
+        by_pos = Window.partitionBy("topic_h", "part").orderBy(*pos, "tag")
+        running = by_pos.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        tag, seq = F.col("tag"), F.col("seq")
+        start = F.lag(self._pos()).over(by_pos).eqNullSafe(self._pos()) == F.lit(False)
+        rows = placed.select("*", start.alias("start"))
+        led = F.col("start") & (tag == TAG_RPOLL)
+        rows = rows.select(
+            "*", F.sum(led.cast(_L)).over(running).alias("le"),
+            F.last(F.when(F.col("start"), tag == TAG_RPOLL), ignorenulls=True).over(running)
+            .alias("at_rec"))
+        # Per position (the window's ordering already groups its rows: no new sort).
+        here = Window.partitionBy("topic_h", "part", *pos)
+        replica_mid = F.when(tag == TAG_REPLICA, F.col("mh"))
+        rows = rows.select("*", *[agg.over(here).alias(name) for name, agg in (
+            ("mmin", F.min("mh")), ("mmax", F.max("mh")),
+            ("rmin", F.min(replica_mid)), ("rmax", F.max(replica_mid)))])
 
-        by_pos = (Window.partitionBy("topic_h", "part").orderBy(*pos, "tag")
-                  .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-        is_rpos = F.col("tag") == TAG_RPOS
-        counted = rows.select(
-            "*", F.sum(is_rpos.cast(_L)).over(by_pos).alias("le"),
-            F.last(F.when(is_rpos, self._pos()), ignorenulls=True).over(by_pos).alias("last_r"),
-        ).where(~is_rpos)
-        # Recovery positions strictly below / at-or-below this poll's position.
-        below = F.col("le") - F.when(F.col("last_r") == self._pos(), 1).otherwise(0)
-
-        by_seq = (Window.partitionBy("client_h", "rec", "topic_h", "part").orderBy("seq")
+        by_seq = (Window.partitionBy("client_h", "grp", "topic_h", "part").orderBy("seq")
                   .rowsBetween(Window.unboundedPreceding, -1))
-        prev_poll = F.when(F.col("tag") == TAG_POLL, F.struct("seq", *pos, "mid", "le"))
-        judged = counted.select(
-            "*", below.alias("below"),
-            F.last(prev_poll, ignorenulls=True).over(by_seq).alias("prev"),
-            F.last(F.when(F.col("tag") == TAG_RESET, F.col("seq")), ignorenulls=True).over(by_seq)
-            .alias("last_reset"),
-        ).where((F.col("tag") == TAG_POLL) & F.col("prev").isNotNull()
-                & (F.col("last_reset").isNull() | (F.col("last_reset") < F.col("prev.seq"))))
-        before = self._pos("prev.")
+        placed_row = tag.isin(TAG_RPOLL, TAG_POLL, TAG_ACK) & seq.isNotNull()
+        rows = rows.select(
+            "*", (F.col("le") - F.when(F.col("at_rec"), 1).otherwise(0)).alias("below"),
+            F.last(F.when(placed_row, F.struct("seq", *pos, "mid", "le")), ignorenulls=True).over(by_seq)
+            .alias("prev"),
+            F.last(F.when(tag == TAG_RESET, seq), ignorenulls=True).over(by_seq).alias("last_reset"))
+        judged = (placed_row & F.col("prev").isNotNull()
+                  & (F.col("last_reset").isNull() | (F.col("last_reset") < F.col("prev.seq"))))
+        poll, before = tag != TAG_ACK, self._pos("prev.")
         skipped = F.col("below") - F.col("prev.le")
-        found = self._explode_kinds(judged, {
-            "nonmonotonic-poll": self._pos() <= before,
-            "poll-skip": (self._pos() > before) & (skipped > 0),
+        bound = F.col("start") & F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
+        found = self._explode_kinds(rows, {
+            "inconsistent-offsets": bound & (F.col("mmin") != F.col("mmax")),
+            "replica-divergence": bound & (F.col("rmin") != F.col("rmax")),
+            "nonmonotonic-send": judged & ~poll & (self._pos() <= before),
+            "nonmonotonic-poll": judged & poll & (self._pos() <= before),
+            "poll-skip": judged & poll & (self._pos() > before) & (skipped > 0),
         })
-        return found.select(*self._uniform(F.col("kind"), self._sequence_key(ranks), {
+        at_position = self._uniform(F.col("kind"), {
+            "a": ranks.topic("topic_h"), "b": F.col("part"), "c": F.col("pl"), "d": F.col("pe"),
+            "e": F.col("pb")}, {"topic": F.col("topic_h"), **{c: F.col(c) for c in ("part", *pos)}})
+        in_sequence = self._uniform(F.col("kind"), self._sequence_key(ranks), {
             **self._sequence_example(),
-            "rec": F.col("rec"),
+            "rec": F.when(poll, F.col("grp") == 1),
             "n": F.when(F.col("kind") == "poll-skip", skipped),
-        }))
-
-    def _send_rows(self, mids: DataFrame, ranks: _Ranks) -> DataFrame:
-        """nonmonotonic-send: per (producer, topic, partition), acks in invoke order."""
-        from pyspark.sql import Window
-
-        F = self.F
-        sends = mids.where(F.col("inv_seq").isNotNull() & F.col("ack_pl").isNotNull()).select(
-            F.col("inv_client").alias("client_h"), F.col("ack_topic").alias("topic_h"),
-            F.col("ack_part").alias("part"), F.col("inv_seq").alias("seq"),
-            *[F.col(f"ack_{c}").alias(c) for c in ("pl", "pe", "pb")], "mid")
-        order = Window.partitionBy("client_h", "topic_h", "part").orderBy("seq")
-        judged = sends.select("*", F.lag(F.struct("pl", "pe", "pb", "mid")).over(order).alias("prev"))
-        judged = judged.where(F.col("prev").isNotNull() & (self._pos() <= self._pos("prev.")))
-        return judged.select(*self._uniform(F.lit("nonmonotonic-send"), self._sequence_key(ranks),
-                                            self._sequence_example()))
+        })
+        of_position = F.col("kind").isin(*_POS_KINDS)
+        return found.select(*[F.when(of_position, a).otherwise(b).alias(name)
+                              for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"))])
 
     def _sequence_key(self, ranks: _Ranks) -> dict[str, Column]:
         F = self.F
@@ -572,16 +546,15 @@ class _Job:
             for i, name in enumerate(names)])).alias("c"))
         return counts.select(*self._uniform(F.col("c.kind"), {}, {}, n=F.col("c.n")))
 
-    # -- 6. details and the result ---------------------------------------------
+    # -- 5. details and the result ---------------------------------------------
 
     def result(self) -> CheckResult:
         events = self._ingest()
         names = self._names(events)
         mids = self._mids(events, names)
-        positions = self._positions(events, mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
-        for row in sorted(self._anomalies(events, mids, positions, names), key=lambda r: r.rn):
+        for row in sorted(self._anomalies(events, mids, names), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
         details = self._details(events, mids, firsts)
@@ -609,7 +582,8 @@ class _Job:
                 cond = cond | match
             return cond
 
-        found = events.where(F.col("mid").isin(ids) | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE))).select(
+        wanted = F.col("mid").isin(ids) | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE))
+        found = events.where(wanted).select(
             "code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
             "seq", "node")
         acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(

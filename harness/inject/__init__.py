@@ -106,6 +106,7 @@ class _Armed:
     point: str
     key: str
     n: int
+    partition: int
     nodes: list[Any]
     events: str
     spec: PointSpec | None
@@ -158,8 +159,8 @@ class Injector:
                                       "HOLD_MS": self.hold_ms})
         for node in nodes:
             self._submit(node, rendered, key)
-        armed = _Armed(args.point, key, n, nodes, events, spec, leader.name, follower.name,
-                       time.time())
+        armed = _Armed(args.point, key, n, args.partition, nodes, events, spec, leader.name,
+                       follower.name, time.time())
         self.armed[args.point] = armed
         self.timeline.record("inject", point=args.point, node=",".join(x.name for x in nodes),
                              status="armed", detail={"n": n, "key": key, "leader": leader.name,
@@ -223,7 +224,7 @@ class Injector:
             self.timeline.record("inject", point=point, node=None, status="timeout", detail=None)
             raise
         armed.hit = hit
-        armed.at_hit = self.replica_offsets("hit")
+        armed.at_hit = self.replica_offsets("hit", armed)
         self.timeline.record("inject", point=point, node=hit["node"], status="hit", detail=hit)
         self.progress(f"inject {point}: hit on {hit['node']} {hit}")
         return hit
@@ -235,22 +236,23 @@ class Injector:
         for armed in self.armed.values():
             if armed.hit is not None and armed.at_kill is None:
                 armed.kill = {"action": action, "node": node.name, "t": time.time()}
-                armed.at_kill = self.replica_offsets("kill")
+                armed.at_kill = self.replica_offsets("kill", armed)
 
-    def replica_offsets(self, when: str) -> list[dict[str, Any]]:
-        """Each replica's log end offset, read from its files (a dead node's files too)."""
+    def replica_offsets(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
+        """The armed partition's log end offset on each of its replicas, read from the files
+        (a dead node's files too)."""
         from ..collect.segments import log_end_offset
 
         out = []
         for node in self.system.brokers():
+            if node.name not in (armed.leader, armed.follower):
+                continue
             try:
-                records = self.system.replica_log(node, self.topic)
+                records = self.system.replica_log(node, self.topic, armed.partition)
             except BackendError:
                 continue
-            if records or node.name in {a.leader for a in self.armed.values()} | \
-                    {a.follower for a in self.armed.values()}:
-                out.append({"node": node.name, "topic": self.topic, "partition": 0,
-                            "log_end_offset": log_end_offset(records), "when": when})
+            out.append({"node": node.name, "topic": self.topic, "partition": armed.partition,
+                        "log_end_offset": log_end_offset(records), "when": when})
         return out
 
     # -- judgement ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..backend.cluster import Cluster, Node
 from ..collect.segments import SegmentRecord, read_partition_dir
-from ..errors import SystemError_
+from ..errors import SystemError_, WaitTimeout
 from ..wait import wait_until
 from ._zk import zk_call
 
@@ -93,12 +93,28 @@ class KafkaSystem:
 
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                          config=dict(config or {}))
-        fut = self.admin.create_topics([topic], request_timeout=30)[name]
+
+        def created() -> bool | str:
+            """True once created; a message (truthy: stop waiting) for a permanent error."""
+            try:
+                self.admin.create_topics([topic], request_timeout=30)[name].result(timeout=40)
+            except Exception as exc:
+                err = exc.args[0] if exc.args else None
+                if "TOPIC_ALREADY_EXISTS" in str(exc):
+                    return True
+                if getattr(err, "retriable", lambda: False)() or "_DESTROY_BROKER" in str(exc) \
+                        or "_TRANSPORT" in str(exc) or "_TIMED_OUT" in str(exc):
+                    raise  # transient (a broker connection being replaced): wait_until retries
+                return str(exc)
+            return True
+
         try:
-            fut.result(timeout=40)
-        except Exception as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise SystemError_(f"creating topic {name} failed: {exc}") from exc
+            outcome = wait_until(created, timeout=timeout, what=f"topic {name} created",
+                                 logs=self.cluster.node_logs)
+        except WaitTimeout as exc:
+            raise SystemError_(f"creating topic {name} failed: {exc}") from exc
+        if outcome is not True:
+            raise SystemError_(f"creating topic {name} failed: {outcome}")
 
         def all_led() -> bool:
             states = [self.partition_state(name, p) for p in range(partitions)]

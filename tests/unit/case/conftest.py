@@ -20,9 +20,10 @@ def fake_points(system: str, version: str) -> frozenset[str]:
     return frozenset({"C1", "C2", "C3"} | ({"C4"} if version.startswith("4.") else set()))
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True, scope="module")
 def _fixed_points() -> Iterator[None]:
-    # Session-scoped so that hypothesis tests (which reject function-scoped fixtures) get it too.
+    # Module-scoped so that hypothesis tests (which reject function-scoped fixtures) get it too,
+    # and undone after each module: case files run later in the same session see the real points.
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_steps, "available_points", fake_points)
         yield

@@ -36,7 +36,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="session")
 def reference() -> ModuleType:
     """bench/reference_checker.py (the bench directory is not a package)."""
-    spec = importlib.util.spec_from_file_location("reference_checker", ROOT / "bench" / "reference_checker.py")
+    path = ROOT / "bench" / "reference_checker.py"
+    spec = importlib.util.spec_from_file_location("reference_checker", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

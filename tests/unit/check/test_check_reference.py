@@ -72,7 +72,8 @@ def mangle(run: Path, rng: random.Random, edits: int) -> None:
                 if rng.random() < 0.2:
                     event.pop(key, None)
                 else:
-                    event[key] = _FIELDS[key](rng, event.get(key) if isinstance(event.get(key), int) else None)
+                    old = event.get(key)
+                    event[key] = _FIELDS[key](rng, old if isinstance(old, int) else None)
             here[i] = json.dumps(event, separators=(",", ":")) + "\n"
     for f, text in lines.items():
         body = "".join(text)
