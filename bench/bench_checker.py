@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     spark_job.session(args.master)
     warm = Path(tempfile.mkdtemp(prefix="bench-checker-warm-", dir=args.tmp))
     try:
-        generate(warm, Profile(records=2000))
+        generate(warm, Profile(records=100_000))
         check_run(warm, spark_master=args.master)
     finally:
         shutil.rmtree(warm, ignore_errors=True)

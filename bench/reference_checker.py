@@ -143,8 +143,9 @@ class _Checker:
             m = self.mids[mid] = _Mid()
         return m
 
-    def _flag(self, kind: str, key: Any, make: Any) -> None:
-        self.found.setdefault(kind, []).append((key, make))
+    def _flag(self, kind: str, key: Any, found: dict[str, Any]) -> None:
+        """One anomaly of ``kind``; ``key`` orders examples as the Spark job does."""
+        self.found.setdefault(kind, []).append((key, found))
 
     # -- pass 1: ids, bindings, the recovery read --------------------------------
 

@@ -46,6 +46,8 @@ __all__ = ["run_case", "RunOutcome", "DEFAULT_REPORTS", "judge"]
 DEFAULT_REPORTS = ROOT / "reports"
 #: How long a reused cluster may take to look healthy before it is recreated.
 REUSE_READY_S = 45.0
+#: ZooKeeper mode: how long recovery waits for the ISR before forcing a controller election.
+STUCK_CONTROLLER_S = 60.0
 Progress = Callable[[str], None]
 
 
@@ -325,8 +327,22 @@ class _Run:
                 states = [self.system.partition_state(self.topic, p) for p in parts]
                 return all(s.leader >= 0 and len(s.isr) == rf for s in states)
 
-            wait_until(full, timeout=timeout, what=f"{self.topic}: every partition led with "
-                       f"a full ISR of {rf}", logs=self.cluster.node_logs)
+            what = f"{self.topic}: every partition led with a full ISR of {rf}"
+            if self.cluster.spec.mode == "zk" and timeout > STUCK_CONTROLLER_S:
+                try:
+                    wait_until(full, timeout=STUCK_CONTROLLER_S, what=what)
+                    return
+                except WaitTimeout:
+                    # seen on 3.9 after both replicas were killed and restarted: the
+                    # controller keeps stamping requests with a stale broker epoch
+                    self.system.force_controller_election()
+                    note = (f"recovery: the ISR did not converge in {STUCK_CONTROLLER_S:.0f}s; "
+                            f"forced a controller election (deleted /controller)")
+                    self.recovery.setdefault("actions", []).append(note)
+                    self.timeline.record("mark", label="forced controller election")
+                    self.progress(note)
+                    timeout -= STUCK_CONTROLLER_S
+            wait_until(full, timeout=timeout, what=what, logs=self.cluster.node_logs)
         else:
             wait_until(lambda: all(self.system.owner(self.topic, p) for p in parts),
                        timeout=timeout, what=f"{self.topic}: every partition owned",
@@ -499,6 +515,8 @@ def _story(result: dict[str, Any], run: _Run) -> list[str]:
                 lines.append(f"In-flight record {mid}: send outcome {what}; {where}.")
         if inj.get("seed"):
             lines.append(inj["seed"])
+    for note in (run.recovery or {}).get("actions", []):
+        lines.append(note[0].upper() + note[1:] + ".")
     lost = (result.get("anomalies") or {}).get("lost-write")
     if lost is not None:
         lines.append("No acknowledged record was lost." if not lost else

@@ -72,11 +72,12 @@ _REPLICA_FIELDS = (("type", _S), ("node", _S), ("mid", _S), ("topic", _S), ("par
                    ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L))
 # The uniform anomaly row: a sort key and a generic example, typed.
 _SK_FIELDS = (("s", _S), ("a", _L), ("b", _L), ("c", _L), ("d", _L), ("e", _L))
-_EX_FIELDS = (("mid", _S), ("mid2", _S), ("client", _L), ("topic", _L), ("part", _L),
+_EX_FIELDS = (("mid", _S), ("seq", _L), ("seq2", _L), ("client", _L), ("topic", _L), ("part", _L),
               ("rec", "boolean"), ("pl", _L), ("pe", _L), ("pb", _L), ("ql", _L), ("qe", _L),
               ("qb", _L), ("n", _L))
 
 _POS_KINDS = ("inconsistent-offsets", "replica-divergence")
+_SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip")
 
 _session_lock = threading.Lock()
 _run_lock = threading.Lock()
@@ -119,15 +120,17 @@ def _start(master: str) -> SparkSession:
 
 
 def _session_conf() -> dict[str, str]:
+    # The throughput collector: this is batch work, pauses do not matter.
+    java = ["-XX:+UseParallelGC"]
+    if _LOG_CONFIG.is_file():  # absent if not installed as package data: Spark's defaults then
+        java.append(f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}")
     return {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": os.environ.get("HARNESS_SPARK_DRIVER_MEMORY") or _driver_memory(),
-        # The throughput collector: this is batch work, pauses do not matter.
-        "spark.driver.extraJavaOptions":
-            f"-XX:+UseParallelGC -Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
+        "spark.driver.extraJavaOptions": " ".join(java),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.debug.maxToStringFields": "1000",
         "spark.sql.parquet.compression.codec": "lz4_raw",
@@ -417,22 +420,23 @@ class _Job:
         first so that they lead the rows of their position."""
         F = self.F
         pos = ("pl", "pe", "pb")
-        none_l, none_s, none_i = (F.lit(None).cast(t) for t in (_L, _S, "int"))
+        none_l, none_i = F.lit(None).cast(_L), F.lit(None).cast("int")
         rec = self._has("flags", ROW_REC).cast("int")
+        mid_h = self._hash("mid").alias("mh")
         polls = events.where((F.col("code") == POLL) & F.col("pl").isNotNull()
                              & F.col("topic_h").isNotNull()).select(
-            "client_h", rec.alias("grp"), "topic_h", "part", *pos, "mid", "seq", (1 - rec).alias("tag"))
+            "client_h", rec.alias("grp"), "topic_h", "part", *pos, mid_h, "seq", (1 - rec).alias("tag"))
         acks = mids.where(F.col("ack_pl").isNotNull()).select(
             F.col("inv_client").alias("client_h"), F.lit(2).alias("grp"), F.col("ack_topic").alias("topic_h"),
-            F.col("ack_part").alias("part"), *[F.col(f"ack_{c}").alias(c) for c in pos], "mid",
+            F.col("ack_part").alias("part"), *[F.col(f"ack_{c}").alias(c) for c in pos], mid_h,
             F.col("inv_seq").alias("seq"), F.lit(TAG_ACK).alias("tag"))
         placed = polls.unionByName(acks)
         if self.inputs.replicas:
             placed = placed.unionByName(events.where(
                 (F.col("code") == REPLICA) & F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
                 & F.col("mid").isNotNull()).select(
-                none_l.alias("client_h"), none_i.alias("grp"), "topic_h", "part", *pos, "mid", none_l.alias("seq"),
-                F.lit(TAG_REPLICA).alias("tag")))
+                none_l.alias("client_h"), none_i.alias("grp"), "topic_h", "part", *pos, mid_h,
+                none_l.alias("seq"), F.lit(TAG_REPLICA).alias("tag")))
         if ranks.partitions:  # a reset without topic or partition covers all those polls read
             pairs = F.array(*[F.struct(F.lit(t).cast(_L).alias("t"), F.lit(p).cast(_L).alias("p"))
                               for t, p in ranks.partitions])
@@ -442,9 +446,9 @@ class _Job:
                 events.where(F.col("code") == RESET).select("client_h", "seq", F.explode(covered).alias("at"))
                 .select("client_h", F.explode(F.array(F.lit(0), F.lit(1))).alias("grp"),
                         F.col("at.t").alias("topic_h"), F.col("at.p").alias("part"),
-                        *[none_l.alias(c) for c in pos], none_s.alias("mid"), "seq",
+                        *[none_l.alias(c) for c in pos], none_l.alias("mh"), "seq",
                         F.lit(TAG_RESET).alias("tag")))
-        return placed.withColumn("mh", self._hash("mid"))
+        return placed
 
     def _placed_rows(self, placed: DataFrame, ranks: _Ranks) -> DataFrame:
         """Position and sequence anomalies, in one pipeline over one shuffle by (topic, partition).
@@ -483,7 +487,7 @@ class _Job:
         placed_row = tag.isin(TAG_RPOLL, TAG_POLL, TAG_ACK) & seq.isNotNull()
         rows = rows.select(
             "*", (F.col("le") - F.when(F.col("at_rec"), 1).otherwise(0)).alias("below"),
-            F.last(F.when(placed_row, F.struct("seq", *pos, "mid", "le")), ignorenulls=True).over(by_seq)
+            F.last(F.when(placed_row, F.struct("seq", *pos, "le")), ignorenulls=True).over(by_seq)
             .alias("prev"),
             F.last(F.when(tag == TAG_RESET, seq), ignorenulls=True).over(by_seq).alias("last_reset"))
         judged = (placed_row & F.col("prev").isNotNull()
@@ -516,11 +520,13 @@ class _Job:
                 "d": F.col("seq")}
 
     def _sequence_example(self) -> dict[str, Column]:
+        """Example fields of a poll or ack and the one before it; their ids are looked up
+        later by ``seq`` (ids stay out of the big shuffle)."""
         F = self.F
-        cols = ("client_h", "topic_h", "part", "pl", "pe", "pb", "mid")
+        cols = ("client_h", "topic_h", "part", "pl", "pe", "pb", "seq")
         return {
             **{name.removesuffix("_h"): F.col(name) for name in cols},
-            "mid2": F.col("prev.mid"), "ql": F.col("prev.pl"), "qe": F.col("prev.pe"),
+            "seq2": F.col("prev.seq"), "ql": F.col("prev.pl"), "qe": F.col("prev.pe"),
             "qb": F.col("prev.pb"),
         }
 
@@ -570,7 +576,8 @@ class _Job:
         ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read")
                       for ex in firsts.get(kind, [])})
         places = sorted({_place(ex) for kind in _POS_KINDS for ex in firsts.get(kind, [])})
-        if not ids and not places:
+        seqs = sorted({s for kind in _SEQ_KINDS for ex in firsts.get(kind, []) for s in (ex.seq, ex.seq2)})
+        if not ids and not places and not seqs:
             return _Details([], [])
 
         def at(*cols: str) -> Column:
@@ -582,7 +589,8 @@ class _Job:
                 cond = cond | match
             return cond
 
-        wanted = F.col("mid").isin(ids) | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE))
+        wanted = (F.col("mid").isin(ids) | F.col("seq").isin(seqs)
+                  | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE)))
         found = events.where(wanted).select(
             "code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
             "seq", "node")
@@ -640,10 +648,12 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
     client = names.clients.get(ex.client) if ex.client is not None else None
     if kind in ("lost-write", "unseen"):
         return example(mid=ex.mid, client=client, topic=topic, partition=ex.part, pos=_pos_of(ex))
-    if kind in ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip"):
+    if kind in _SEQ_KINDS:
         phase = None if kind == "nonmonotonic-send" else ("recovery" if ex.rec else "run")
-        return example(client=client, phase=phase, mid=ex.mid, topic=topic, partition=ex.part,
-                       pos=_pos_of(ex), prev={"mid": ex.mid2, "pos": _pos_of(ex, "q")}, skipped=ex.n)
+        mid_at = {r.seq: r.mid for r in details.events if r.seq in (ex.seq, ex.seq2)}
+        return example(client=client, phase=phase, mid=mid_at.get(ex.seq), topic=topic, partition=ex.part,
+                       pos=_pos_of(ex), prev={"mid": mid_at.get(ex.seq2), "pos": _pos_of(ex, "q")},
+                       skipped=ex.n)
     if kind == "duplicate":
         bindings = {(r.topic, r.part, _pos_of(r)) for r in details.events
                     if r.mid == ex.mid and r.code == POLL and r.pl is not None and r.topic is not None}

@@ -203,6 +203,14 @@ class KafkaSystem:
             return ControllerState(int(ctl["brokerid"]), int(epoch))
         return self._kraft_quorum_leader()
 
+    def force_controller_election(self) -> None:
+        """ZooKeeper mode: delete ``/controller`` so the brokers elect a controller afresh
+        (the documented remedy for a controller stuck on stale broker epochs)."""
+        if self.spec.mode != "zk":
+            raise SystemError_("a forced controller election is for ZooKeeper mode only")
+        zk_call(self.spec.node("zk").host_port, "/controller",
+                lambda zk: zk.delete("/controller"))
+
     def _kraft_quorum_leader(self) -> ControllerState:
         voters = ",".join(f"{n.name}:9093" for n in self.spec.nodes_of("broker"))
         for node in self.brokers():
