@@ -16,7 +16,7 @@ failed send):
     A send was attempted. ``mid`` (unique message id, also the start of the
     value), ``topic``, ``key`` (or null).
 ``ok``
-    The broker acknowledged ``mid``. Position fields (below).
+    The broker acknowledged ``mid``: ``topic`` and position fields (below).
 ``fail``
     The send definitely did not happen. ``mid``, ``error``.
 ``info``
@@ -112,7 +112,11 @@ def position_key(event: dict[str, Any]) -> tuple[int, int, int]:
     """Total order of a record's position within its partition (Kafka or Pulsar)."""
     if event.get("offset") is not None:
         return (-1, int(event["offset"]), -1)
-    return (int(event.get("ledger", -1)), int(event.get("entry", -1)), int(event.get("batch", -1)))
+    def part(name: str) -> int:
+        value = event.get(name)
+        return -1 if value is None else int(value)
+
+    return (part("ledger"), part("entry"), part("batch"))
 
 
 class HistoryWriter:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from harness.check import check_run, spark_job
 from harness.check.synthetic import Profile, generate
 
-from conftest import profiles
+from check_helpers import profiles
 
 PURE = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SPARK = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,44 @@
+"""Helpers of the checker tests: hypothesis strategies for synthetic profiles, example ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.check import ANOMALIES
+from harness.check.synthetic import Profile
+
+
+def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
+    """Random small profiles; with ``inject``, a random set of anomalies (1-2 of each)."""
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Profile:
+        replicas = draw(st.integers(0, 3))
+        kinds = [k for k in ANOMALIES if replicas >= 2 or k != "replica-divergence"]
+        chosen = draw(st.dictionaries(st.sampled_from(kinds), st.integers(1, 2))) if inject else {}
+        return Profile(
+            records=draw(st.integers(150, 400)) + 60 * sum(chosen.values()),
+            system=draw(st.sampled_from(["kafka", "pulsar"])),
+            topics=draw(st.integers(1, 2)),
+            partitions=draw(st.integers(1, 4)),
+            producers=draw(st.integers(1, 3)),
+            consumers=draw(st.integers(1, 3)),
+            replicas=replicas,
+            txn=draw(st.booleans()),
+            rewinds=draw(st.booleans()),
+            torn=draw(st.booleans()),
+            seed=draw(st.integers(0, 1 << 16)),
+            inject=chosen,
+        )
+
+    return build()
+
+
+def example_mids(example: dict[str, Any]) -> set[str]:
+    """The message ids an example names (not its ``prev``)."""
+    found = {example["mid"]} if "mid" in example else set()
+    found |= set(example.get("mids", []))
+    found |= {r["mid"] for r in example.get("replicas", [])}
+    return found
