@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .case import (AwaitArgs, Case, ConsumeArgs, FaultArgs, HealArgs, InjectArgs, ProduceArgs,
-                   Step)
+                   Step, UnloadArgs)
 from .clusters import ROOT
 from .errors import HarnessError, WaitTimeout
 from .history import HistoryWriter
@@ -132,6 +132,8 @@ class _Run:
                               f"recreating it")
                 self.cluster.up(self.progress, reuse=False)
                 reused = False
+        if reused and self.cluster.spec.mode == "zk" and not self._controller_healthy():
+            reused = False
         if not reused and not self.keep_cluster:
             self.stack.callback(self._teardown)
         self.system.wait_ready(timeout=self.remaining(240))
@@ -144,8 +146,27 @@ class _Run:
         self.stack.callback(self.watch.stop)
         self.resolver = Resolver(self.system, self.topic, self.watch)
         self.workloads = Workloads(case, self.run_dir, self.topic, self.cluster.spec.bootstrap,
-                                   self.progress)
+                                   self.progress, cluster=self.cluster)
         self.stack.callback(self._stop_workloads_quietly)
+
+    def _controller_healthy(self) -> bool:
+        """A reused ZooKeeper-mode cluster must have a controller that reaches every broker:
+        earlier cases may have left it on stale broker epochs. Remedy: a forced controller
+        election; if that does not help, a fresh cluster (then False is returned)."""
+        self.system.wait_ready(timeout=self.remaining(REUSE_READY_S))
+        problem = self.system.controller_problem()
+        if problem is None:
+            return True
+        self.progress(f"the reused cluster's controller is stuck ({problem}); forcing a "
+                      f"controller election")
+        self.system.force_controller_election()
+        self.system.wait_ready(timeout=self.remaining(60))
+        problem = self.system.controller_problem()
+        if problem is None:
+            return True
+        self.progress(f"still stuck after the election ({problem}); recreating the cluster")
+        self.cluster.up(self.progress, reuse=False)
+        return False
 
     def _create_topic(self) -> None:
         t = self.case.topic
@@ -159,6 +180,11 @@ class _Run:
             self.system.create_topic(self.topic, t.partitions, ensemble=t.ensemble,
                                      write_quorum=t.write_quorum, ack_quorum=t.ack_quorum,
                                      deduplication=t.deduplication or None)  # False: broker default
+            if t.spread:
+                owners = self.system.spread(self.topic, t.partitions)
+                self.timeline.record("mark", label="partitions spread over the brokers",
+                                     detail={str(p): o for p, o in owners.items()})
+                self.progress(f"topic {self.topic}: owners {owners}")
         self.progress(f"topic {self.topic}: {t.partitions} partition(s)")
 
     # -- steps --------------------------------------------------------------------------
@@ -198,6 +224,8 @@ class _Run:
             return {"node": node.name if node else None}
         if isinstance(args, InjectArgs):
             return self._inject(args)
+        if isinstance(args, UnloadArgs):
+            return self._unload(args)
         raise HarnessError(f"no runner for step {step.action!r}")
 
     def _fault(self, action: str, args: FaultArgs) -> dict[str, Any]:
@@ -214,6 +242,23 @@ class _Run:
         if self.injector is not None:
             self.injector.note_fault(action, node)
         return {"node": node.name, "role": str(args.target)}
+
+    def _unload(self, args: UnloadArgs) -> dict[str, Any]:
+        """Pulsar: moves the partition's bundle to another broker (a graceful ownership transfer)."""
+        p = args.partition
+        before = self._leader(p)
+        self.leader_before_fault[p] = before
+        dest = self.resolver.resolve(args.to) if args.to is not None else None
+        t0 = time.monotonic()
+        new = self.system.unload(self.topic, p, to=dest, timeout=self.remaining(60))
+        detail = {"partition": p, "from": before, "to": new.name,
+                  "seconds": round(time.monotonic() - t0, 3)}
+        self.timeline.record("fault", action="unload", node=new.name, role="bundle", detail=detail)
+        self.watch.observe(p, new.name)
+        if before is not None:
+            self.resolver.last_target = str(before)
+        self.progress(f"unload partition {p}: {before} -> {new.name} ({detail['seconds']}s)")
+        return detail
 
     def _leader(self, partition: int) -> int | str | None:
         """The partition's leader (Kafka broker id, -1 for none; Pulsar owner node name)."""

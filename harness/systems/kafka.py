@@ -211,6 +211,54 @@ class KafkaSystem:
         zk_call(self.spec.node("zk").host_port, "/controller",
                 lambda zk: zk.delete("/controller"))
 
+    def controller_problem(self, timeout: float = 20) -> str | None:
+        """ZooKeeper mode: None when the controller reaches every broker, else what is wrong.
+
+        A probe topic with one replica on every broker is created; every broker must
+        create its log for it. A controller left stamping its requests with a stale
+        broker epoch (seen on 3.9 after brokers restart quickly, possibly several cases
+        earlier on a reused cluster) makes those brokers reject LeaderAndIsr, and they
+        never do. KRaft mode has no such controller: always None there.
+        """
+        if self.spec.mode != "zk":
+            return None
+        import secrets
+
+        from confluent_kafka.admin import NewTopic
+
+        name = f"__chaos_probe_{secrets.token_hex(4)}"
+        ids = sorted(n.node_id for n in self.spec.nodes_of("broker"))
+        fut = self.admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[ids])],
+                                       request_timeout=15)[name]
+        try:
+            fut.result(timeout=20)
+        except Exception as exc:
+            return f"the probe topic could not be created: {exc}"
+        missing: list[str] = []
+
+        def has_it(node: Node) -> bool:
+            try:
+                return node.container.exec(["test", "-d", f"/data/kafka/{name}-0"])[0] == 0
+            except Exception:  # a paused or stopped container cannot run the check
+                return False
+
+        def every_broker_has_it() -> bool:
+            missing[:] = [n.name for n in self.brokers() if not has_it(n)]
+            return not missing
+
+        try:
+            wait_until(every_broker_has_it, timeout=timeout, interval=0.5,
+                       what=f"every broker to create the probe topic {name}")
+        except WaitTimeout:
+            return (f"{', '.join(missing)} did not take the controller's LeaderAndIsr for a "
+                    f"probe topic in {timeout:.0f}s (a controller on stale broker epochs?)")
+        finally:
+            try:
+                self.delete_topics([name])
+            except SystemError_:
+                pass  # a leftover probe topic is harmless: topics() hides "__" names
+        return None
+
     def _kraft_quorum_leader(self) -> ControllerState:
         voters = ",".join(f"{n.name}:9093" for n in self.spec.nodes_of("broker"))
         for node in self.brokers():

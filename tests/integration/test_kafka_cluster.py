@@ -133,3 +133,20 @@ def test_kill_controller_moves_controller(kafka: KafkaSystem, nemesis: Nemesis) 
         assert after.epoch == before.epoch + 1  # type: ignore[operator]
     else:
         assert after.epoch is not None and before.epoch is not None and after.epoch > before.epoch
+
+
+def test_controller_probe_names_a_broker_that_does_not_take_leader_and_isr(
+        kafka: KafkaSystem, nemesis: Nemesis) -> None:
+    if kafka.spec.mode != "zk":
+        assert kafka.controller_problem() is None  # KRaft: no ZooKeeper controller to get stuck
+        return
+    assert kafka.controller_problem() is None
+    # a frozen broker cannot create the probe's log: the same symptom as a broker that
+    # rejects a stale controller's LeaderAndIsr (the freeze stays shorter than its ZK session)
+    ctl = kafka.controller().broker
+    frozen = next(n for n in kafka.brokers() if n.spec.node_id != ctl)
+    nemesis.pause(frozen)
+    problem = kafka.controller_problem(timeout=4)
+    nemesis.resume(frozen)
+    assert problem is not None and frozen.name in problem
+    assert kafka.controller_problem() is None
