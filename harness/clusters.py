@@ -25,8 +25,8 @@ PULSAR_VERSIONS = ("4.0.7",)
 class NodeDef:
     """One container of a cluster.
 
-    ``kind``: zookeeper, broker (Kafka broker or combined KRaft node), bookie,
-    pulsar-broker. ``host_port``: the port on 127.0.0.1 the harness reaches it on.
+    ``kind``: zookeeper, broker (Kafka broker or combined KRaft node), controller
+    (KRaft controller-only node), bookie, pulsar-broker. ``host_port``: the port on 127.0.0.1 the harness reaches it on.
     """
 
     name: str
@@ -90,6 +90,12 @@ CLUSTERS: dict[str, ClusterDef] = {
         name="kafka-kraft", system="kafka", mode="kraft",
         compose_file=COMPOSE_DIR / "kafka-kraft.yaml",
         nodes=_kafka_brokers(29090),
+        versions=KAFKA_VERSIONS,
+    ),
+    "kafka-kraft-split": ClusterDef(
+        name="kafka-kraft-split", system="kafka", mode="kraft",
+        compose_file=COMPOSE_DIR / "kafka-kraft-split.yaml",
+        nodes=(NodeDef("controller", "controller", 9),) + _kafka_brokers(39090),
         versions=KAFKA_VERSIONS,
     ),
     "pulsar": ClusterDef(

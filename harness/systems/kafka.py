@@ -58,6 +58,10 @@ class KafkaSystem:
 
     # -- naming ---------------------------------------------------------------
     def node_name(self, broker_id: int) -> str:
+        """The node with this Kafka node id (a broker, or a KRaft controller-only node)."""
+        for n in self.spec.nodes:
+            if n.node_id == broker_id and n.kind in ("broker", "controller"):
+                return n.name
         return f"kafka-{broker_id}"
 
     def broker_id(self, node: Node | str) -> int:
@@ -260,8 +264,9 @@ class KafkaSystem:
         return None
 
     def _kraft_quorum_leader(self) -> ControllerState:
-        voters = ",".join(f"{n.name}:9093" for n in self.spec.nodes_of("broker"))
-        for node in self.brokers():
+        voters = ",".join(f"{n.name}:9093" for n in
+                          (self.spec.nodes_of("controller") or self.spec.nodes_of("broker")))
+        for node in self.cluster.nodes():
             if node.container.status != "running":
                 continue
             code, out = node.container.exec(

@@ -16,7 +16,8 @@ CASES = Path(__file__).resolve().parents[2] / "cases" / "kafka"
 
 
 # S2 kills both replicas: on the 3-node combined KRaft cluster that is 2 of 3 controllers,
-# the quorum is lost and the partition can never be seen leaderless. S2 runs on kafka-zk.
+# the quorum is lost and the partition can never be seen leaderless. S2 runs on kafka-zk
+# (from cases/) and on kafka-kraft-split, whose controller is a node of its own.
 @pytest.mark.parametrize("name", ["c1", "c2", "c3", "c4", "c5", "s1"])
 def test_on_kraft_39(chaos_run, name: str) -> None:
     outcome = chaos_run(CASES / f"{name}.yaml", cluster="kafka-kraft", version="3.9.2")
@@ -32,3 +33,13 @@ def test_c1_on_kraft_41(chaos_run) -> None:
     assert outcome.result["injection"]["hit"]
     truncated = [t for t in outcome.result["truncations"] if t["offset"] == outcome.result["injection"]["n"]]
     assert truncated, "the old leader should truncate the unreplicated record N"
+
+
+@pytest.mark.parametrize("name", ["s2-unclean-off", "s2-unclean-on"])
+def test_s2_on_kraft_split(chaos_run, name: str) -> None:
+    outcome = chaos_run(CASES / f"{name}.yaml", cluster="kafka-kraft-split", version="3.9.2")
+    res = outcome.result
+    assert outcome.exit_code == 0, res.get("error") or res.get("expectations")
+    assert res["verdict"] == ("pass" if name.endswith("off") else "fail")
+    if name.endswith("on"):  # the out-of-sync follower led: the old leader truncated
+        assert int(res["anomalies"].get("lost-write", 0)) > 0, res["anomalies"]

@@ -1,12 +1,13 @@
 #!/bin/bash
 # Renders this node's configuration from the environment and execs the JVM.
 #   ROLE=zookeeper | broker (ZooKeeper mode) | kraft (combined broker+controller)
-#   NODE_ID, HOST_PORT (the 127.0.0.1 port the harness reaches this broker on),
-#   VOTERS (kraft), ZK_CONNECT (broker), CLUSTER_ID (kraft),
+#        | kraft-broker | kraft-controller (KRaft with separate controllers)
+#   NODE_ID, HOST_PORT (the 127.0.0.1 port the harness reaches this broker on; not for
+#   a controller), VOTERS (KRaft), ZK_CONNECT (broker), CLUSTER_ID (KRaft),
 #   BROKER_CONFIG ("k=v;k=v", appended last so it overrides), HEAP (default 512m),
 #   BYTEMAN (1 = load the agent with a listener on 127.0.0.1:9091), BYTEMAN_SCRIPT.
 set -euo pipefail
-ROLE=${ROLE:?ROLE must be zookeeper, broker or kraft}
+ROLE=${ROLE:?ROLE must be zookeeper, broker, kraft, kraft-broker or kraft-controller}
 HEAP=${HEAP:-512m}
 RUN=/opt/kafka/run
 mkdir -p "$RUN" /data /chaos
@@ -31,29 +32,43 @@ PROPS
 fi
 
 NODE_ID=${NODE_ID:?NODE_ID is required}
-HOST_PORT=${HOST_PORT:?HOST_PORT is required}
 HOST=$(hostname)
 P="$RUN/server.properties"
-if [ "$ROLE" = kraft ]; then
-  cat > "$P" <<PROPS
-process.roles=broker,controller
+case "$ROLE" in
+  kraft|kraft-broker|kraft-controller)
+    case "$ROLE" in
+      kraft) ROLES=broker,controller; LISTENERS=EXTERNAL://:9092,CONTROLLER://:9093,INTERNAL://:9094 ;;
+      kraft-broker) ROLES=broker; LISTENERS=EXTERNAL://:9092,INTERNAL://:9094 ;;
+      kraft-controller) ROLES=controller; LISTENERS=CONTROLLER://:9093 ;;
+    esac
+    cat > "$P" <<PROPS
+process.roles=$ROLES
 node.id=$NODE_ID
 controller.quorum.voters=${VOTERS:?VOTERS is required}
 controller.listener.names=CONTROLLER
-listeners=EXTERNAL://:9092,CONTROLLER://:9093,INTERNAL://:9094
+listeners=$LISTENERS
 PROPS
-else
-  cat > "$P" <<PROPS
+    ;;
+  broker)
+    cat > "$P" <<PROPS
 broker.id=$NODE_ID
 zookeeper.connect=${ZK_CONNECT:-zk:2181}
 zookeeper.session.timeout.ms=6000
 listeners=EXTERNAL://:9092,INTERNAL://:9094
 PROPS
+    ;;
+  *) echo "unknown ROLE $ROLE" >&2; exit 2 ;;
+esac
+if [ "$ROLE" != kraft-controller ]; then
+  # a controller-only node advertises nothing: clients and brokers never reach it there
+  HOST_PORT=${HOST_PORT:?HOST_PORT is required}
+  cat >> "$P" <<PROPS
+advertised.listeners=EXTERNAL://127.0.0.1:$HOST_PORT,INTERNAL://$HOST:9094
+inter.broker.listener.name=INTERNAL
+PROPS
 fi
 cat >> "$P" <<PROPS
-advertised.listeners=EXTERNAL://127.0.0.1:$HOST_PORT,INTERNAL://$HOST:9094
 listener.security.protocol.map=EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=INTERNAL
 log.dirs=/data/kafka
 num.network.threads=2
 num.io.threads=4
@@ -77,7 +92,7 @@ if [ -n "${BROKER_CONFIG:-}" ]; then
   tr ';' '\n' <<<"$BROKER_CONFIG" >> "$P"
 fi
 
-if [ "$ROLE" = kraft ] && [ ! -f /data/kafka/meta.properties ]; then
+if [ "$ROLE" != broker ] && [ ! -f /data/kafka/meta.properties ]; then
   java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted
 fi
 
