@@ -1,6 +1,6 @@
 """Instrumented clients against plain confluent-kafka loops, on the same cluster.
 
-    python bench/bench_clients.py [--records 200000] [--rounds 3]
+    python bench/bench_clients.py [--records 200000] [--rounds 3] [--cluster kafka-zk]
 
 Producer: the harness's KafkaProducerClient (invoke + outcome recorded per record)
 against the same produce/poll loop with no recording, acks=all, 100-byte values.
@@ -57,8 +57,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cluster", default="kafka-zk", help="a Kafka cluster name (default kafka-zk)")
     args = ap.parse_args()
-    cluster = Cluster.named(Engine(), "kafka-zk")
+    cluster = Cluster.named(Engine(), args.cluster)
     reused = cluster.up(lambda m: None)
     kafka = KafkaSystem(cluster)
     kafka.wait_ready()

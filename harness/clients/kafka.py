@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import itertools
 import threading
 import time
 import uuid
@@ -94,20 +95,22 @@ class KafkaProducerClient:
         self._topic_js = json.dumps(topic)
         self.history = history
         self.conf = dict(conf)
-        self.producer = Producer(self.conf)
+        # one delivery callback for every record: the message id is read back from the
+        # value (cheaper than a closure per send)
+        self.producer = Producer({**self.conf, "on_delivery": self._on_delivery})
         self.name = history.client
-        self._seq = 0
-        self._lock = threading.Lock()
+        self._seq = itertools.count(1)  # next() is atomic: sends from several threads are fine
+        self._pad = b"x" * 4096
         self.stats = WorkloadStats(self.name)
 
-    def _on_delivery(self, mid: str, err: Any, msg: Any) -> None:
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        mid = parse_mid(msg.value())
         if err is None:
             epoch = msg.leader_epoch()
             hist = self.history
-            hist.write_lines([hist.line("ok", f',"mid":"{mid}","topic":{self._topic_js},'
-                                              f'"partition":{msg.partition()},"offset":{msg.offset()},'
-                                              f'"epoch":{"null" if epoch is None else epoch}',
-                                        time.time(), time.monotonic())])
+            hist.write_line(f'{hist.head("ok")},"mid":"{mid}","topic":{self._topic_js},'
+                            f'"partition":{msg.partition()},"offset":{msg.offset()},'
+                            f'"epoch":{"null" if epoch is None else epoch}}}\n')
             self.stats.ok += 1
             return
         code = err.name()
@@ -122,21 +125,21 @@ class KafkaProducerClient:
     def send_one(self, value_size: int = 100, key: str | None = None,
                  partition: int | None = None) -> str:
         """Queues one record; returns its message id."""
-        with self._lock:
-            self._seq += 1
-            mid = f"{self.name}-{self._seq}"
+        mid = f"{self.name}-{next(self._seq)}"
         hist = self.history
-        hist.write_lines([hist.line("invoke", f',"mid":"{mid}","topic":{self._topic_js},'
-                                              f'"key":{_js(key)}', time.time(), time.monotonic())])
-        kwargs: dict[str, Any] = {"value": make_value(mid, value_size),
-                                  "on_delivery": lambda err, msg, mid=mid: self._on_delivery(mid, err, msg)}
-        if key is not None:
-            kwargs["key"] = key.encode()
-        if partition is not None:
-            kwargs["partition"] = partition
+        hist.write_line(f'{hist.head("invoke")},"mid":"{mid}","topic":{self._topic_js},'
+                        f'"key":{_js(key)}}}\n')
+        head = mid.encode() + b"|"
+        value = head + self._pad[:value_size - len(head)] if value_size > len(head) else head
+        if len(value) < value_size:
+            value = make_value(mid, value_size)
+        kbytes = key.encode() if key is not None else None
         while True:
             try:
-                self.producer.produce(self.topic, **kwargs)
+                if partition is None:
+                    self.producer.produce(self.topic, value, kbytes)
+                else:
+                    self.producer.produce(self.topic, value, kbytes, partition)
                 break
             except BufferError:
                 self.producer.poll(0.05)  # local queue full: let deliveries drain
@@ -197,12 +200,16 @@ class KafkaConsumerClient:
     def _record(self, msgs: list[Any], phase: str) -> None:
         """Records a consumed batch (errors handled, records as poll events) in one write."""
         hist = self.history
-        t, m = time.time(), time.monotonic()
+        head = f'{hist.head("poll")},"phase":"{phase}","mid":'
+        topic = f',"topic":{self._topic_js},"partition":'
+        tail = f',"isolation":"{self.isolation_level}"}}\n'
+        recovery = phase == "recovery"
         lines = []
         for msg in msgs:
             err = msg.error()
             if err is not None:
                 if lines:  # keep the order of records and resets
+                    self.stats.polled += len(lines)
                     hist.write_lines(lines)
                     lines = []
                 self._on_error(err, phase)
@@ -210,16 +217,14 @@ class KafkaConsumerClient:
             mid = parse_mid(msg.value())
             key = msg.key()
             epoch = msg.leader_epoch()
-            lines.append(hist.line("poll", f',"phase":"{phase}","mid":'
-                                           f'{"null" if mid is None else chr(34) + mid + chr(34)},'
-                                           f'"topic":{self._topic_js},"partition":{msg.partition()},'
-                                           f'"offset":{msg.offset()},"epoch":{"null" if epoch is None else epoch},'
-                                           f'"ts":{msg.timestamp()[1]},'
-                                           f'"key":{_js(key.decode("utf-8", "replace")) if key else "null"},'
-                                           f'"isolation":"{self.isolation_level}"', t, m))
-            self.stats.polled += 1
-            if phase == "recovery":
-                self._position[msg.partition()] = msg.offset()
+            part, offset = msg.partition(), msg.offset()
+            lines.append(f'{head}{"null" if mid is None else chr(34) + mid + chr(34)}{topic}'
+                         f'{part},"offset":{offset},"epoch":{"null" if epoch is None else epoch},'
+                         f'"ts":{msg.timestamp()[1]},'
+                         f'"key":{_js(key.decode("utf-8", "replace")) if key else "null"}{tail}')
+            if recovery:
+                self._position[part] = offset
+        self.stats.polled += len(lines)
         if lines:
             hist.write_lines(lines)
 

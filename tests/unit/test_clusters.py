@@ -39,3 +39,24 @@ def test_values_carry_their_message_id() -> None:
     assert parse_mid(make_value("load-17", 100)) == "load-17"
     assert len(make_value("load-17", 100)) == 100
     assert parse_mid(b"no separator here") is None and parse_mid(None) is None
+    # not ours: characters outside the id alphabet (would break the JSON), too long, empty
+    assert parse_mid(b'a"b|x') is None and parse_mid(b"a\\b|x") is None
+    assert parse_mid(b"\xff\xfe|x") is None and parse_mid(b"|x") is None
+    assert parse_mid(b"a" * 65 + b"|x") is None
+
+
+def test_hot_path_lines_match_record_and_share_a_stamp_only_briefly(tmp_path) -> None:
+    import json
+    import time
+
+    path = tmp_path / "h.jsonl"
+    with HistoryWriter(path, "c\"1") as w:
+        w.write_line(f'{w.head("invoke")},"mid":"c-1","key":null}}\n')
+        w.record("ok", mid="c-1", partition=0, offset=7)
+        time.sleep(0.002)
+        w.write_line(f'{w.head("ok")},"mid":"c-2"}}\n')
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [e["type"] for e in events] == ["invoke", "ok", "ok"]
+    assert all(e["client"] == 'c"1' for e in events)
+    assert set(events[0]) == {"type", "client", "t", "m", "mid", "key"}
+    assert events[2]["m"] > events[0]["m"] and events[2]["t"] > events[0]["t"]
