@@ -8,6 +8,7 @@ and by the case's timeout.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -29,14 +30,19 @@ class _Running:
     stop: threading.Event
     result: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
 
 
 class Workloads:
     """The workloads of one run against one topic."""
 
+    #: How long a background workload may take to get ready (the Java producer compiles first).
+    READY_S = 120.0
+
     def __init__(self, case: Case, run_dir: Path, topic: str, bootstrap: str,
-                 progress: Callable[[str], None]) -> None:
+                 progress: Callable[[str], None], cluster: Any = None) -> None:
         self.case = case
+        self.cluster = cluster  # for workloads that run in containers (pulsar driver: java)
         self.run_dir = run_dir
         self.topic = topic
         self.bootstrap = bootstrap
@@ -48,8 +54,19 @@ class Workloads:
         return HistoryWriter(self.run_dir / "history" / f"{name}.jsonl", name)
 
     # -- one workload ---------------------------------------------------------------
-    def _produce(self, args: ProduceArgs, stop: threading.Event) -> dict[str, Any]:
+    def _produce(self, args: ProduceArgs, stop: threading.Event,
+                 ready: threading.Event | None = None) -> dict[str, Any]:
         cap = self.case.timeout_s
+        spec = dataclasses.replace(self.case.client, **args.settings) if args.settings \
+            else self.case.client
+        if args.driver == "java":
+            from .clients.pulsar import PulsarJavaProducer
+
+            java = PulsarJavaProducer(self.cluster, self.run_dir, self.topic, args.name, spec, ready)
+            return java.run(count=args.count,
+                            duration_s=min(args.duration_s, cap) if args.duration_s else None,
+                            rate=args.rate, value_size=args.value_size, keys=args.keys,
+                            partition=args.partition, stop=stop, max_s=cap).as_dict()
         with self._writer(args.name) as hist:
             if self.case.system == "kafka":
                 from .clients.kafka import KafkaProducerClient, producer_config
@@ -59,7 +76,7 @@ class Workloads:
             else:
                 from .clients.pulsar import PulsarProducerClient
 
-                client = PulsarProducerClient(self.bootstrap, self.topic, hist, self.case.client)
+                client = PulsarProducerClient(self.bootstrap, self.topic, hist, spec)
             try:
                 stats = client.run(count=args.count,
                                    duration_s=min(args.duration_s, cap) if args.duration_s else None,
@@ -79,7 +96,9 @@ class Workloads:
             else:
                 from .clients.pulsar import PulsarConsumerClient
 
-                client = PulsarConsumerClient(self.bootstrap, self.topic, hist, self.case.client,
+                spec = self.case.client if args.subscription_type is None else \
+                    dataclasses.replace(self.case.client, subscription_type=args.subscription_type)
+                client = PulsarConsumerClient(self.bootstrap, self.topic, hist, spec,
                                               subscription=args.group)
             stats = client.run(count=args.count, duration_s=args.duration_s, stop=stop,
                                max_s=self.case.timeout_s)
@@ -96,16 +115,31 @@ class Workloads:
             self.progress(f"workload {args.name}: done {self._summary(result)}")
             return result
         running = _Running(args.name, threading.Thread(), stop)
+        java = isinstance(args, ProduceArgs) and args.driver == "java"
 
         def body() -> None:
             try:
-                running.result = fn(args, stop)  # type: ignore[arg-type]
+                if java:
+                    running.result = self._produce(args, stop, running.ready)  # type: ignore[arg-type]
+                else:
+                    running.result = fn(args, stop)  # type: ignore[arg-type]
             except BaseException as exc:  # reported by wait()/stop_all()
                 running.error = exc
+            finally:
+                running.ready.set()
 
         running.thread = threading.Thread(target=body, name=f"workload-{args.name}", daemon=True)
         self.running[args.name] = running
         running.thread.start()
+        if java:  # the Java producer compiles and connects first: later steps wait for it
+            t0 = time.monotonic()
+            if not running.ready.wait(self.READY_S):
+                raise WaitTimeout(f"workload {args.name}: the Java producer was not ready in "
+                                  f"{self.READY_S:.0f}s")
+            self.progress(f"workload {args.name}: Java producer ready after "
+                          f"{time.monotonic() - t0:.1f}s")
+            if running.error is not None:
+                raise HarnessError(f"workload {args.name} failed: {running.error}")
         self.progress(f"workload {args.name}: started in the background ({self._describe(args)})")
         return None
 
@@ -163,6 +197,10 @@ class Workloads:
     @staticmethod
     def _describe(args: ProduceArgs | ConsumeArgs) -> str:
         what = "produce" if isinstance(args, ProduceArgs) else "consume"
+        if isinstance(args, ProduceArgs) and args.driver != "python":
+            what += f" ({args.driver} client)"
+        if isinstance(args, ConsumeArgs) and args.subscription_type:
+            what += f" ({args.subscription_type})"
         bound = (f"{args.count} records" if args.count else
                  f"{args.duration_s:.0f}s" if args.duration_s else "until stopped")
         rate = f" at {args.rate:.0f}/s" if isinstance(args, ProduceArgs) and args.rate else ""

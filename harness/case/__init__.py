@@ -10,12 +10,13 @@ from __future__ import annotations
 from ._load import find_case_files, load_case, load_case_text, validate_paths
 from .model import (ACTIONS, ANOMALIES, CONDITIONS, ROLE_ANY_BROKER, ROLES_KAFKA, ROLES_PULSAR,
                     AwaitArgs, Case, ClientSpec, ConsumeArgs, Expect, FaultArgs, HealArgs,
-                    InjectArgs, ProduceArgs, Selector, Step, StepArgs, TopicSpec, roles_for)
+                    InjectArgs, ProduceArgs, Selector, Step, StepArgs, TopicSpec, UnloadArgs,
+                    roles_for)
 
 __all__ = [
     "load_case", "load_case_text", "find_case_files", "validate_paths",
     "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for",
     "ACTIONS", "CONDITIONS", "ANOMALIES",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
-    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "Expect",
+    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "Expect",
 ]

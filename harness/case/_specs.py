@@ -14,7 +14,7 @@ from ._yaml import Node
 from .model import (ACKS, ANOMALIES, DEFAULT_OBSERVED, ISOLATION_LEVELS, SUBSCRIPTION_TYPES, VERDICTS,
                     ClientSpec, Expect, TopicSpec, other_system)
 
-__all__ = ["read_topic", "read_client", "read_expect"]
+__all__ = ["read_topic", "read_client", "read_expect", "read_client_settings"]
 
 _Table = Mapping[str, Reader[Any]]
 
@@ -23,7 +23,7 @@ _TOPIC: dict[str, _Table] = {
     "kafka": {"replication_factor": POSITIVE, "min_insync_replicas": POSITIVE,
               "unclean_leader_election": boolean},
     "pulsar": {"ensemble": POSITIVE, "write_quorum": POSITIVE, "ack_quorum": POSITIVE,
-               "deduplication": boolean},
+               "deduplication": boolean, "spread": boolean},
 }
 
 _CLIENT: dict[str, _Table] = {
@@ -37,7 +37,7 @@ _CLIENT: dict[str, _Table] = {
                "memory_limit_bytes": NON_NEGATIVE, "send_timeout_ms": NON_NEGATIVE,
                "subscription_type": choice(*SUBSCRIPTION_TYPES),
                "batching_max_publish_delay_us": POSITIVE, "batching_max_messages": POSITIVE,
-               "batching_max_bytes": POSITIVE},
+               "batching_max_bytes": POSITIVE, "block_if_queue_full": boolean},
 }
 
 _EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict")
@@ -95,6 +95,12 @@ def read_client(node: Node, system: str) -> ClientSpec:
     if system == "kafka":
         _check_kafka_client(f, client)
     return client
+
+
+def read_client_settings(node: Node, field: str, system: str) -> Mapping[str, Any]:
+    """A workload's ``settings``: client keys of ``system`` that replace the case's for it."""
+    _, values = _read_section(node, field, system, {**_CLIENT, "common": {}})
+    return MappingProxyType(values)
 
 
 def _check_kafka_client(f: Fields, client: ClientSpec) -> None:

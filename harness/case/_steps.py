@@ -15,10 +15,11 @@ from harness.errors import CaseError
 from ._fields import (NON_NEGATIVE, POSITIVE, Fields, boolean, choice, clip, duration, error,
                       name, number, show, string, suggest, unknown)
 from ._yaml import Node
+from ._specs import read_client_settings
 from .model import (ACTIONS, CONDITIONS, DEFAULT_AWAIT_TIMEOUT_S, DEFAULT_INJECT_TIMEOUT_S,
-                    DIRECTIONS, NODE_FAULTS, AwaitArgs, ConsumeArgs, FaultArgs, HealArgs,
-                    InjectArgs, ProduceArgs, Selector, Step, StepArgs, other_system,
-                    roles_for)
+                    DIRECTIONS, DRIVERS, NODE_FAULTS, SUBSCRIPTION_TYPES, AwaitArgs, ConsumeArgs,
+                    FaultArgs, HealArgs, InjectArgs, ProduceArgs, Selector, Step, StepArgs,
+                    UnloadArgs, other_system, roles_for)
 
 __all__ = ["StepContext", "read_steps", "available_points"]
 
@@ -147,9 +148,19 @@ def read_steps(node: Node, ctx: StepContext) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def _pulsar_only(f: Fields, ctx: StepContext, *keys: str) -> None:
+    """Keys of a step that only Pulsar cases take."""
+    if ctx.system != "pulsar":
+        for key in keys:
+            if f.has(key):
+                raise error(f.at(key), f.sub(key),
+                            f"applies to pulsar cases only (this is a {ctx.system} case)")
+
+
 def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
     f = Fields(node, field, ("name", "count", "duration", "rate", "background", "value_size",
-                             "keys", "partition"))
+                             "keys", "partition", "driver", "settings"))
+    _pulsar_only(f, ctx, "driver", "settings")
     count = f.get("count", POSITIVE, None)
     duration_s = f.get("duration", duration, None)
     if (count is None) == (duration_s is None):
@@ -160,18 +171,25 @@ def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
         name=ctx.workload_name(f, "produce", background), count=count, duration_s=duration_s,
         rate=f.get("rate", number, None), background=background,
         value_size=f.get("value_size", POSITIVE, 100), keys=f.get("keys", POSITIVE, None),
-        partition=f.get("partition", ctx.partition, None))
+        partition=f.get("partition", ctx.partition, None),
+        driver=f.get("driver", choice(*DRIVERS), "python"),
+        settings=f.get("settings", lambda n, fld: read_client_settings(n, fld, ctx.system),
+                       MappingProxyType({})))
 
 
 def _consume(node: Node, field: str, ctx: StepContext) -> ConsumeArgs:
-    f = Fields(node, field, ("name", "background", "duration", "count", "group"))
+    f = Fields(node, field, ("name", "background", "duration", "count", "group",
+                             "subscription_type"))
+    _pulsar_only(f, ctx, "subscription_type")
     background = f.get("background", boolean, False)
     count = f.get("count", POSITIVE, None)
     duration_s = f.get("duration", duration, None)
     if not background and count is None and duration_s is None:
         raise error(node, field, "a consume that is not in the background needs count or duration")
     return ConsumeArgs(name=ctx.workload_name(f, "consume", background), background=background,
-                       duration_s=duration_s, count=count, group=f.get("group", name, None))
+                       duration_s=duration_s, count=count, group=f.get("group", name, None),
+                       subscription_type=f.get("subscription_type", choice(*SUBSCRIPTION_TYPES),
+                                               None))
 
 
 def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
@@ -198,6 +216,21 @@ def _heal(node: Node, field: str, ctx: StepContext) -> HealArgs:
     if node.value is None or node.value == "all":
         return HealArgs()
     return HealArgs(ctx.selector(node, field))
+
+
+def _unload(node: Node, field: str, ctx: StepContext) -> UnloadArgs:
+    """``unload: {partition: 1, to: broker-2}``; empty: partition 0 to the other broker."""
+    if ctx.system != "pulsar":
+        raise error(node, field, f"unload applies to pulsar cases only (this is a {ctx.system} case)")
+    if node.value is None:
+        return UnloadArgs()
+    f = Fields(node, field, ("partition", "to"))
+    to = f.get("to", ctx.selector, None)
+    if to is not None and to.node is not None and not to.node.startswith("broker-"):
+        raise error(f.at("to"), f.sub("to"), f"{to.node} is not a broker")
+    if to is not None and to.role not in (None, "owner", "non-owner", "any-broker", "last-target"):
+        raise error(f.at("to"), f.sub("to"), f"{to.role} does not name a broker")
+    return UnloadArgs(partition=f.get("partition", ctx.partition, 0), to=to)
 
 
 def _sleep(node: Node, field: str, ctx: StepContext) -> AwaitArgs:
@@ -315,4 +348,5 @@ _PARSERS: dict[str, _Parser] = {
     "partition": _partition_fault,
     "heal": _heal,
     "inject": _inject,
+    "unload": _unload,
 }

@@ -21,7 +21,8 @@ __all__ = [
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
-    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "Expect",
+    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "Expect",
+    "DRIVERS",
 ]
 
 SYSTEMS = ("kafka", "pulsar")
@@ -35,7 +36,8 @@ ROLE_LAST_TARGET = "last-target"
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = ("kill9", "stop", "start", "pause", "resume")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition", "heal", "inject")
+ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition", "heal", "inject",
+                                                                  "unload")
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
               "no_leader", "leader_is")
 ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "replica-divergence",
@@ -45,6 +47,8 @@ ACKS = ("all", "-1", "0", "1")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
 VERDICTS = ("pass", "fail")
+#: Which client library runs a produce workload (pulsar: the Java client too).
+DRIVERS = ("python", "java")
 
 DEFAULT_CASE_TIMEOUT_S = 600.0
 DEFAULT_AWAIT_TIMEOUT_S = 60.0
@@ -91,6 +95,7 @@ class TopicSpec:
     write_quorum: int | None = None
     ack_quorum: int | None = None
     deduplication: bool = False
+    spread: bool = False  # pulsar: after creation, make sure every broker owns a partition
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,7 @@ class ClientSpec:
     batching_max_publish_delay_us: int | None = None
     batching_max_messages: int | None = None
     batching_max_bytes: int | None = None
+    block_if_queue_full: bool = True
     extra: Mapping[str, str] = field(default_factory=_no_config)
 
 
@@ -146,6 +152,9 @@ class ProduceArgs:
     value_size: int = 100
     keys: int | None = None  # number of distinct keys; None: no keys
     partition: int | None = None  # None: the partitioner decides
+    driver: str = "python"  # pulsar: "java" runs the Java client (harness/clients/java)
+    #: client keys that replace the case's ``client`` section for this workload only
+    settings: Mapping[str, Any] = field(default_factory=_no_params)
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,7 @@ class ConsumeArgs:
     duration_s: float | None = None
     count: int | None = None
     group: str | None = None  # Kafka group / Pulsar subscription; None: the runner picks one
+    subscription_type: str | None = None  # pulsar; None: the client section's
 
 
 @dataclass(frozen=True)
@@ -198,7 +208,15 @@ class InjectArgs:
     timeout_s: float = DEFAULT_INJECT_TIMEOUT_S
 
 
-StepArgs = ProduceArgs | ConsumeArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs
+@dataclass(frozen=True)
+class UnloadArgs:
+    """``unload`` (pulsar): moves the bundle of ``partition`` to ``to`` (None: another broker)."""
+
+    partition: int = 0
+    to: Selector | None = None
+
+
+StepArgs = ProduceArgs | ConsumeArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
 
 
 @dataclass(frozen=True)

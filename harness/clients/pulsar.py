@@ -14,16 +14,18 @@ as not applied.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from ..history import HistoryWriter, make_value, parse_mid
 from . import paced_sends
 from .kafka import WorkloadStats
 
-__all__ = ["PulsarProducerClient", "PulsarConsumerClient", "client_for"]
+__all__ = ["PulsarProducerClient", "PulsarConsumerClient", "PulsarJavaProducer", "client_for"]
 
 # Results after which the message provably never reached a broker.
 _DEFINITE_FAILURES = frozenset({"ProducerQueueIsFull", "MessageTooBig", "InvalidMessage",
@@ -77,6 +79,11 @@ class PulsarProducerClient:
                        not_applied={"memory_limit_bytes": spec.memory_limit_bytes}
                        if spec.memory_limit_bytes is not None else None)
         self.producer = self.client.create_producer(self.topic, **kwargs)
+        try:  # a single-partition topic: every send's partition is known (report: send stalls)
+            parts = self.client.get_topic_partitions(self.topic)
+            self._partition_json = ',"partition":0' if len(parts) == 1 else ""
+        except Exception:
+            self._partition_json = ""
         self._seq = 0
         self._outstanding = 0
         self._cv = threading.Condition()
@@ -100,7 +107,11 @@ class PulsarProducerClient:
                  partition: int | None = None) -> str:
         self._seq += 1
         mid = f"{self.name}-{self._seq}"
-        self.history.record("invoke", mid=mid, topic=self.topic, key=key)
+        if self._partition_json or partition is not None:
+            self.history.record("invoke", mid=mid, topic=self.topic, key=key,
+                                partition=partition if partition is not None else 0)
+        else:
+            self.history.record("invoke", mid=mid, topic=self.topic, key=key)
         with self._cv:
             self._outstanding += 1
         t0 = time.monotonic()
@@ -116,7 +127,11 @@ class PulsarProducerClient:
                 self._outstanding -= 1
         blocked = time.monotonic() - t0
         if blocked > STALL_S:
-            self.history.record("stall", mid=mid, seconds=round(blocked, 4))
+            if self._partition_json or partition is not None:
+                self.history.record("stall", mid=mid, seconds=round(blocked, 4),
+                                    partition=partition if partition is not None else 0)
+            else:
+                self.history.record("stall", mid=mid, seconds=round(blocked, 4))
         self.stats.sent += 1
         return mid
 
@@ -164,9 +179,11 @@ class PulsarConsumerClient:
 
     def _record(self, msg: Any, phase: str) -> None:
         key = msg.partition_key() if msg.partition_key() else None
+        sub = {"subscription": self.subscription,
+               "subscription_type": self.spec.subscription_type} if phase == "run" else {}
         self.history.record("poll", phase=phase, mid=parse_mid(msg.data()), topic=self.topic,
                             ts=msg.publish_timestamp(), key=key, redelivery=msg.redelivery_count(),
-                            **_position(msg.message_id()))
+                            **sub, **_position(msg.message_id()))
         self.stats.polled += 1
 
     def run(self, *, count: int | None = None, duration_s: float | None = None,
@@ -209,7 +226,11 @@ class PulsarConsumerClient:
                 reader = client.create_reader(f"{self.topic}-partition-{p}", pulsar.MessageId.earliest)
                 try:
                     while time.monotonic() - start < timeout_s and reader.has_message_available():
-                        self._record(reader.read_next(timeout_millis=10_000), phase)
+                        try:
+                            msg = reader.read_next(timeout_millis=10_000)
+                        except pulsar.Timeout:
+                            continue  # available but not delivered yet (a bookie recovering)
+                        self._record(msg, phase)
                 finally:
                     reader.close()
         finally:
@@ -217,3 +238,152 @@ class PulsarConsumerClient:
             self.history.flush()
         self.stats.seconds = time.monotonic() - start
         return self.stats
+
+
+# -- the Java producer ----------------------------------------------------------------------
+#: Where the Java source lives (package data) and where it is mounted in the container.
+JAVA_SOURCE = Path(__file__).with_name("java") / "PulsarProducer.java"
+_RUN_MOUNT = "/run-dir"
+_JAVA_LIBS = "/opt/pulsar/libs/*"  # javac run as a module does not expand it: see run()
+#: Java client settings of a ClientSpec, as the properties the Java program reads.
+_JAVA_KEYS = ("max_pending_messages", "max_pending_messages_across_partitions", "memory_limit_bytes",
+              "batching_max_publish_delay_us", "batching_max_messages", "batching_max_bytes")
+
+
+class PulsarJavaProducer:
+    """Runs harness/clients/java/PulsarProducer.java with the Java client of the cluster's image.
+
+    The program runs in a container on the cluster's own network (it reaches the brokers by
+    their internal names), labelled like the cluster's containers with this process as owner
+    (so leftovers of a dead run are removed), and writes ``history/<name>.jsonl`` in the run
+    directory, mounted into the container. ``stop`` writes a stop file the program polls.
+    """
+
+    def __init__(self, cluster: Any, run_dir: Path, topic: str, name: str, spec: Any,
+                 ready: threading.Event | None = None) -> None:
+        self.cluster = cluster
+        self.run_dir = Path(run_dir).resolve()
+        self.topic = _topic(topic)
+        self.name = name
+        self.spec = spec
+        self.ready = ready or threading.Event()
+        self.stats = WorkloadStats(name)
+        self.history = self.run_dir / "history" / f"{name}.jsonl"
+        self.java_dir = self.run_dir / "java"
+
+    def _properties(self, **values: Any) -> str:
+        lines = [f"{k}={'' if v is None else v}" for k, v in values.items()]
+        return "\n".join(lines) + "\n"
+
+    def run(self, *, count: int | None = None, duration_s: float | None = None,
+            rate: float | None = None, value_size: int = 100, keys: int | None = None,
+            partition: int | None = None, stop: threading.Event | None = None,
+            drain_timeout_s: float = 60.0, max_s: float = 600.0) -> WorkloadStats:
+        from ..backend.cluster import this_owner
+        from ..backend.docker import LABEL_CLUSTER, LABEL_MANAGED, LABEL_OWNER
+        from ..errors import BackendError
+
+        self.java_dir.mkdir(parents=True, exist_ok=True)
+        self.history.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(JAVA_SOURCE, self.java_dir / JAVA_SOURCE.name)
+        stop_file = self.java_dir / f"{self.name}.stop"
+        stop_file.unlink(missing_ok=True)
+        brokers = ",".join(f"{n.name}:6650" for n in self.cluster.spec.nodes_of("pulsar-broker"))
+        spec = self.spec
+        props = self._properties(
+            name=self.name, topic=self.topic, service_url=f"pulsar://{brokers}",
+            history=f"{_RUN_MOUNT}/history/{self.name}.jsonl",
+            stop_file=f"{_RUN_MOUNT}/java/{self.name}.stop",
+            count=count if count is not None else -1,
+            duration_ms=int(duration_s * 1000) if duration_s is not None else -1,
+            rate=rate or 0, value_size=value_size, keys=keys or 0,
+            partition=partition if partition is not None else -1,
+            deadline_ms=int(max_s * 1000), drain_ms=int(drain_timeout_s * 1000),
+            batching=str(spec.batching).lower(), send_timeout_ms=spec.send_timeout_ms,
+            block_if_queue_full=str(spec.block_if_queue_full).lower(),
+            **{k: getattr(spec, k) for k in _JAVA_KEYS})
+        (self.java_dir / f"{self.name}.properties").write_text(props)
+        engine = self.cluster.engine
+        nets = engine.networks({LABEL_CLUSTER: self.cluster.spec.name})
+        if not nets:
+            raise BackendError(f"cluster {self.cluster.spec.name} has no network (is it up?)")
+        labels = {LABEL_MANAGED: "true", LABEL_CLUSTER: self.cluster.spec.name,
+                  LABEL_OWNER: this_owner(), "io.chaosharness.role": "workload"}
+        image = f"chaos-harness/pulsar:{self.cluster.version}"
+        # compiled once per run directory (javac), then run from the class; a second producer of
+        # the same run only starts a JVM. The lock keeps two producers from compiling at once.
+        classes = f"{_RUN_MOUNT}/java/classes"
+        script = (f"cd {_RUN_MOUNT}/java && "
+                  f"(flock 9; test -f classes/PulsarProducer.class || "
+                  f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d classes "
+                  f"-cp \"$(printf '%s:' {_JAVA_LIBS}.jar)\" {JAVA_SOURCE.name}"
+                  f") 9>compile.lock && "
+                  f"exec java -Xmx256m -XX:+UseSerialGC -cp '{classes}:{_JAVA_LIBS}' PulsarProducer "
+                  f"{_RUN_MOUNT}/java/{self.name}.properties")
+        cmd = ["sh", "-c", script]
+        container_name = f"chaos-pulsar-{self.name}-{uuid.uuid4().hex[:6]}"
+        start = time.monotonic()
+        try:  # the docker SDK object of backend/docker.py's Engine (this module imports no SDK)
+            box = engine.client.containers.run(
+                image, cmd, entrypoint=[], name=container_name, labels=labels, detach=True,
+                network=nets[0].name, volumes={str(self.run_dir): {"bind": _RUN_MOUNT, "mode": "rw"}},
+                working_dir=_RUN_MOUNT)
+        except Exception as exc:
+            raise BackendError(f"starting the Java producer {self.name} failed: {exc}") from exc
+        hard_end = start + max_s + drain_timeout_s + 60
+        try:
+            stopping = False
+            kill_at = hard_end
+            while True:
+                box.reload()
+                if box.status in ("exited", "dead"):
+                    break
+                if not self.ready.is_set() and self._has_ready():
+                    self.ready.set()
+                if stop is not None and stop.is_set() and not stopping:
+                    stop_file.write_text("stop\n")
+                    stopping = True  # the program stops sending, drains, exits
+                    kill_at = min(hard_end, time.monotonic() + drain_timeout_s + 20)
+                if time.monotonic() > kill_at:
+                    box.kill()
+                    break
+                time.sleep(0.2)
+            code = box.attrs.get("State", {}).get("ExitCode")
+            logs = box.logs(tail=30).decode("utf-8", "replace")
+        finally:
+            try:
+                box.remove(force=True)
+            except Exception:
+                pass  # already gone; the label sweep of leftovers is the guarantee
+            self.ready.set()
+        (self.java_dir / f"{self.name}.log").write_text(logs)
+        if code != 0:
+            raise BackendError(f"the Java producer {self.name} exited with code {code}: "
+                               f"{logs.strip()[-800:]}")
+        self._count()
+        self.stats.seconds = time.monotonic() - start
+        return self.stats
+
+    def _has_ready(self) -> bool:
+        try:
+            with open(self.history, encoding="utf-8") as fh:
+                return '"status":"ready"' in fh.readline()
+        except OSError:
+            return False
+
+    def _count(self) -> None:
+        from ..history import read_events
+
+        for e in read_events(self.history):
+            kind = e["type"]
+            if kind == "invoke":
+                self.stats.sent += 1
+            elif kind == "ok":
+                self.stats.ok += 1
+            elif kind in ("fail", "info"):
+                setattr(self.stats, kind, getattr(self.stats, kind) + 1)
+                err = str(e.get("error", "?")).split(":", 1)[0]
+                self.stats.errors[err] = self.stats.errors.get(err, 0) + 1
+
+    def close(self) -> None:
+        pass

@@ -26,6 +26,9 @@ __all__ = [
     "load_result",
     "scan_history",
     "scan_timeline",
+    "scan_owners",
+    "Flow",
+    "short_topic",
     "safe_href",
 ]
 
@@ -164,6 +167,59 @@ def load_result(run_dir: str | os.PathLike[str]) -> Result:
     )
 
 
+def short_topic(topic: str) -> str:
+    """``persistent://public/default/t`` -> ``t`` (the runner's timeline uses short names)."""
+    prefix = "persistent://public/default/"
+    return topic[len(prefix):] if topic.startswith(prefix) else topic
+
+
+@dataclass
+class Flow:
+    """One producer's sends to one partition: blocked send calls and the longest gaps.
+
+    A ``stall`` event is a send call that blocked its caller (Pulsar queue or memory limit
+    full) for ``seconds``; gaps are the longest times without a send (``invoke`` naming the
+    partition, which the Java producer records) and without an acknowledgement.
+    """
+
+    client: str
+    partition: int
+    stalls: int = 0
+    blocked_s: float = 0.0
+    longest_block: float = 0.0
+    longest_block_at: float | None = None  # when that blocked call started
+    sends: int = 0
+    acks: int = 0
+    send_gap: float = 0.0
+    send_gap_at: float | None = None
+    ack_gap: float = 0.0
+    ack_gap_at: float | None = None
+    _last_send: float | None = None
+    _last_ack: float | None = None
+
+    def send(self, t: float) -> None:
+        self.sends += 1
+        if self._last_send is not None and t - self._last_send > self.send_gap:
+            self.send_gap, self.send_gap_at = t - self._last_send, self._last_send
+        self._last_send = t
+
+    def ack(self, t: float) -> None:
+        self.acks += 1
+        if self._last_ack is not None and t - self._last_ack > self.ack_gap:
+            self.ack_gap, self.ack_gap_at = t - self._last_ack, self._last_ack
+        self._last_ack = t
+
+    def stall(self, t: float, seconds: float) -> None:
+        self.stalls += 1
+        self.blocked_s += seconds
+        if seconds > self.longest_block:
+            self.longest_block, self.longest_block_at = seconds, t - seconds
+
+
+#: At most this many blocked-send bands are kept per partition (the longest ones).
+MAX_STALL_BANDS = 8
+
+
 @dataclass
 class Rates:
     """Per-second counts (keyed by whole Unix second) of the client histories.
@@ -179,6 +235,21 @@ class Rates:
     resets: dict[int, Counter[str]] = field(default_factory=dict)
     recovery: tuple[float, float] | None = None
     span: tuple[float, float] | None = None
+    #: sends per partition (invoke events that name their partition: the Java producer)
+    sends_by_partition: dict[PartitionKey, Counter[int]] = field(default_factory=dict)
+    #: per (client, partition): blocked send calls and gaps
+    flows: dict[tuple[str, int], Flow] = field(default_factory=dict)
+    #: per (topic, partition): the longest blocked send calls, (start, end, client)
+    stall_bands: dict[PartitionKey, list[tuple[float, float, str]]] = field(default_factory=dict)
+    _client_topic: dict[str, str] = field(default_factory=dict)
+    _flow_clients: set[str] = field(default_factory=set)
+
+    def _flow(self, client: str, partition: int) -> Flow:
+        key = (client, partition)
+        if key not in self.flows:
+            self.flows[key] = Flow(client, partition)
+            self._flow_clients.add(client)
+        return self.flows[key]
 
     def _widen(self, t: float) -> None:
         self.span = (min(self.span[0], t), max(self.span[1], t)) if self.span else (t, t)
@@ -187,13 +258,34 @@ class Rates:
         """Count one history event."""
         t = _float(event.get("t"))
         kind = event.get("type")
-        if t is None or kind not in ("ok", "poll", "fail", "info", "reset"):
+        if t is None or kind not in ("ok", "poll", "fail", "info", "reset", "invoke", "stall"):
             return
         second = int(t)
+        client = str(event.get("client", ""))
+        if kind == "invoke":
+            self._client_topic.setdefault(client, str(event.get("topic", "")))
+            if isinstance(event.get("partition"), int):  # the producer chose it before the call
+                key = (str(event.get("topic", "")), event["partition"])
+                self.sends_by_partition.setdefault(key, Counter())[second] += 1
+                self._flow(client, event["partition"]).send(t)
+            return
+        if kind == "stall":
+            seconds = _float(event.get("seconds"))
+            partition = event.get("partition")
+            if seconds is not None and isinstance(partition, int):
+                self._flow(client, partition).stall(t, seconds)
+                key = (self._client_topic.get(client, ""), partition)
+                bands = self.stall_bands.setdefault(key, [])
+                bands.append((t - seconds, t, client))
+                if len(bands) > MAX_STALL_BANDS:
+                    bands.remove(min(bands, key=lambda b: b[1] - b[0]))
+            return
         if kind == "ok":
             self.acks[second] += 1
             key = (str(event.get("topic", "")), _int(event.get("partition")))
             self.by_partition.setdefault(key, Counter())[second] += 1
+            if client in self._flow_clients:
+                self._flow(client, key[1]).ack(t)
         elif kind == "poll" and event.get("phase") == "recovery":
             lo, hi = self.recovery or (t, t)
             self.recovery = (min(lo, t), max(hi, t))
@@ -204,6 +296,21 @@ class Rates:
         else:
             self.errors[second] += 1
         self._widen(t)
+
+
+def scan_owners(run_dir: str | os.PathLike[str]) -> dict[int, list[str]]:
+    """Per partition, the distinct leaders/owners of the timeline in order (None skipped)."""
+    path = Path(run_dir) / "timeline.jsonl"
+    owners: dict[int, list[str]] = {}
+    if not path.is_file():
+        return owners
+    for event in read_events(path):
+        if event.get("type") == "leader" and isinstance(event.get("partition"), int):
+            leader = event.get("leader_node") or event.get("leader")
+            seq = owners.setdefault(event["partition"], [])
+            if isinstance(leader, str) and (not seq or seq[-1] != leader):
+                seq.append(leader)
+    return owners
 
 
 def scan_history(run_dir: str | os.PathLike[str]) -> Rates:

@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from harness.errors import HarnessError
 from harness.report.chart import Axis, Chart, line_chart, peak
 from harness.report.load import (Rates, Result, TimelineEntry, load_result, safe_href, scan_history,
-                                 scan_timeline)
+                                 scan_owners, scan_timeline)
 
 __all__ = ["render_run", "render_index"]
 
@@ -139,20 +139,51 @@ def _charts(rates: Rates, entries: list[TimelineEntry]) -> Charts | None:
     bands = [(*rates.recovery, "recovery read")] if rates.recovery else []
     main = line_chart("timeline-chart", "Produce acks and consume polls", axis, lines,
                       entries=marked, bands=bands)
-    keys = sorted(rates.by_partition)
+    keys = sorted(set(rates.by_partition) | set(rates.sends_by_partition))
     if len(keys) < 2:
         return Charts(axis, main, [], 0)
     shown = keys[:MAX_PARTITION_CHARTS]
-    y_max = peak(axis, (rates.by_partition[k] for k in shown))
+    y_max = peak(axis, [*(rates.by_partition.get(k, Counter()) for k in shown),
+                        *(rates.sends_by_partition.get(k, Counter()) for k in shown)])
     shared = [e for e in marked if e.kind in ("fault", "inject", "mark")]
+
+    def lines_of(key: tuple[str, int]) -> list[tuple[str, str, Counter[int]]]:
+        out = [("acks/s", "acks", rates.by_partition.get(key, Counter()))]
+        if key in rates.sends_by_partition:
+            out.append(("sends/s", "polls", rates.sends_by_partition[key]))
+        return out
+
+    def stall_bands(key: tuple[str, int]) -> list[tuple[float, float, str]]:
+        return [(lo, hi, f"blocked {hi - lo:.1f}s") for lo, hi, _ in rates.stall_bands.get(key, [])
+                if hi - lo >= 0.5]
+
     partitions = [
-        line_chart(f"partition-{i}", f"{topic}/{partition}", axis,
-                   [("acks/s", "acks", rates.by_partition[(topic, partition)])],
+        line_chart(f"partition-{i}", f"{topic}/{partition}", axis, lines_of((topic, partition)),
                    entries=shared + [e for e in marked if e.partition == (topic, partition)],
+                   bands=stall_bands((topic, partition)),
                    width=360, plot_height=80, labels=False, y_max=y_max, x_ticks=4)
         for i, (topic, partition) in enumerate(shown)
     ]
     return Charts(axis, main, partitions, len(keys) - len(shown))
+
+
+def _flow_rows(rates: Rates, owners: dict[int, list[str]], t0: float | None) -> list[dict[str, Any]]:
+    """Per producer and partition: owners, blocked send calls, longest send and ack gaps."""
+    def rel(t: float | None) -> str | None:
+        return None if t is None or t0 is None else f"+{t - t0:.1f}s"
+
+    rows = []
+    for (client, partition), f in sorted(rates.flows.items()):
+        rows.append({
+            "client": client, "partition": partition,
+            "owners": " \u2192 ".join(owners.get(partition, [])) or None,
+            "sends": f.sends, "acks": f.acks, "stalls": f.stalls,
+            "blocked_s": round(f.blocked_s, 2), "longest_block": round(f.longest_block, 2),
+            "longest_block_at": rel(f.longest_block_at),
+            "send_gap": round(f.send_gap, 2), "send_gap_at": rel(f.send_gap_at),
+            "ack_gap": round(f.ack_gap, 2), "ack_gap_at": rel(f.ack_gap_at),
+        })
+    return rows
 
 
 def _anomaly_rows(result: Result) -> list[dict[str, Any]]:
@@ -188,6 +219,7 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
         charts=charts,
         t0=charts.axis.start if charts else None,
         entries=entries,
+        flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
         replicas=[{**row, "uncommitted": _uncommitted(row)} for row in result.replicas],
         files=files,
         logs=logs,

@@ -415,6 +415,28 @@ class PulsarSystem:
                    logs=lambda: self.cluster.node_logs([current.name, dest.name]))
         return dest
 
+    def spread(self, topic: str, partitions: int, *, attempts: int = 6) -> dict[int, str]:
+        """Moves bundles until every broker owns at least ``partitions // 4`` partitions (and one).
+
+        The load manager may put every bundle of a new topic on one broker; a case about one
+        broker's failure needs partitions on both. Returns partition -> owning broker.
+        """
+        brokers = [b.name for b in self.brokers()]
+        want = max(1, partitions // 4)
+        owners: dict[int, str] = {}
+        for _ in range(attempts + 1):
+            owners = {p: self.owner(topic, p if partitions > 0 else None).name
+                      for p in range(max(partitions, 1))}
+            counts = {b: sum(1 for o in owners.values() if o == b) for b in brokers}
+            poor = min(counts, key=lambda b: counts[b])
+            if counts[poor] >= want or partitions < 2:
+                return owners
+            rich = max(counts, key=lambda b: counts[b])
+            # move the bundle of one of the busier broker's partitions
+            victim = next(p for p, o in sorted(owners.items()) if o == rich)
+            self.unload(topic, victim, to=poor)
+        return owners
+
     # -- ledgers -------------------------------------------------------------------------------
     def internal_stats(self, topic: str, partition: int | None = None, *,
                        metadata: bool = True) -> dict[str, Any]:

@@ -1,0 +1,72 @@
+"""The send-stall table and per-partition send lines (the Pulsar producer's blocked sends)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from harness.report import render_run
+from harness.report.load import scan_history, scan_owners
+
+T0 = 1_800_000_000.0
+
+
+def _write(path: Path, events: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+
+
+def _run(tmp_path: Path) -> Path:
+    """Two partitions, 10 sends/s each for 20 s; at t+5 a send to partition 1 blocks 6 s."""
+    events: list[dict] = []
+    t = T0
+    n = 0
+    while t < T0 + 20:
+        p = n % 2
+        mid = f"j-{n}"
+        events.append({"type": "invoke", "client": "j", "t": t, "m": t, "mid": mid,
+                       "topic": "persistent://public/default/x", "key": None, "partition": p})
+        if p == 1 and T0 + 5 <= t < T0 + 5.1:
+            events.append({"type": "stall", "client": "j", "t": t + 6, "m": t + 6, "mid": mid,
+                           "partition": 1, "seconds": 6.0})
+            t += 6
+        events.append({"type": "ok", "client": "j", "t": t + 0.01, "m": t, "mid": mid,
+                       "topic": "persistent://public/default/x", "partition": p, "ledger": 1,
+                       "entry": n, "batch": -1, "offset": None})
+        t += 0.05
+        n += 1
+    _write(tmp_path / "history" / "j.jsonl", events)
+    _write(tmp_path / "timeline.jsonl", [
+        {"type": "leader", "client": "runner", "t": T0, "m": 0, "topic": "x", "partition": 0,
+         "leader": "broker-1", "leader_node": "broker-1"},
+        {"type": "leader", "client": "runner", "t": T0, "m": 0, "topic": "x", "partition": 1,
+         "leader": "broker-2", "leader_node": "broker-2"},
+        {"type": "fault", "client": "runner", "t": T0 + 4, "m": 4, "action": "kill9",
+         "node": "broker-2", "role": "owner"},
+        {"type": "leader", "client": "runner", "t": T0 + 9, "m": 9, "topic": "x", "partition": 1,
+         "leader": "broker-1", "leader_node": "broker-1"},
+    ])
+    (tmp_path / "result.json").write_text(json.dumps({"run_id": "r", "verdict": "pass"}))
+    return tmp_path
+
+
+def test_flows_measure_blocks_and_gaps(tmp_path: Path) -> None:
+    rates = scan_history(_run(tmp_path))
+    f0, f1 = rates.flows[("j", 0)], rates.flows[("j", 1)]
+    assert f1.stalls == 1 and f1.longest_block == 6.0 and f0.stalls == 0
+    # the blocked call stopped sends to the other partition too
+    assert 5.9 < f0.send_gap < 6.2 and 5.9 < f0.ack_gap < 6.2
+    assert sum(rates.sends_by_partition[("persistent://public/default/x", 0)].values()) == f0.sends
+    assert scan_owners(tmp_path) == {0: ["broker-1"], 1: ["broker-2", "broker-1"]}
+
+
+def test_report_has_send_stall_table_and_bands(tmp_path: Path) -> None:
+    html = render_run(_run(tmp_path)).read_text(encoding="utf-8")
+    table = re.search(r'<section id="send-stalls">(.*?)</section>', html, re.S).group(1)
+    rows = re.findall(r'<tr[^>]*data-partition="(\d)"', table)
+    assert rows == ["0", "1"]
+    assert "broker-2 \u2192 broker-1" in table and "6.00 s" in table
+    assert 'class="bad" data-partition="1"' in table
+    assert "blocked 6.0s" in html  # the band on partition 1's chart
+    assert "sends/s" in html
