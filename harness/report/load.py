@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from harness.history import history_files, read_events
+from harness.history import history_files, position_key, read_events
 
 __all__ = [
     "Result",
@@ -216,6 +216,27 @@ class Flow:
             self.longest_block, self.longest_block_at = seconds, t - seconds
 
 
+@dataclass
+class KeyOrder:
+    """Per-key order of one Key_Shared subscription, over all its consumers (observed only).
+
+    Polls of all consumers are ordered by their wall-clock time ``t`` (one harness process
+    writes them, so the clocks agree); this is an indication, judging is the checker's job
+    (see docs/pulsar.md for the check it needs). A *first delivery* is the
+    first poll of a message id in the subscription; one whose position is below an earlier
+    first delivery of the same key (same partition) is out of order. Redeliveries (the same
+    id again) are counted, not judged.
+    """
+
+    subscription: str
+    polls: int = 0
+    first: int = 0
+    redeliveries: int = 0
+    keys: set[str] = field(default_factory=set)
+    out_of_order: int = 0
+    examples: list[str] = field(default_factory=list)
+
+
 #: At most this many blocked-send bands are kept per partition (the longest ones).
 MAX_STALL_BANDS = 8
 
@@ -243,6 +264,32 @@ class Rates:
     stall_bands: dict[PartitionKey, list[tuple[float, float, str]]] = field(default_factory=dict)
     _client_topic: dict[str, str] = field(default_factory=dict)
     _flow_clients: set[str] = field(default_factory=set)
+    #: Key_Shared subscriptions: per-key order of first deliveries (see KeyOrder)
+    key_order: dict[str, KeyOrder] = field(default_factory=dict)
+    _ks_polls: list[tuple[float, str, str, str, int, tuple[int, int, int], str]] = field(
+        default_factory=list)
+
+    def finish_key_order(self) -> None:
+        """Judges the collected Key_Shared polls in time order (call once, after every file)."""
+        seen: set[tuple[str, str]] = set()
+        last: dict[tuple[str, str, str, int], tuple[tuple[int, int, int], str]] = {}
+        for _, sub, mid, key, partition, pos, client in sorted(self._ks_polls):
+            ko = self.key_order.setdefault(sub, KeyOrder(sub))
+            ko.polls += 1
+            if (sub, mid) in seen:
+                ko.redeliveries += 1
+                continue
+            seen.add((sub, mid))
+            ko.first += 1
+            ko.keys.add(key)
+            k = (sub, key, "", partition)
+            if k in last and pos < last[k][0]:
+                ko.out_of_order += 1
+                if len(ko.examples) < 5:
+                    ko.examples.append(f"{mid} (key {key}, {client}) after {last[k][1]}")
+            if k not in last or pos > last[k][0]:
+                last[k] = (pos, mid)
+        self._ks_polls.clear()
 
     def _flow(self, client: str, partition: int) -> Flow:
         key = (client, partition)
@@ -291,6 +338,11 @@ class Rates:
             self.recovery = (min(lo, t), max(hi, t))
         elif kind == "poll":
             self.polls[second] += 1
+            if event.get("subscription_type") == "Key_Shared" and event.get("key") is not None \
+                    and isinstance(event.get("mid"), str):
+                self._ks_polls.append((t, str(event.get("subscription")), event["mid"],
+                                       str(event["key"]), _int(event.get("partition")),
+                                       position_key(event), client))
         elif kind == "reset":
             self.resets.setdefault(second, Counter())[str(event.get("reason") or "unknown")] += 1
         else:
@@ -319,6 +371,7 @@ def scan_history(run_dir: str | os.PathLike[str]) -> Rates:
     for path in history_files(run_dir):
         for event in read_events(path):
             rates.add(event)
+    rates.finish_key_order()
     return rates
 
 

@@ -219,6 +219,7 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
         charts=charts,
         t0=charts.axis.start if charts else None,
         entries=entries,
+        key_order=sorted(rates.key_order.values(), key=lambda k: k.subscription),
         flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
         replicas=[{**row, "uncommitted": _uncommitted(row)} for row in result.replicas],
         files=files,

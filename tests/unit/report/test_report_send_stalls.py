@@ -70,3 +70,21 @@ def test_report_has_send_stall_table_and_bands(tmp_path: Path) -> None:
     assert 'class="bad" data-partition="1"' in table
     assert "blocked 6.0s" in html  # the band on partition 1's chart
     assert "sends/s" in html
+
+
+def test_key_shared_order_counts_first_deliveries_only(tmp_path: Path) -> None:
+    def poll(t: float, client: str, mid: str, key: str, entry: int) -> dict:
+        return {"type": "poll", "client": client, "t": T0 + t, "m": t, "phase": "run", "mid": mid,
+                "topic": "x", "partition": 0, "ledger": 1, "entry": entry, "batch": -1,
+                "key": key, "subscription": "ks", "subscription_type": "Key_Shared"}
+
+    _write(tmp_path / "history" / "a.jsonl", [poll(1, "a", "m1", "k1", 1), poll(2, "a", "m3", "k1", 3),
+                                              poll(5, "a", "m1", "k1", 1)])  # a redelivery
+    _write(tmp_path / "history" / "b.jsonl", [poll(3, "b", "m2", "k1", 2),  # after m3: out of order
+                                              poll(4, "b", "m4", "k2", 4)])
+    (tmp_path / "result.json").write_text(json.dumps({"run_id": "r", "verdict": "pass"}))
+    ko = scan_history(tmp_path).key_order["ks"]
+    assert (ko.polls, ko.first, ko.redeliveries, len(ko.keys), ko.out_of_order) == (5, 4, 1, 2, 1)
+    assert ko.examples == ["m2 (key k1, b) after m3"]
+    html = render_run(tmp_path).read_text(encoding="utf-8")
+    assert 'id="key-order"' in html and "m2 (key k1, b) after m3" in html
