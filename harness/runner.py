@@ -231,7 +231,12 @@ class _Run:
     def _fault(self, action: str, args: FaultArgs) -> dict[str, Any]:
         node = self.resolver.resolve(args.target)
         p = args.target.partition
-        self.leader_before_fault[p] = self._leader(p)
+        if args.target.node is None and args.target.role == "leader" and self.case.system == "kafka":
+            # just resolved: asking again would delay a kill that must land while a point holds
+            self.leader_before_fault[p] = self.system.broker_id(node)
+            self.watch.observe(p, node.name)
+        else:
+            self.leader_before_fault[p] = self._leader(p)
         params: dict[str, Any] = {}
         if action == "partition":
             params["peers"] = [self.resolver.resolve(args.peer)] if args.peer else None

@@ -153,27 +153,34 @@ class KafkaSystem:
         (claiming leadership it lost); asking one broker would trust it.
         """
         from collections import Counter
+        from concurrent.futures import ThreadPoolExecutor
 
         from confluent_kafka.admin import AdminClient
 
-        votes: Counter[tuple[int, tuple[int, ...], tuple[int, ...]]] = Counter()
-        errors = []
-        for node in self.brokers():
-            if node.container.status != "running":
-                continue
+        def ask(node: Node) -> tuple[int, tuple[int, ...], tuple[int, ...]] | str:
+            # a fresh client: one bootstrapped on this broker alone asks this broker (a
+            # long-lived one would ask whichever broker it likes)
             one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
                                "socket.timeout.ms": 3000, "log_level": 0,
                                "socket.connection.setup.timeout.ms": 2000})
             try:
                 tmd = one.list_topics(topic=topic, timeout=3).topics.get(topic)
             except Exception as exc:
-                errors.append(f"{node.name}: {exc}")
-                continue
+                return f"{node.name}: {exc}"
             if tmd is None or tmd.error is not None or partition not in tmd.partitions:
-                errors.append(f"{node.name}: {tmd.error if tmd is not None else 'unknown topic'}")
-                continue
+                return f"{node.name}: {tmd.error if tmd is not None else 'unknown topic'}"
             pmd = tmd.partitions[partition]
-            votes[(pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs))] += 1
+            return (pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs))
+
+        running = [n for n in self.brokers() if n.container.status == "running"]
+        # asked in parallel: one question costs a client start and a connection, which on
+        # a loaded machine took seconds, and kills that must land while a point is held
+        # wait for it
+        with ThreadPoolExecutor(max_workers=max(len(running), 1)) as pool:
+            answers = list(pool.map(ask, running))
+        votes: Counter[tuple[int, tuple[int, ...], tuple[int, ...]]] = Counter(
+            a for a in answers if not isinstance(a, str))
+        errors = [a for a in answers if isinstance(a, str)]
         if not votes:
             raise SystemError_(f"no broker answered for {topic}-{partition}: {'; '.join(errors)}")
         leader, replicas, isr = votes.most_common(1)[0][0]
