@@ -211,6 +211,8 @@ class _Run:
 
     def _run_step(self, step: Step) -> Any:
         args = step.args
+        if not (isinstance(args, ProduceArgs) and args.driver == "java" and args.background):
+            self.workloads.release()  # connected Java producers start sending together now
         if isinstance(args, (ProduceArgs, ConsumeArgs)):
             return self.workloads.start(args)
         if isinstance(args, AwaitArgs):
@@ -235,6 +237,11 @@ class _Run:
             # just resolved: asking again would delay a kill that must land while a point holds
             self.leader_before_fault[p] = self.system.broker_id(node)
             self.watch.observe(p, node.name)
+        elif self.injector is not None and self.case.system == "kafka" \
+                and (last := self.watch.last_leader(p)) is not None:
+            # a point is armed and may be holding a thread: the kill must land at once, and
+            # the leader watch (polled every second) knows the leader well enough
+            self.leader_before_fault[p] = self.system.broker_id(last)
         else:
             self.leader_before_fault[p] = self._leader(p)
         params: dict[str, Any] = {}
