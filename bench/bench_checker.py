@@ -1,9 +1,11 @@
 """Bench of the Spark checker on synthetic histories.
 
 For each size: generate a history (with two of each anomaly injected, so the
-bench also checks the result), run ``check_run`` on a warm session, sample the
-peak memory of this process plus the Spark JVM (/proc), and at 1M records or
-fewer time the reference checker too. Data goes to a temporary directory that
+bench also checks the result), run ``check_run`` on a warm session (``--repeat``
+times; generation is timed apart and never counted in the check), sample the
+peak memory of this process plus the Spark JVM and its children (/proc), count
+the CPU seconds they used during the check, and at 1M records or fewer time the
+reference checker too. Data goes to a temporary directory that
 is deleted afterwards.
 
 Usage: ``python bench/bench_checker.py --records 1000000 10000000``
@@ -58,10 +60,11 @@ class PeakMemory:
             self._stop.wait(self.every_s)
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and all its descendants."""
+def _tree(root: int) -> dict[int, dict[str, str]]:
+    """/proc/<pid>/status fields of ``root`` and all its descendants (the Spark JVM, and
+    any Python workers it starts)."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
+    status: dict[int, dict[str, str]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -72,15 +75,35 @@ def _tree_rss(root: int) -> int:
             continue
         pid = int(entry.name)
         parents[pid] = int(fields.get("PPid", "0"))
-        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
-    total = 0
-    for pid in rss:
+        status[pid] = fields
+    out = {}
+    for pid in status:
         p = pid
         while p and p != root:
             p = parents.get(p, 0)
         if p == root:
-            total += rss[pid]
-    return total
+            out[pid] = status[pid]
+    return out
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and all its descendants."""
+    return sum(int(f.get("VmRSS", "0 kB").split()[0]) * 1024 for f in _tree(root).values())
+
+
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by ``root`` and its live descendants: on a
+    shared machine this, unlike wall time, hardly depends on what else runs."""
+    root = root or os.getpid()
+    total = 0
+    for pid in _tree(root):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -90,6 +113,7 @@ class Row:
     gigabytes: float
     generate_s: float
     check_s: float
+    cpu_s: float
     peak_gib: float
     reference_s: float | None
     load: float
@@ -99,15 +123,15 @@ class Row:
         ratio = f"{self.reference_s / self.check_s:.1f}x" if self.reference_s else "-"
         ref = f"{self.reference_s:.1f}" if self.reference_s else "-"
         return [f"{self.records:,}", f"{self.lines:,}", f"{self.gigabytes:.1f}", f"{self.generate_s:.1f}",
-                f"{self.check_s:.1f}", f"{self.peak_gib:.1f}", ref, ratio, f"{self.load:.1f}",
+                f"{self.check_s:.1f}", f"{self.cpu_s:.0f}", f"{self.peak_gib:.1f}", ref, ratio, f"{self.load:.1f}",
                 "yes" if self.correct else "NO"]
 
 
-HEADER = ["records", "lines", "input GB", "generate s", "check s", "peak GiB", "reference s",
+HEADER = ["records", "lines", "input GB", "generate s", "check s", "check CPU s", "peak GiB", "reference s",
           "ref/spark", "load", "correct"]
 
 
-def bench(records: int, args: argparse.Namespace) -> Row:
+def bench(records: int, args: argparse.Namespace) -> list[Row]:
     run = Path(tempfile.mkdtemp(prefix="bench-checker-", dir=args.tmp))
     try:
         inject = {k: 2 for k in ANOMALIES if args.replicas >= 2 or k != "replica-divergence"}
@@ -119,20 +143,24 @@ def bench(records: int, args: argparse.Namespace) -> Row:
         size = sum(f.stat().st_size for f in run.rglob("*.jsonl"))
         print(f"  {records:,}: generated {expected.lines:,} lines, {size / 1e9:.1f} GB in {generate_s:.0f}s",
               flush=True)
-        with PeakMemory() as memory:
-            t0 = time.monotonic()
-            result = check_run(run, spark_master=args.master)
-            check_s = time.monotonic() - t0
-        load = os.getloadavg()[0]
-        correct = result.anomalies == expected.anomalies and result.counts == expected.counts
-        print(f"  {records:,}: checked in {check_s:.0f}s, correct: {correct}", flush=True)
-        reference_s = None
-        if records <= REFERENCE_MAX and not args.no_reference:
-            t0 = time.monotonic()
-            correct &= reference_checker.check(run) == result
-            reference_s = time.monotonic() - t0
-        return Row(records, expected.lines, size / 1e9, generate_s, check_s, memory.peak / 2**30,
-                   reference_s, load, correct)
+        rows = []
+        for _ in range(args.repeat):
+            with PeakMemory() as memory:
+                cpu0, t0 = tree_cpu_s(), time.monotonic()
+                result = check_run(run, spark_master=args.master)
+                check_s, cpu_s = time.monotonic() - t0, tree_cpu_s() - cpu0
+            load = os.getloadavg()[0]
+            correct = result.anomalies == expected.anomalies and result.counts == expected.counts
+            print(f"  {records:,}: checked in {check_s:.0f}s ({cpu_s:.0f} CPU-s, peak "
+                  f"{memory.peak / 2**30:.1f} GiB, load {load:.1f}), correct: {correct}", flush=True)
+            reference_s = None
+            if records <= REFERENCE_MAX and not args.no_reference and not rows:
+                t0 = time.monotonic()
+                correct &= reference_checker.check(run) == result
+                reference_s = time.monotonic() - t0
+            rows.append(Row(records, expected.lines, size / 1e9, generate_s, check_s, cpu_s,
+                            memory.peak / 2**30, reference_s, load, correct))
+        return rows
     finally:
         shutil.rmtree(run, ignore_errors=True)
 
@@ -141,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, nargs="+", default=[1_000_000],
                         help="history sizes in sent messages (default: 1000000)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="checks of each generated history (default 1; the reference runs once)")
     parser.add_argument("--replicas", type=int, default=0, help="replica dumps per history (default 0)")
     parser.add_argument("--partitions", type=int, default=6, help="partitions of the topic (default 6)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
@@ -161,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Spark session and warm-up check: {time.monotonic() - t0:.1f}s "
           f"(driver memory {spark_job.session(args.master).conf.get('spark.driver.memory')}, "
           f"{os.cpu_count()} cores)", flush=True)
-    rows = [bench(n, args) for n in args.records]
+    rows = [row for n in args.records for row in bench(n, args)]
     widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(HEADER)]
     print()
     print("  ".join(h.rjust(w) for h, w in zip(HEADER, widths)))

@@ -134,6 +134,8 @@ def _session_conf() -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.debug.maxToStringFields": "1000",
         "spark.sql.parquet.compression.codec": "lz4_raw",
+        # Read the JSON lines in 1 MiB reads, not Hadoop's default 4 KiB.
+        "spark.hadoop.io.file.buffer.size": str(1 << 20),
         # Shuffle files of finished checks are removed when the driver collects garbage.
         "spark.cleaner.periodicGC.interval": "1min",
     }
@@ -230,10 +232,17 @@ class _Job:
 
     # -- helpers ---------------------------------------------------------------
 
-    def _stage(self, name: str, df: DataFrame) -> DataFrame:
+    def _stage(self, name: str, df: DataFrame, dictionary: Sequence[str] = ()) -> DataFrame:
+        """Write ``df`` as Parquet in the scratch directory and read it back.
+
+        Dictionaries do not pay for mostly distinct values (ids, positions, seq): only the
+        ``dictionary`` columns (a few distinct values: names, codes, flags) get one.
+        """
         path = str(self.scratch / name)
-        # Dictionaries do not pay for mostly distinct values (ids, positions, seq).
-        df.write.option("parquet.enable.dictionary", "false").parquet(path)
+        writer = df.write.option("parquet.enable.dictionary", "false")
+        for col in dictionary:
+            writer = writer.option(f"parquet.enable.dictionary#{col}", "true")
+        writer.parquet(path)
         return self.spark.read.parquet(path)
 
     def _has(self, col: str, bits: int) -> Column:
@@ -286,7 +295,9 @@ class _Job:
                 F.lit(None).cast(_L).alias("client_h"), F.lit(0).alias("flags"),
                 F.lit(None).cast(_L).alias("seq"), "node")
             events = history.unionByName(reps)
-        return self._stage("events", events.where(F.col("code").isNotNull()))
+        return self._stage("events", events.where(F.col("code").isNotNull()),
+                           dictionary=("code", "topic", "topic_h", "part", "client", "client_h", "flags",
+                                       "node"))
 
     def _common(self, types: Mapping[str, int]) -> list[Column]:
         """Columns shared by history and replica lines: type code (null for other types),
