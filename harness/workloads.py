@@ -48,6 +48,8 @@ class Workloads:
         self.bootstrap = bootstrap
         self.progress = progress
         self.running: dict[str, _Running] = {}
+        #: Java producers connected and waiting to start sending (released together)
+        self._waiting: list[Any] = []
         self.finished: dict[str, dict[str, Any]] = {}
 
     def _writer(self, name: str) -> HistoryWriter:
@@ -63,6 +65,9 @@ class Workloads:
             from .clients.pulsar import PulsarJavaProducer
 
             java = PulsarJavaProducer(self.cluster, self.run_dir, self.topic, args.name, spec, ready)
+            if args.background:  # consecutive Java producers start sending together: release()
+                java.go_now = False
+                self._waiting.append(java)
             return java.run(count=args.count,
                             duration_s=min(args.duration_s, cap) if args.duration_s else None,
                             rate=args.rate, value_size=args.value_size, keys=args.keys,
@@ -143,6 +148,12 @@ class Workloads:
         self.progress(f"workload {args.name}: started in the background ({self._describe(args)})")
         return None
 
+    def release(self) -> None:
+        """Lets every connected Java producer start sending (before any other kind of step)."""
+        for java in self._waiting:
+            java.go()
+        self._waiting.clear()
+
     def wait(self, name: str, timeout_s: float) -> dict[str, Any]:
         """Waits for background workload ``name`` to finish by itself."""
         running = self.running[name]
@@ -153,6 +164,7 @@ class Workloads:
 
     def stop_all(self, timeout_s: float = 240.0) -> list[str]:
         """Stops every background workload (cleanup); returns the problems met."""
+        self.release()
         problems = []
         for running in list(self.running.values()):
             running.stop.set()

@@ -270,6 +270,13 @@ class PulsarJavaProducer:
         self.stats = WorkloadStats(name)
         self.history = self.run_dir / "history" / f"{name}.jsonl"
         self.java_dir = self.run_dir / "java"
+        #: False: the program waits after connecting until go() (Workloads.release) is called
+        self.go_now = True
+
+    def go(self) -> None:
+        """Lets the connected program start sending (the start barrier of a case's producers)."""
+        self.java_dir.mkdir(parents=True, exist_ok=True)
+        (self.java_dir / f"{self.name}.go").write_text("go\n")
 
     def _properties(self, **values: Any) -> str:
         lines = [f"{k}={'' if v is None else v}" for k, v in values.items()]
@@ -288,12 +295,16 @@ class PulsarJavaProducer:
         shutil.copyfile(JAVA_SOURCE, self.java_dir / JAVA_SOURCE.name)
         stop_file = self.java_dir / f"{self.name}.stop"
         stop_file.unlink(missing_ok=True)
+        (self.java_dir / f"{self.name}.go").unlink(missing_ok=True)
+        if self.go_now:
+            self.go()
         brokers = ",".join(f"{n.name}:6650" for n in self.cluster.spec.nodes_of("pulsar-broker"))
         spec = self.spec
         props = self._properties(
             name=self.name, topic=self.topic, service_url=f"pulsar://{brokers}",
             history=f"{_RUN_MOUNT}/history/{self.name}.jsonl",
             stop_file=f"{_RUN_MOUNT}/java/{self.name}.stop",
+            go_file=f"{_RUN_MOUNT}/java/{self.name}.go",
             count=count if count is not None else -1,
             duration_ms=int(duration_s * 1000) if duration_s is not None else -1,
             rate=rate or 0, value_size=value_size, keys=keys or 0,

@@ -177,6 +177,17 @@ public class PulsarProducer {
         synchronized (lock) {
             out.flush();
         }
+        // Start barrier: producers of one case start sending together, when the harness
+        // writes the go file (the next step that is not another Java producer).
+        String goName = opt(p, "go_file");
+        if (goName != null) {
+            Path go = Paths.get(goName);
+            long waitEnd = System.nanoTime() + hardMs * 1_000_000L;
+            while (!Files.exists(go) && !Files.exists(stopFile) && System.nanoTime() < waitEnd) {
+                Thread.sleep(10);
+            }
+            record("meta", ",\"status\":\"go\"");
+        }
 
         AtomicLong outstanding = new AtomicLong();
         long start = System.nanoTime();
