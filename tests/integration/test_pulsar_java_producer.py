@@ -1,0 +1,64 @@
+"""The Java producer workload and the topic helpers the Pulsar chaos cases use.
+
+Uses the session's ``pulsar_cluster`` (PulsarSystem; reused if one is running, removed at
+the end of the session if this session started it). Every loop is bounded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness.case import ClientSpec
+from harness.clients.pulsar import PulsarJavaProducer
+from harness.history import read_events
+
+pytestmark = [pytest.mark.docker, pytest.mark.pulsar]
+
+
+def test_spread_and_unload(pulsar_cluster) -> None:
+    topic = f"it-spread-{uuid.uuid4().hex[:6]}"
+    pulsar_cluster.create_topic(topic, 8)
+    try:
+        owners = pulsar_cluster.spread(topic, 8)
+        counts = {b: sum(1 for o in owners.values() if o == b) for b in ("broker-1", "broker-2")}
+        assert min(counts.values()) >= 2, owners
+        before = owners[3]
+        after = pulsar_cluster.unload(topic, 3)
+        assert after.name != before
+    finally:
+        pulsar_cluster.delete_topics([topic])
+
+
+def test_java_producer_writes_the_history(pulsar_cluster, tmp_path: Path) -> None:
+    topic = f"it-java-{uuid.uuid4().hex[:6]}"
+    pulsar_cluster.create_topic(topic, 4)
+    try:
+        spec = dataclasses.replace(ClientSpec(), max_pending_messages=100,
+                                   batching_max_publish_delay_us=50)
+        ready = threading.Event()
+        producer = PulsarJavaProducer(pulsar_cluster.cluster, tmp_path, topic, "jp", spec, ready)
+        stats = producer.run(count=400, rate=400, keys=4, max_s=120)
+        assert ready.is_set()
+        assert (stats.sent, stats.ok, stats.fail, stats.info) == (400, 400, 0, 0)
+        events = list(read_events(tmp_path / "history" / "jp.jsonl"))
+        meta = [e for e in events if e["type"] == "meta"]
+        assert meta[0]["status"] == "ready" and meta[0]["client_version"] == "4.0.7"
+        # the 4.x client's minimum delay is 1 ms: applied as 1000 us, the request recorded
+        assert meta[0]["producer"]["batchingMaxPublishDelayMicros"] == 1000
+        assert meta[0]["producer"]["batchingMaxPublishDelayMicrosRequested"] == 50
+        invokes = {e["mid"]: e for e in events if e["type"] == "invoke"}
+        oks = [e for e in events if e["type"] == "ok"]
+        assert [invokes[f"jp-{n + 1}"]["partition"] for n in range(8)] == [0, 1, 2, 3] * 2
+        for ok in oks:  # the acknowledged partition is the one chosen before the call
+            assert ok["partition"] == invokes[ok["mid"]]["partition"]
+            assert ok["ledger"] >= 0 and ok["entry"] >= 0 and ok["offset"] is None
+        # no container left behind
+        engine = pulsar_cluster.cluster.engine
+        assert not engine.containers({"io.chaosharness.role": "workload"})
+    finally:
+        pulsar_cluster.delete_topics([topic])
