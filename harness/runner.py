@@ -48,6 +48,8 @@ DEFAULT_REPORTS = ROOT / "reports"
 REUSE_READY_S = 45.0
 #: ZooKeeper mode: how long recovery waits for the ISR before forcing a controller election.
 STUCK_CONTROLLER_S = 60.0
+#: how long an ``await isr_size`` waits (ZooKeeper mode) before it checks for a stuck controller
+UNSTICK_AFTER_S = 30.0
 Progress = Callable[[str], None]
 
 
@@ -318,8 +320,8 @@ class _Run:
             result = {"leader": target.name}
         elif cond == "isr_size":
             size = int(params["size"])
-            wait_until(lambda: len(self.system.partition_state(self.topic, p).isr) == size,
-                       timeout=timeout, what=f"partition {p}: an ISR of {size}", logs=logs)
+            self._wait_unsticking(lambda: len(self.system.partition_state(self.topic, p).isr) == size,
+                                  timeout=timeout, what=f"partition {p}: an ISR of {size}", logs=logs)
             result = {"size": size}
         elif cond == "log":
             node = self.resolver.resolve(params["target"])
@@ -374,6 +376,33 @@ class _Run:
         stats = self.workloads.recovery_read(self.case.topic.partitions)
         self.recovery["read"] = stats
         self.progress(f"recovery: read {stats.get('polled', 0)} records")
+
+    def _wait_unsticking(self, pred: Any, *, timeout: float, what: str, logs: Any) -> Any:
+        """``wait_until``, with a remedy in ZooKeeper mode for a controller stuck on stale
+        broker epochs (3.9.2, seen when a partition's replicas and the controller restart
+        in quick succession: the brokers reject every LeaderAndIsr, so the ISR never grows).
+        After ``UNSTICK_AFTER_S``, if every broker runs and one does not take the controller's
+        requests, the harness forces a controller election, as an operator would, records
+        it in the timeline and the story, and waits on."""
+        if self.cluster.spec.mode != "zk" or timeout <= UNSTICK_AFTER_S + 5:
+            return wait_until(pred, timeout=timeout, what=what, logs=logs)
+        t0 = time.monotonic()
+        try:
+            return wait_until(pred, timeout=UNSTICK_AFTER_S, what=what)
+        except WaitTimeout:
+            pass
+        if all(n.container.status == "running" for n in self.system.brokers()):
+            problem = self.system.controller_problem(timeout=10)
+            if problem is not None:
+                self.system.force_controller_election()
+                note = (f"while waiting for {what}, the controller was stuck ({problem}); the "
+                        f"harness forced a controller election (deleted /controller)")
+                self.recovery.setdefault("actions", []).append(note)
+                self.timeline.record("mark", label="forced controller election",
+                                     detail={"problem": problem})
+                self.progress(note)
+        return wait_until(pred, timeout=max(timeout - (time.monotonic() - t0), 1.0), what=what,
+                          logs=logs)
 
     def _wait_converged(self, timeout: float) -> None:
         parts = range(self.case.topic.partitions)

@@ -1,0 +1,76 @@
+"""The runner's remedy for a ZooKeeper-mode controller stuck on stale broker epochs.
+
+Kafka 3.9.2 sometimes keeps stamping LeaderAndIsr with a broker's old epoch after the
+replicas and the controller restart in quick succession; the ISR then never grows. An
+``await isr_size`` probes for that after UNSTICK_AFTER_S and forces an election once.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness import runner
+from harness.errors import WaitTimeout
+
+
+class FakeSystem:
+    def __init__(self, problem: str | None, statuses: tuple[str, ...] = ("running",) * 3) -> None:
+        self.problem = problem
+        self.elections = 0
+        self._nodes = [SimpleNamespace(name=f"kafka-{i}", container=SimpleNamespace(status=s))
+                       for i, s in enumerate(statuses, 1)]
+
+    def brokers(self) -> list[Any]:
+        return self._nodes
+
+    def controller_problem(self, timeout: float = 20) -> str | None:
+        return self.problem
+
+    def force_controller_election(self) -> None:
+        self.elections += 1
+
+
+def _run(system: FakeSystem, mode: str = "zk") -> Any:
+    run = object.__new__(runner._Run)
+    run.cluster = SimpleNamespace(spec=SimpleNamespace(mode=mode))
+    run.system = system
+    run.recovery = {}
+    run.timeline = SimpleNamespace(marks=[], record=lambda kind, **kw: run.timeline.marks.append(kw))
+    run.progress = lambda msg: None
+    return run
+
+
+@pytest.fixture(autouse=True)
+def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "UNSTICK_AFTER_S", 0.3)
+
+
+def test_a_stuck_controller_is_unstuck_once_and_recorded() -> None:
+    system = FakeSystem("kafka-1 did not take the controller's LeaderAndIsr")
+    run = _run(system)
+    assert run._wait_unsticking(lambda: system.elections > 0, timeout=6.0, what="an ISR of 2",
+                                logs=None)
+    assert system.elections == 1
+    assert "forced a controller election" in run.recovery["actions"][0]
+    assert run.timeline.marks[0]["label"] == "forced controller election"
+
+
+def test_a_healthy_controller_is_left_alone_and_the_wait_times_out() -> None:
+    system = FakeSystem(None)
+    run = _run(system)
+    with pytest.raises(WaitTimeout):
+        run._wait_unsticking(lambda: False, timeout=6.0, what="an ISR of 2", logs=None)
+    assert system.elections == 0 and not run.recovery
+
+
+def test_no_probe_while_a_broker_is_down_nor_in_kraft_mode() -> None:
+    down = FakeSystem("kafka-3 did not take it", ("running", "running", "exited"))
+    with pytest.raises(WaitTimeout):
+        _run(down)._wait_unsticking(lambda: False, timeout=6.0, what="x", logs=None)
+    kraft = FakeSystem("whatever")
+    with pytest.raises(WaitTimeout):
+        _run(kraft, mode="kraft")._wait_unsticking(lambda: False, timeout=1.0, what="x", logs=None)
+    assert down.elections == 0 and kraft.elections == 0
