@@ -46,9 +46,8 @@ __all__ = ["run_case", "RunOutcome", "DEFAULT_REPORTS", "judge"]
 DEFAULT_REPORTS = ROOT / "reports"
 #: How long a reused cluster may take to look healthy before it is recreated.
 REUSE_READY_S = 45.0
-#: ZooKeeper mode: how long recovery waits for the ISR before forcing a controller election.
-STUCK_CONTROLLER_S = 60.0
-#: how long an ``await isr_size`` waits (ZooKeeper mode) before it checks for a stuck controller
+#: ZooKeeper mode: how long an ``await isr_size`` or recovery waits for the ISR before it
+#: checks for a controller stuck on stale broker epochs
 UNSTICK_AFTER_S = 30.0
 Progress = Callable[[str], None]
 
@@ -413,22 +412,9 @@ class _Run:
                 states = [self.system.partition_state(self.topic, p) for p in parts]
                 return all(s.leader >= 0 and len(s.isr) == rf for s in states)
 
-            what = f"{self.topic}: every partition led with a full ISR of {rf}"
-            if self.cluster.spec.mode == "zk" and timeout > STUCK_CONTROLLER_S:
-                try:
-                    wait_until(full, timeout=STUCK_CONTROLLER_S, what=what)
-                    return
-                except WaitTimeout:
-                    # seen on 3.9 after both replicas were killed and restarted: the
-                    # controller keeps stamping requests with a stale broker epoch
-                    self.system.force_controller_election()
-                    note = (f"recovery: the ISR did not converge in {STUCK_CONTROLLER_S:.0f}s; "
-                            f"forced a controller election (deleted /controller)")
-                    self.recovery.setdefault("actions", []).append(note)
-                    self.timeline.record("mark", label="forced controller election")
-                    self.progress(note)
-                    timeout -= STUCK_CONTROLLER_S
-            wait_until(full, timeout=timeout, what=what, logs=self.cluster.node_logs)
+            self._wait_unsticking(full, timeout=timeout,
+                                  what=f"{self.topic}: every partition led with a full ISR of {rf}",
+                                  logs=self.cluster.node_logs)
         else:
             wait_until(lambda: all(self.system.owner(self.topic, p) for p in parts),
                        timeout=timeout, what=f"{self.topic}: every partition owned",
