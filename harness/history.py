@@ -28,6 +28,17 @@ failed send):
     value is not ours), ``phase`` (``run`` during the case, ``recovery`` for
     the final read after heal), ``topic``, position fields, ``ts`` (record
     timestamp, ms), ``key``.
+``polls``
+    A consumer's batch of records (one ``consume`` call), in columns: the same
+    record as ``poll`` events, written once per batch because a line per record
+    costs the consumer more Python than the read itself. Batch fields: ``phase``,
+    ``topic`` and any other field that holds for every record (``isolation``).
+    Record fields are equal-length lists named by the plural of the ``poll``
+    field: ``partitions``, ``mids``, ``tss``, ``keys`` and Kafka ``offsets``,
+    ``epochs``, Pulsar ``ledgers``, ``entries``, ``batches``. A list is null
+    when every element is null (``keys`` of unkeyed records). A ``polls`` event
+    means exactly its ``poll`` events, in list order, all with the batch's
+    stamp; :func:`read_events` expands it (:data:`POLLS_FIELDS`).
 ``reset``
     The consumer saw its position move other than forward by one: ``topic``,
     ``partition``, ``reason`` (``offset-out-of-range``, ``truncation``,
@@ -76,10 +87,17 @@ __all__ = [
     "make_value",
     "parse_mid",
     "SCHEMA_VERSION",
+    "POLLS_FIELDS",
+    "expand_polls",
 ]
 
 SCHEMA_VERSION = 1
-CLIENT_TYPES = frozenset({"invoke", "ok", "fail", "info", "poll", "reset", "stall", "meta"})
+CLIENT_TYPES = frozenset({"invoke", "ok", "fail", "info", "poll", "polls", "reset", "stall",
+                          "meta"})
+#: column of a ``polls`` event -> the ``poll`` field it holds
+POLLS_FIELDS = {"partitions": "partition", "offsets": "offset", "epochs": "epoch",
+                "ledgers": "ledger", "entries": "entry", "batches": "batch",
+                "mids": "mid", "tss": "ts", "keys": "key"}
 TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"})
 
 _MID_SEP = b"|"
@@ -225,8 +243,42 @@ def history_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted((Path(run_dir) / "history").glob("*.jsonl"))
 
 
-def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Events of one JSONL file; a torn or corrupt line (crash mid-write) is skipped."""
+def expand_polls(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``poll`` events a ``polls`` event stands for (see the module doc).
+
+    A malformed batch (a column that is not a list, lists of different lengths) gives
+    no events, like a corrupt line.
+    """
+    base = {k: v for k, v in event.items() if k not in POLLS_FIELDS}
+    base["type"] = "poll"
+    columns: dict[str, list[Any] | None] = {}
+    size = -1
+    for plural, field in POLLS_FIELDS.items():
+        col = event.get(plural)
+        if col is None:
+            if plural in event:
+                columns[field] = None
+            continue
+        if not isinstance(col, list) or (size >= 0 and len(col) != size):
+            return []
+        size = len(col)
+        columns[field] = col
+    if size < 0:
+        return []
+    out = []
+    for i in range(size):
+        e = dict(base)
+        for field, col in columns.items():
+            e[field] = None if col is None else col[i]
+        out.append(e)
+    return out
+
+
+def read_events(path: str | os.PathLike[str], *, expand: bool = True) -> Iterator[dict[str, Any]]:
+    """Events of one JSONL file; a torn or corrupt line (crash mid-write) is skipped.
+
+    ``polls`` batches come out as their ``poll`` events unless ``expand`` is false.
+    """
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if not line.endswith("\n"):
@@ -236,4 +288,7 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
             if isinstance(event, dict) and "type" in event:
-                yield event
+                if expand and event["type"] == "polls":
+                    yield from expand_polls(event)
+                else:
+                    yield event

@@ -1,0 +1,48 @@
+"""The ``polls`` batch event: it means exactly its ``poll`` events (history contract)."""
+
+import json
+
+from harness.history import HistoryWriter, expand_polls, read_events
+
+
+def _batch(**cols):
+    return {"type": "polls", "client": "c0", "t": 1.5, "m": 2.5, "phase": "run", "topic": "t",
+            "isolation": "read_committed", **cols}
+
+
+def test_a_kafka_batch_expands_to_its_polls_in_order() -> None:
+    polls = expand_polls(_batch(partitions=[0, 1, 0], offsets=[5, 9, 6], epochs=[2, 3, None],
+                                mids=["p-1", None, "p-2"], tss=[10, 11, 12], keys=None))
+    assert [p["offset"] for p in polls] == [5, 9, 6]
+    assert [p["partition"] for p in polls] == [0, 1, 0]
+    assert [p["mid"] for p in polls] == ["p-1", None, "p-2"]
+    assert [p["epoch"] for p in polls] == [2, 3, None]
+    assert all(p["key"] is None and p["type"] == "poll" and p["t"] == 1.5 and p["m"] == 2.5
+               and p["isolation"] == "read_committed" and p["topic"] == "t" for p in polls)
+    assert "ledger" not in polls[0] and "offsets" not in polls[0]
+
+
+def test_a_pulsar_batch_expands_with_message_id_parts() -> None:
+    polls = expand_polls(_batch(partitions=[3], ledgers=[17], entries=[4], batches=[-1],
+                                mids=["x-0"], tss=[1], keys=["k"]))
+    assert polls == [{"type": "poll", "client": "c0", "t": 1.5, "m": 2.5, "phase": "run",
+                      "topic": "t", "isolation": "read_committed", "partition": 3, "ledger": 17,
+                      "entry": 4, "batch": -1, "mid": "x-0", "ts": 1, "key": "k"}]
+
+
+def test_a_malformed_batch_gives_nothing() -> None:
+    assert expand_polls(_batch(partitions=[0, 1], offsets=[1])) == []
+    assert expand_polls(_batch(partitions=0, offsets=[1])) == []
+    assert expand_polls(_batch()) == []
+
+
+def test_read_events_expands_batches_unless_told_not_to(tmp_path) -> None:
+    path = tmp_path / "c.jsonl"
+    with HistoryWriter(path, "c0") as w:
+        w.record("poll", phase="run", topic="t", partition=0, offset=0, mid="a-0")
+        w.write_line(json.dumps(_batch(partitions=[0, 0], offsets=[1, 2], mids=["a-1", "a-2"]))
+                     + "\n")
+        w.record("reset", topic="t", partition=0, reason="truncation")
+    kinds = [(e["type"], e.get("offset")) for e in read_events(path)]
+    assert kinds == [("poll", 0), ("poll", 1), ("poll", 2), ("reset", None)]
+    assert [e["type"] for e in read_events(path, expand=False)] == ["poll", "polls", "reset"]
