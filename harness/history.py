@@ -35,7 +35,8 @@ failed send):
     ``topic`` and any other field that holds for every record (``isolation``).
     Record fields are equal-length lists named by the plural of the ``poll``
     field: ``partitions``, ``mids``, ``tss``, ``keys`` and Kafka ``offsets``,
-    ``epochs``, Pulsar ``ledgers``, ``entries``, ``batches``. A list is null
+    ``epochs``, Pulsar ``ledgers``, ``entries``, ``batches``, ``redeliveries``
+    (batch fields there: ``subscription``, ``subscription_type``). A list is null
     when every element is null (``keys`` of unkeyed records). A ``polls`` event
     means exactly its ``poll`` events, in list order, all with the batch's
     stamp; :func:`read_events` expands it (:data:`POLLS_FIELDS`).
@@ -97,7 +98,7 @@ CLIENT_TYPES = frozenset({"invoke", "ok", "fail", "info", "poll", "polls", "rese
 #: column of a ``polls`` event -> the ``poll`` field it holds
 POLLS_FIELDS = {"partitions": "partition", "offsets": "offset", "epochs": "epoch",
                 "ledgers": "ledger", "entries": "entry", "batches": "batch",
-                "mids": "mid", "tss": "ts", "keys": "key"}
+                "mids": "mid", "tss": "ts", "keys": "key", "redeliveries": "redelivery"}
 TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"})
 
 _MID_SEP = b"|"

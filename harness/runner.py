@@ -263,7 +263,7 @@ class _Run:
         self.leader_before_fault[p] = before
         dest = self.resolver.resolve(args.to) if args.to is not None else None
         t0 = time.monotonic()
-        new = self.system.unload(self.topic, p, to=dest, timeout=self.remaining(60))
+        new = self.system.unload(self.topic, p, to=dest, timeout=self.remaining(90))
         detail = {"partition": p, "from": before, "to": new.name,
                   "seconds": round(time.monotonic() - t0, 3)}
         self.timeline.record("fault", action="unload", node=new.name, role="bundle", detail=detail)

@@ -16,6 +16,7 @@ wherever a topic is.
 from __future__ import annotations
 
 import json
+import time
 import re
 import urllib.error
 import urllib.parse
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backend.cluster import Cluster, Node
-from ..errors import HarnessError, SystemError_
+from ..errors import HarnessError, SystemError_, WaitTimeout
 from ..wait import wait_until
 from ._zk import zk_call
 
@@ -393,11 +394,16 @@ class PulsarSystem:
         return str(data).strip().strip('"')
 
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
-               timeout: float = 60) -> Node:
+               timeout: float = 60, attempt_s: float = 20) -> Node:
         """Moves the topic's bundle to ``to`` (default: another broker); returns the new owner.
 
         Unloads the bundle (every topic in it) with ``destinationBroker``; the leader assigns
         it there on the next lookup, which this method makes, waiting until the owner changed.
+        ``destinationBroker`` is a hint, and the handover races the clients' own lookups: the
+        old owner can take the bundle back before it released its lock, and the destination
+        then answers every lookup with "Failed to acquire ownership" (seen on 4.0.7). So an
+        attempt that has not moved the bundle in ``attempt_s`` unloads it again, until
+        ``timeout``.
         """
         partition = self._part(topic, partition)
         current = self.owner(topic, partition)
@@ -408,12 +414,30 @@ class PulsarSystem:
         tn = self.topic_name(topic, partition)
         namespace = tn.split("://", 1)[1].rsplit("/", 1)[0]
         bundle = self.bundle(topic, partition)
-        self._request("PUT", f"/admin/v2/namespaces/{namespace}/{bundle}/unload",
-                      query={"destinationBroker": self.broker_id(dest)}, timeout=60)
-        wait_until(lambda: self.owner(topic, partition).name == dest.name, timeout=timeout,
-                   what=f"{tn}: owned by {dest.name} after unloading bundle {bundle}",
-                   logs=lambda: self.cluster.node_logs([current.name, dest.name]))
-        return dest
+        deadline = time.monotonic() + timeout
+        attempts = 0
+        while True:
+            attempts += 1
+            left = deadline - time.monotonic()
+            try:
+                self._request("PUT", f"/admin/v2/namespaces/{namespace}/{bundle}/unload",
+                              query={"destinationBroker": self.broker_id(dest)},
+                              timeout=max(5.0, min(60.0, left)))
+            except HarnessError:
+                if attempts > 1 and left <= attempt_s:
+                    raise  # the last chance failed; earlier ones are retried below
+            window = min(attempt_s, max(1.0, deadline - time.monotonic()))
+            last_window = deadline - time.monotonic() <= attempt_s
+            try:
+                wait_until(lambda: self.owner(topic, partition).name == dest.name, timeout=window,
+                           what=f"{tn}: owned by {dest.name} after unloading bundle {bundle} "
+                                f"({attempts} unload(s))",
+                           logs=(lambda: self.cluster.node_logs([current.name, dest.name]))
+                           if last_window else None)
+                return dest
+            except WaitTimeout:
+                if last_window:
+                    raise
 
     def spread(self, topic: str, partitions: int, *, attempts: int = 6) -> dict[int, str]:
         """Moves bundles until every broker owns at least ``partitions // 4`` partitions (and one).
