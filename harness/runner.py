@@ -133,7 +133,7 @@ class _Run:
                               f"recreating it")
                 self.cluster.up(self.progress, reuse=False)
                 reused = False
-        if reused and self.cluster.spec.mode == "zk" and not self._controller_healthy():
+        if reused and not self._reuse_healthy():
             reused = False
         if not reused and not self.keep_cluster:
             self.stack.callback(self._teardown)
@@ -150,22 +150,24 @@ class _Run:
                                    self.progress, cluster=self.cluster)
         self.stack.callback(self._stop_workloads_quietly)
 
-    def _controller_healthy(self) -> bool:
-        """A reused ZooKeeper-mode cluster must have a controller that reaches every broker:
-        earlier cases may have left it on stale broker epochs. Remedy: a forced controller
-        election; if that does not help, a fresh cluster (then False is returned)."""
+    def _reuse_healthy(self) -> bool:
+        """A reused cluster can pass its readiness check and still be unfit: earlier cases
+        may have left a ZooKeeper-mode Kafka controller on stale broker epochs, or a Pulsar
+        bookie's registration lock flapping (apache/pulsar#17759). The system says what is
+        wrong and tries its remedy (a forced controller election, a restart of the flapping
+        nodes); if that does not help, a fresh cluster (then False is returned)."""
         self.system.wait_ready(timeout=self.remaining(REUSE_READY_S))
-        problem = self.system.controller_problem()
+        problem = self.system.reuse_problem()
         if problem is None:
             return True
-        self.progress(f"the reused cluster's controller is stuck ({problem}); forcing a "
-                      f"controller election")
-        self.system.force_controller_election()
-        self.system.wait_ready(timeout=self.remaining(60))
-        problem = self.system.controller_problem()
+        self.progress(f"the reused cluster is unfit ({problem}); trying the remedy")
+        done = self.system.reuse_remedy(problem)
+        self.progress(f"remedy: {done}")
+        self.system.wait_ready(timeout=self.remaining(90))
+        problem = self.system.reuse_problem()
         if problem is None:
             return True
-        self.progress(f"still stuck after the election ({problem}); recreating the cluster")
+        self.progress(f"still unfit after the remedy ({problem}); recreating the cluster")
         self.cluster.up(self.progress, reuse=False)
         return False
 
@@ -375,6 +377,18 @@ class _Run:
         stats = self.workloads.recovery_read(self.case.topic.partitions)
         self.recovery["read"] = stats
         self.progress(f"recovery: read {stats.get('polled', 0)} records")
+        lock_loops = getattr(self.system, "lock_loops", None)
+        if lock_loops is not None:
+            loops = lock_loops()
+            if loops:
+                self.recovery["lock_loops"] = loops
+                note = ("after recovery " + ", ".join(f"{n} logged {c} lock invalidations in 10 s"
+                                                      for n, c in sorted(loops.items()))
+                        + ": a registration lock flapping in a loop (apache/pulsar#17759); the "
+                        "next run on this cluster restarts the flapping nodes")
+                self.recovery.setdefault("observations", []).append(note)
+                self.timeline.record("mark", label="lock loop", detail=loops)
+                self.progress(note)
 
     def _wait_unsticking(self, pred: Any, *, timeout: float, what: str, logs: Any) -> Any:
         """``wait_until``, with a remedy in ZooKeeper mode for a controller stuck on stale
@@ -587,8 +601,9 @@ def _story(result: dict[str, Any], run: _Run) -> list[str]:
                 lines.append(f"In-flight record {mid}: send outcome {what}; {where}.")
         if inj.get("seed"):
             lines.append(inj["seed"])
-    for note in (run.recovery or {}).get("actions", []):
-        lines.append(note[0].upper() + note[1:] + ".")
+    for key in ("actions", "observations"):
+        for note in (run.recovery or {}).get(key, []):
+            lines.append(note[0].upper() + note[1:] + ".")
     lost = (result.get("anomalies") or {}).get("lost-write")
     if lost is not None:
         lines.append("No acknowledged record was lost." if not lost else

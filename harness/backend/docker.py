@@ -107,8 +107,10 @@ class Container:
         out = res.output.decode("utf-8", "replace") if res.output else ""
         return int(res.exit_code if res.exit_code is not None else -1), out
 
-    def logs(self, tail: int | str = "all", since: float | None = None) -> str:
-        kwargs: dict[str, Any] = {"tail": tail}
+    def logs(self, tail: int | str = "all", since: float | None = None,
+             timestamps: bool = False) -> str:
+        """The container's output; ``timestamps`` prefixes each line with Docker's RFC 3339 time."""
+        kwargs: dict[str, Any] = {"tail": tail, "timestamps": timestamps}
         if since is not None:
             kwargs["since"] = since
         raw = self._call("read logs of", self._obj().logs, **kwargs)

@@ -222,6 +222,18 @@ class KafkaSystem:
         zk_call(self.spec.node("zk").host_port, "/controller",
                 lambda zk: zk.delete("/controller"))
 
+    def reuse_problem(self) -> str | None:
+        """What makes this running cluster unfit for another case (None: fit).
+
+        ZooKeeper mode: a controller stuck on stale broker epochs (:meth:`controller_problem`).
+        """
+        return self.controller_problem()
+
+    def reuse_remedy(self, problem: str) -> str:
+        """Tries to fix what :meth:`reuse_problem` found; returns what it did."""
+        self.force_controller_election()
+        return "forced a controller election (deleted /controller)"
+
     def controller_problem(self, timeout: float = 20) -> str | None:
         """ZooKeeper mode: None when the controller reaches every broker, else what is wrong.
 

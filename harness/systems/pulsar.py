@@ -261,6 +261,48 @@ class PulsarSystem:
         wait_until(self.leader_broker, timeout=timeout, what=f"{self.spec.name}: a leader broker",
                    logs=logs)
 
+    def lock_loops(self, window_s: float = 10, threshold: int = 20) -> dict[str, int]:
+        """Nodes that keep losing and re-acquiring a metadata lock: node -> invalidations
+        logged in the last ``window_s`` (only those with ``threshold`` or more).
+
+        apache/pulsar#17759: after a ZooKeeper session expires, a bookie's registration lock
+        (``/ledgers/available/<bookie>``) can flap without end, thousands of "Lock on resource
+        ... was invalidated" a minute, and the brokers' BookKeeper clients see the bookie come
+        and go. Such a cluster passes every readiness check but stalls writes.
+        """
+        loops: dict[str, int] = {}
+        for node in self.bookies() + self.brokers():
+            try:
+                if node.container.status != "running":
+                    continue
+                # the tail, not ``since``: Docker reads a log from its start to honour ``since``,
+                # and a looping node writes hundreds of megabytes
+                text = node.container.logs(tail=3000, timestamps=True)
+            except HarnessError:
+                continue
+            count = count_recent(text, "was invalidated", window_s)
+            if count >= threshold:
+                loops[node.name] = count
+        return loops
+
+    def reuse_problem(self) -> str | None:
+        """What makes this running cluster unfit for another case (None: fit): a metadata
+        lock flapping in a loop (:meth:`lock_loops`)."""
+        loops = self.lock_loops()
+        if not loops:
+            return None
+        return ("lock invalidated in a loop (apache/pulsar#17759): "
+                + ", ".join(f"{n} {c} times in 10 s" for n, c in sorted(loops.items())))
+
+    def reuse_remedy(self, problem: str) -> str:
+        """Restarts the nodes whose lock flaps (a fresh ZooKeeper session); returns what it did."""
+        names = sorted(self.lock_loops())
+        for name in names:
+            node = self.cluster.node(name)
+            node.container.stop(timeout=10)
+            node.container.start()
+        return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
+
     # -- topics -------------------------------------------------------------------------
     def partitions(self, topic: str) -> int:
         """Partition count (0 for a non-partitioned or absent topic)."""
@@ -494,6 +536,27 @@ class PulsarSystem:
 _META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state)=([A-Z_0-9]+)")
 _ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
 _ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
+
+
+def count_recent(text: str, needle: str, window_s: float, now: float | None = None) -> int:
+    """Lines of a ``docker logs --timestamps`` text holding ``needle``, stamped in the last
+    ``window_s`` seconds (Docker's stamp: ``2026-11-22T08:16:53.838123456Z``)."""
+    import datetime as dt
+
+    cutoff = (time.time() if now is None else now) - window_s
+    count = 0
+    for line in text.splitlines():
+        if needle not in line:
+            continue
+        stamp = line.split(" ", 1)[0]
+        try:
+            when = dt.datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(
+                tzinfo=dt.timezone.utc).timestamp()
+        except ValueError:
+            continue
+        if when + 1 >= cutoff:  # the stamp is cut to whole seconds
+            count += 1
+    return count
 
 
 def _parse_ledger(topic: str, ledger_id: int, text: str) -> LedgerState:

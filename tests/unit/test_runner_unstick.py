@@ -74,3 +74,54 @@ def test_no_probe_while_a_broker_is_down_nor_in_kraft_mode() -> None:
     with pytest.raises(WaitTimeout):
         _run(kraft, mode="kraft")._wait_unsticking(lambda: False, timeout=1.0, what="x", logs=None)
     assert down.elections == 0 and kraft.elections == 0
+
+
+class FakeReuse:
+    """A reused cluster whose problem goes away after ``cured_after`` remedies (None: never)."""
+
+    def __init__(self, problem: str | None, cured_after: int | None) -> None:
+        self.problem, self.cured_after, self.remedies = problem, cured_after, 0
+
+    def wait_ready(self, timeout: float) -> None:
+        pass
+
+    def reuse_problem(self) -> str | None:
+        if self.cured_after is not None and self.remedies >= self.cured_after:
+            return None
+        return self.problem
+
+    def reuse_remedy(self, problem: str) -> str:
+        self.remedies += 1
+        return "restarted bookie-2"
+
+
+def _reuse_run(system: FakeReuse) -> tuple[Any, list[str], list[bool]]:
+    run = object.__new__(runner._Run)
+    ups: list[bool] = []
+    said: list[str] = []
+    run.cluster = SimpleNamespace(up=lambda progress, reuse=True: ups.append(reuse))
+    run.system = system
+    run.remaining = lambda s: s
+    run.progress = said.append
+    return run, said, ups
+
+
+def test_a_fit_reused_cluster_is_kept_untouched() -> None:
+    run, said, ups = _reuse_run(FakeReuse(None, None))
+    assert run._reuse_healthy() is True
+    assert said == [] and ups == [] and run.system.remedies == 0
+
+
+def test_an_unfit_reused_cluster_gets_the_remedy_and_is_kept_when_it_works() -> None:
+    run, said, ups = _reuse_run(FakeReuse("bookie-2 lock invalidated 900 times in 10 s", 1))
+    assert run._reuse_healthy() is True
+    assert run.system.remedies == 1 and ups == []
+    assert any("bookie-2 lock invalidated" in s for s in said)
+    assert any("restarted bookie-2" in s for s in said)
+
+
+def test_an_unfit_reused_cluster_is_recreated_when_the_remedy_fails() -> None:
+    run, said, ups = _reuse_run(FakeReuse("controller stuck", None))
+    assert run._reuse_healthy() is False
+    assert run.system.remedies == 1 and ups == [False]
+    assert "recreating the cluster" in said[-1]
