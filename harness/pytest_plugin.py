@@ -180,13 +180,15 @@ def chaos_run(request: pytest.FixtureRequest) -> Callable[[Any], Any]:
 def _system_fixture(request: pytest.FixtureRequest, name: str) -> Iterator[Any]:
     from .backend.cluster import Cluster
     from .backend.docker import Engine
-    from .systems import open_system
+    from .systems import fit_for_reuse, open_system
 
     request.config._chaos_used_docker = True  # type: ignore[attr-defined]
     cluster = Cluster.named(Engine(), name)
-    cluster.up(lambda msg: None)
+    reused = cluster.up(lambda msg: None)
     system = open_system(cluster)
     system.wait_ready(timeout=180)
+    if reused and not fit_for_reuse(system, cluster, lambda msg: None):
+        system.wait_ready(timeout=180)
     yield system
 
 

@@ -151,25 +151,12 @@ class _Run:
         self.stack.callback(self._stop_workloads_quietly)
 
     def _reuse_healthy(self) -> bool:
-        """A reused cluster can pass its readiness check and still be unfit: earlier cases
-        may have left a ZooKeeper-mode Kafka controller on stale broker epochs, or a Pulsar
-        bookie's registration lock flapping (apache/pulsar#17759). The system says what is
-        wrong and tries its remedy (a forced controller election, a restart of the flapping
-        nodes); if that does not help, a fresh cluster (then False is returned)."""
+        """A reused cluster must be fit for this case (:func:`~harness.systems.fit_for_reuse`);
+        False when it had to be recreated."""
+        from .systems import fit_for_reuse
+
         self.system.wait_ready(timeout=self.remaining(REUSE_READY_S))
-        problem = self.system.reuse_problem()
-        if problem is None:
-            return True
-        self.progress(f"the reused cluster is unfit ({problem}); trying the remedy")
-        done = self.system.reuse_remedy(problem)
-        self.progress(f"remedy: {done}")
-        self.system.wait_ready(timeout=self.remaining(90))
-        problem = self.system.reuse_problem()
-        if problem is None:
-            return True
-        self.progress(f"still unfit after the remedy ({problem}); recreating the cluster")
-        self.cluster.up(self.progress, reuse=False)
-        return False
+        return fit_for_reuse(self.system, self.cluster, self.progress, self.remaining)
 
     def _create_topic(self) -> None:
         t = self.case.topic

@@ -89,6 +89,7 @@ class PulsarSystem:
         # ProxyHandler({}): an http_proxy in the environment must not see loopback admin calls.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
         self._partition_counts: dict[str, int] = {}
+        self._restarted: dict[str, float] = {}  # node -> when reuse_remedy restarted it
 
     # -- naming -------------------------------------------------------------------
     def brokers(self) -> list[Node]:
@@ -280,7 +281,8 @@ class PulsarSystem:
                 text = node.container.logs(tail=3000, timestamps=True)
             except HarnessError:
                 continue
-            count = count_recent(text, "was invalidated", window_s)
+            since = max(time.time() - window_s, self._restarted.get(node.name, 0.0))
+            count = count_recent(text, "was invalidated", since)
             if count >= threshold:
                 loops[node.name] = count
         return loops
@@ -301,6 +303,7 @@ class PulsarSystem:
             node = self.cluster.node(name)
             node.container.stop(timeout=10)
             node.container.start()
+            self._restarted[name] = time.time()  # its earlier lines no longer count
         return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
 
     # -- topics -------------------------------------------------------------------------
@@ -538,12 +541,11 @@ _ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
 _ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
 
 
-def count_recent(text: str, needle: str, window_s: float, now: float | None = None) -> int:
-    """Lines of a ``docker logs --timestamps`` text holding ``needle``, stamped in the last
-    ``window_s`` seconds (Docker's stamp: ``2026-11-22T08:16:53.838123456Z``)."""
+def count_recent(text: str, needle: str, since: float) -> int:
+    """Lines of a ``docker logs --timestamps`` text holding ``needle``, stamped at or after
+    ``since`` (Unix seconds; Docker's stamp: ``2026-11-22T08:16:53.838123456Z``)."""
     import datetime as dt
 
-    cutoff = (time.time() if now is None else now) - window_s
     count = 0
     for line in text.splitlines():
         if needle not in line:
@@ -552,9 +554,11 @@ def count_recent(text: str, needle: str, window_s: float, now: float | None = No
         try:
             when = dt.datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(
                 tzinfo=dt.timezone.utc).timestamp()
+            if stamp[19:20] == ".":
+                when += float("0" + stamp[19:].rstrip("Z")[:10])
         except ValueError:
             continue
-        if when + 1 >= cutoff:  # the stamp is cut to whole seconds
+        if when >= since:
             count += 1
     return count
 

@@ -16,7 +16,8 @@ def test_only_recent_lines_with_the_needle_count() -> None:
     text = "\n".join([_line(30, flap), _line(49, flap), _line(55, flap), _line(56, flap),
                       _line(57, "INFO Successfully re-acquired lock"), "no stamp was invalidated",
                       ""])
-    assert count_recent(text, "was invalidated", 10, NOW) == 3
-    assert count_recent(text, "was invalidated", 60, NOW) == 4
-    assert count_recent(text, "was invalidated", 10, NOW + 3600) == 0
-    assert count_recent("", "was invalidated", 10, NOW) == 0
+    assert count_recent(text, "was invalidated", NOW - 10) == 2  # 08:16:49.8 is 10.2 s ago
+    assert count_recent(text, "was invalidated", NOW - 60) == 4
+    assert count_recent(text, "was invalidated", NOW - 4) == 1
+    assert count_recent(text, "was invalidated", NOW + 3600) == 0
+    assert count_recent("", "was invalidated", NOW - 10) == 0
