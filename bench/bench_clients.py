@@ -4,10 +4,15 @@
 
 Producer: the harness's KafkaProducerClient (invoke + outcome recorded per record)
 against the same produce/poll loop with no recording, acks=all, 100-byte values.
-Consumer: KafkaConsumerClient.read_all (a poll event per record) against the same
-loop without recording (end offsets, assign, consume until the end, close: both timed
+Consumer: KafkaConsumerClient.read_all (a polls event per consumed batch) against the
+same loop without recording (end offsets, assign, consume until the end, close: both timed
 from the consumer's creation). Prints records/s of each and the ratio (target: 0.9 or better).
 Rounds alternate plain and instrumented; the median is reported.
+
+Also printed: the process CPU time per record of each (all threads, librdkafka's
+included; from the client's creation to its end) and its ratio, plain/harness: less
+sensitive to the load of the moment than the wall clock, which follows it when the
+clients are CPU-bound.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from harness.backend.cluster import Cluster
 from harness.backend.docker import Engine
-from harness.clients.kafka import KafkaConsumerClient, KafkaProducerClient, producer_config
+from harness.clients.kafka import (KafkaConsumerClient, KafkaProducerClient, consumer_config,
+                                   producer_config)
 from harness.history import HistoryWriter, make_value
 from harness.systems.kafka import KafkaSystem
 
@@ -45,11 +52,10 @@ def plain_produce(bootstrap: str, topic: str, n: int) -> float:
 
 def plain_consume(bootstrap: str, topic: str, n: int) -> float:
     """The loop of KafkaConsumerClient.read_all, record for record, without the recording:
-    the same consumer settings, end offsets first, then consume(1000) until the end, close."""
+    the same consumer settings (consumer_config), end offsets first, then consume(1000)
+    until the end, close."""
     t0 = time.monotonic()
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "isolation.level": "read_uncommitted", "enable.partition.eof": False})
+    c = Consumer(consumer_config(bootstrap, uuid.uuid4().hex, extra={"enable.auto.commit": False}))
     _, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     got, last = 0, -1
@@ -62,6 +68,13 @@ def plain_consume(bootstrap: str, topic: str, n: int) -> float:
     return got / (time.monotonic() - t0)
 
 
+def timed(run: Callable[[], float]) -> tuple[float, float]:
+    """(what ``run`` returns, process CPU seconds it took)."""
+    cpu = time.process_time()
+    out = run()
+    return out, time.process_time() - cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
@@ -72,32 +85,48 @@ def main() -> None:
     reused = cluster.up(lambda m: None)
     kafka = KafkaSystem(cluster)
     kafka.wait_ready()
-    results: dict[str, list[float]] = {"plain-produce": [], "harness-produce": [],
-                                       "plain-consume": [], "harness-consume": []}
+    kinds = ("plain-produce", "harness-produce", "plain-consume", "harness-consume")
+    results: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}  # CPU seconds per record
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for r in range(args.rounds):
                 topic = f"bench-{uuid.uuid4().hex[:6]}"
                 kafka.create_topic(topic, 1, 3)
-                results["plain-produce"].append(plain_produce(cluster.spec.bootstrap, topic, args.records))
+                rate, secs = timed(lambda: plain_produce(cluster.spec.bootstrap, topic, args.records))
+                results["plain-produce"].append(rate)
+                cpu["plain-produce"].append(secs / args.records)
                 with HistoryWriter(Path(tmp) / f"p{r}.jsonl", "p") as hist:
-                    client = KafkaProducerClient(producer_config(cluster.spec.bootstrap), topic, hist)
-                    stats = client.run(count=args.records)
-                results["harness-produce"].append(args.records / stats.seconds)
-                results["plain-consume"].append(plain_consume(cluster.spec.bootstrap, topic, 2 * args.records))
+                    def produce() -> float:
+                        client = KafkaProducerClient(producer_config(cluster.spec.bootstrap),
+                                                     topic, hist)
+                        return args.records / client.run(count=args.records).seconds
+                    rate, secs = timed(produce)
+                results["harness-produce"].append(rate)
+                cpu["harness-produce"].append(secs / args.records)
+                rate, secs = timed(lambda: plain_consume(cluster.spec.bootstrap, topic, 2 * args.records))
+                results["plain-consume"].append(rate)
+                cpu["plain-consume"].append(secs / (2 * args.records))
                 with HistoryWriter(Path(tmp) / f"c{r}.jsonl", "c") as hist:
-                    st = KafkaConsumerClient(cluster.spec.bootstrap, topic, hist).read_all(1)
-                results["harness-consume"].append(st.polled / st.seconds)
+                    def consume() -> float:
+                        st = KafkaConsumerClient(cluster.spec.bootstrap, topic, hist).read_all(1)
+                        return st.polled / st.seconds
+                    rate, secs = timed(consume)
+                results["harness-consume"].append(rate)
+                cpu["harness-consume"].append(secs / (2 * args.records))
                 kafka.delete_topics([topic])
     finally:
         if not reused:
             cluster.down()
     med = {k: statistics.median(v) for k, v in results.items()}
+    mcpu = {k: statistics.median(v) * 1e6 for k, v in cpu.items()}
     print(f"records per round: {args.records} (consumer reads {2 * args.records}), rounds: {args.rounds}")
-    print(f"{'':10} {'plain rec/s':>12} {'harness rec/s':>14} {'ratio':>6}")
+    print(f"{'':10} {'plain rec/s':>12} {'harness rec/s':>14} {'ratio':>6}   "
+          f"{'plain cpu us/rec':>16} {'harness cpu us/rec':>18} {'ratio':>6}")
     for kind in ("produce", "consume"):
         p, h = med[f"plain-{kind}"], med[f"harness-{kind}"]
-        print(f"{kind:10} {p:12.0f} {h:14.0f} {h / p:6.2f}")
+        pc, hc = mcpu[f"plain-{kind}"], mcpu[f"harness-{kind}"]
+        print(f"{kind:10} {p:12.0f} {h:14.0f} {h / p:6.2f}   {pc:16.2f} {hc:18.2f} {pc / hc:6.2f}")
 
 
 if __name__ == "__main__":

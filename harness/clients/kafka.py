@@ -4,9 +4,9 @@ The producer records ``invoke`` before each send and exactly one of ``ok``,
 ``fail`` or ``info`` when librdkafka reports the delivery: ``fail`` only for
 errors that prove the record was not written, ``info`` (unknown) otherwise —
 a timed-out send may well be in the log. The consumer records every record it
-reads and every position change it is told about (rebalance, offset reset,
-log truncation), never inferring one from the offsets themselves: that is the
-checker's job.
+reads (a ``polls`` line per consumed batch) and every position change it is told
+about (rebalance, offset reset, log truncation), never inferring one from the
+offsets themselves: that is the checker's job.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import eq
 from typing import Any
 
-from ..history import HistoryWriter, make_value, parse_mid
+from ..history import _MID_CHARS, HistoryWriter, make_value, parse_mid
 from . import paced_sends
 
 #: librdkafka's own log lines (connection refused while a broker is down, ...) go here,
@@ -30,7 +31,8 @@ LIBRDKAFKA_LOG = logging.getLogger("harness.librdkafka")
 LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 LIBRDKAFKA_LOG.propagate = False
 
-__all__ = ["KafkaProducerClient", "KafkaConsumerClient", "WorkloadStats", "producer_config"]
+__all__ = ["KafkaProducerClient", "KafkaConsumerClient", "WorkloadStats", "producer_config",
+           "consumer_config"]
 
 # Errors after which the broker provably did not append the record.
 _DEFINITE_FAILURES = frozenset({
@@ -44,6 +46,52 @@ _DEFINITE_FAILURES = frozenset({
 
 def _js(text: str | None) -> str:
     return "null" if text is None else json.dumps(text)
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _ints_json(column: list[int | None], n: int) -> str:
+    """JSON of a column of ints (or Nones: null when all are); quick when all are equal."""
+    first = column[0]
+    if column.count(first) == n:
+        if first is None:
+            return "null"
+        item = str(int(first))
+        return f"[{(item + ',') * (n - 1)}{item}]"
+    return _ENCODE(column)
+
+
+def _all_ints_json(column: list[int], n: int) -> str:
+    """JSON of a column of ints (no None): one %-format for the batch, cheaper than json."""
+    return ("[" + "%d," * (n - 1) + "%d]") % tuple(column)
+
+
+def _mids_json(values: list[bytes | None], n: int) -> str:
+    """JSON of the message ids of ``values`` (:func:`parse_mid` of each; null when none is ours).
+
+    Fast path for a batch of our records: every value has a ``|``, every head (the bytes
+    before the first) has 1 to 64 bytes, and the heads joined by ``|`` hold nothing but
+    id characters (one translate for the batch); the ids are then JSON strings as they
+    are. Otherwise :func:`parse_mid` per record.
+    """
+    try:
+        heads = [v.partition(b"|")[0] for v in values]
+    except AttributeError:  # a None value (tombstone)
+        heads = None
+    # a value without "|" is its own head (and only then equal to it)
+    if heads is not None and not any(map(eq, heads, values)):
+        sizes = list(map(len, heads))
+        if min(sizes) > 0 and max(sizes) <= 64:
+            joined = b"|".join(heads)
+            if len(joined.translate(None, _MID_CHARS)) == n - 1:  # only the n - 1 joins left
+                return '["' + joined.decode("ascii").replace("|", '","') + '"]'
+    mids = [parse_mid(v) for v in values]
+    return "null" if mids.count(None) == n else _ENCODE(mids)
+
+
+def _keys_json(keys: list[bytes | None]) -> str:
+    return _ENCODE([k.decode("utf-8", "replace") if k else None for k in keys])
 
 
 @dataclass
@@ -85,6 +133,25 @@ def producer_config(bootstrap: str, client: Any | None = None) -> dict[str, Any]
     return conf
 
 
+def consumer_config(bootstrap: str, group: str, isolation_level: str = "read_uncommitted",
+                    extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka settings of the harness's consumers (``extra`` last).
+
+    ``fetch.queue.backoff.ms``: once a partition's local queue holds ``queued.min.messages``
+    (100000), librdkafka postpones its next fetch by this much, 1000 ms by default: a consumer
+    that handles records more slowly than they arrive (any consumer that records them)
+    then empties the queue and waits for most of a second, every second (librdkafka issue
+    #2879). 10 ms keeps the queue fed; the queue bounds stay as they are.
+    """
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": True,
+                            "isolation.level": isolation_level, "logger": LIBRDKAFKA_LOG,
+                            "socket.connection.setup.timeout.ms": 5000,
+                            "enable.partition.eof": False, "fetch.queue.backoff.ms": 10}
+    conf.update(extra or {})
+    return conf
+
+
 class KafkaProducerClient:
     """Sends unique, self-identifying records and records every outcome."""
 
@@ -102,17 +169,30 @@ class KafkaProducerClient:
         self._seq = itertools.count(1)  # next() is atomic: sends from several threads are fine
         self._pad = b"x" * 4096
         self.stats = WorkloadStats(self.name)
+        # ok lines of the delivery callbacks run by one poll/flush call, written when it
+        # returns (a write per line cost more than the send)
+        self._acks: list[str] = []
+        self._acks_lock = threading.Lock()
+        # the ids this producer makes are plain (parse_mid would give them back as they
+        # are) unless the client name is not an id: then parse_mid reads each one
+        long_mid = f"{self.name}-{10 ** 15}"
+        self._plain_mids = parse_mid(make_value(long_mid)) == long_mid
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
-        mid = parse_mid(msg.value())
+        value = msg.value()
+        mid = (value.split(b"|", 1)[0].decode() if self._plain_mids and value is not None
+               else parse_mid(value))
         if err is None:
             epoch = msg.leader_epoch()
-            hist = self.history
-            hist.write_line(f'{hist.head("ok")},"mid":"{mid}","topic":{self._topic_js},'
-                            f'"partition":{msg.partition()},"offset":{msg.offset()},'
-                            f'"epoch":{"null" if epoch is None else epoch}}}\n')
+            acks = self._acks
+            acks.append(f'{self.history.head("ok")},"mid":"{mid}","topic":{self._topic_js},'
+                        f'"partition":{msg.partition()},"offset":{msg.offset()},'
+                        f'"epoch":{"null" if epoch is None else epoch}}}\n')
             self.stats.ok += 1
+            if len(acks) >= 1000:
+                self._write_acks()
             return
+        self._write_acks()  # the outcomes keep their order
         code = err.name()
         self.stats.errors[code] = self.stats.errors.get(code, 0) + 1
         if code in _DEFINITE_FAILURES:
@@ -121,6 +201,24 @@ class KafkaProducerClient:
         else:
             self.history.record("info", mid=mid, error=f"{code}: {err.str()}")
             self.stats.info += 1
+
+    def _write_acks(self) -> None:
+        """Writes the ok lines gathered by the delivery callbacks so far, in their order."""
+        acks = self._acks
+        if acks:
+            with self._acks_lock:  # callbacks in another thread only append behind ``n``
+                n = len(acks)
+                lines = acks[:n]
+                del acks[:n]
+                if lines:
+                    self.history.write_lines(lines)
+
+    def poll(self, timeout: float = 0) -> int:
+        """``Producer.poll`` (serves delivery callbacks), then writes their ok lines."""
+        served = self.producer.poll(timeout)
+        if self._acks:
+            self._write_acks()
+        return served
 
     def send_one(self, value_size: int = 100, key: str | None = None,
                  partition: int | None = None) -> str:
@@ -142,9 +240,9 @@ class KafkaProducerClient:
                     self.producer.produce(self.topic, value, kbytes, partition)
                 break
             except BufferError:
-                self.producer.poll(0.05)  # local queue full: let deliveries drain
+                self.poll(0.05)  # local queue full: let deliveries drain
         self.stats.sent += 1
-        self.producer.poll(0)
+        self.poll(0)
         return mid
 
     def run(self, *, count: int | None = None, duration_s: float | None = None,
@@ -154,14 +252,17 @@ class KafkaProducerClient:
         """Sends until ``count`` records or ``duration_s`` (always bounded), then drains."""
         start = paced_sends(lambda key: self.send_one(value_size, key, partition), count=count,
                             duration_s=duration_s, rate=rate, keys=keys, stop=stop,
-                            wait=self.producer.poll)
+                            wait=self.poll)
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start
         return self.stats
 
     def drain(self, timeout_s: float) -> int:
         """Waits for outstanding deliveries; returns how many are still unresolved."""
-        left = self.producer.flush(timeout_s)
+        try:
+            left = self.producer.flush(timeout_s)
+        finally:
+            self._write_acks()
         self.history.flush()
         return int(left)
 
@@ -188,45 +289,57 @@ class KafkaConsumerClient:
     def _consumer(self, **over: Any) -> Any:
         from confluent_kafka import Consumer
 
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "group.id": self.group,
-                                "auto.offset.reset": "earliest", "enable.auto.commit": True,
-                                "isolation.level": self.isolation_level, "logger": LIBRDKAFKA_LOG,
-                                "socket.connection.setup.timeout.ms": 5000,
-                                "enable.partition.eof": False}
-        conf.update(self.extra)
-        conf.update(over)
-        return Consumer(conf)
+        return Consumer(consumer_config(self.bootstrap, self.group, self.isolation_level,
+                                        {**self.extra, **over}))
 
     def _record(self, msgs: list[Any], phase: str) -> None:
-        """Records a consumed batch (errors handled, records as poll events) in one write."""
-        hist = self.history
-        head = f'{hist.head("poll")},"phase":"{phase}","mid":'
-        topic = f',"topic":{self._topic_js},"partition":'
-        tail = f',"isolation":"{self.isolation_level}"}}\n'
-        recovery = phase == "recovery"
-        lines = []
-        for msg in msgs:
-            err = msg.error()
+        """Records a consumed batch: a ``polls`` line per run of records between errors.
+
+        An error inside the batch splits it (the records before it, the error's event,
+        the records after it), so the history keeps the order of records and resets.
+        """
+        if not msgs:
+            return
+        errors = [m.error() for m in msgs]
+        if errors.count(None) == len(errors):
+            self._write_polls(msgs, phase)
+            return
+        start = 0
+        for i, err in enumerate(errors):
             if err is not None:
-                if lines:  # keep the order of records and resets
-                    self.stats.polled += len(lines)
-                    hist.write_lines(lines)
-                    lines = []
+                if i > start:
+                    self._write_polls(msgs[start:i], phase)
                 self._on_error(err, phase)
-                continue
-            mid = parse_mid(msg.value())
-            key = msg.key()
-            epoch = msg.leader_epoch()
-            part, offset = msg.partition(), msg.offset()
-            lines.append(f'{head}{"null" if mid is None else chr(34) + mid + chr(34)}{topic}'
-                         f'{part},"offset":{offset},"epoch":{"null" if epoch is None else epoch},'
-                         f'"ts":{msg.timestamp()[1]},'
-                         f'"key":{_js(key.decode("utf-8", "replace")) if key else "null"}{tail}')
-            if recovery:
-                self._position[part] = offset
-        self.stats.polled += len(lines)
-        if lines:
-            hist.write_lines(lines)
+                start = i + 1
+        if start < len(msgs):
+            self._write_polls(msgs[start:], phase)
+
+    def _write_polls(self, msgs: list[Any], phase: str) -> None:
+        """One ``polls`` line for records without errors, built column by column.
+
+        A line per record cost the consumer more than the read itself; here each field
+        costs one list comprehension and the columns are rendered as whole lists.
+        """
+        n = len(msgs)
+        partitions = [m.partition() for m in msgs]
+        offsets = [m.offset() for m in msgs]
+        epochs = [m.leader_epoch() for m in msgs]
+        tss = [m.timestamp()[1] for m in msgs]
+        keys = [m.key() for m in msgs]
+        hist = self.history
+        hist.write_line(
+            f'{hist.head("polls")},"phase":{json.dumps(phase)},"topic":{self._topic_js},'
+            f'"isolation":{json.dumps(self.isolation_level)},'
+            f'"partitions":{_ints_json(partitions, n)},"offsets":{_all_ints_json(offsets, n)},'
+            f'"epochs":{_ints_json(epochs, n)},'
+            f'"mids":{_mids_json([m.value() for m in msgs], n)},"tss":{_all_ints_json(tss, n)},'
+            f'"keys":{_keys_json(keys) if any(keys) else "null"}}}\n')
+        self.stats.polled += n
+        if phase == "recovery":  # the last offset of each partition
+            if partitions.count(partitions[0]) == n:
+                self._position[partitions[0]] = offsets[-1]
+            else:
+                self._position.update(zip(partitions, offsets))
 
     def _on_error(self, err: Any, phase: str) -> None:
         code = err.name()
