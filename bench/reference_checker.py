@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,41 +31,97 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result  # noqa: E402
-from harness.history import history_files  # noqa: E402
+from harness.history import POLLS_FIELDS, expand_polls, history_files  # noqa: E402
 
 __all__ = ["check"]
 
 _LONGS = ("partition", "offset", "ledger", "entry", "batch")
-_STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node")
+_STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",
+            "subscription_type")
+#: polls columns as Spark reads them: lists of integers, lists of strings, lists of anything
+_LONG_LISTS = ("partitions", "offsets", "ledgers", "entries", "batches")
+_STRING_LISTS = ("mids", "keys")
+_ANY_LISTS = ("epochs", "tss", "redeliveries")
 _LONG_MAX = 1 << 63
+_BLANKS = "".join(map(chr, range(33)))  # what Java's String.trim removes
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?")
 
-Seq = tuple[int, int]  # (file index, line number): file order
+Seq = tuple[int, int, int]  # (file index, line number, index in a polls batch): file order
 Pos = tuple[int, int, int]
 Place = tuple[str, int, Pos]  # (topic, partition, position)
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, event) for each line Spark would keep (see the module docstring)."""
+def read_lines(path: Path, *, replicas: bool = False) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
+    """((line number, index in its batch), event) for each event Spark reads (see the module
+    docstring); a ``polls`` line gives its ``poll`` events (not in ``replicas`` files, whose
+    lines Spark reads with the replica fields only)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh):
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(event, dict) and _conform(event):
-                yield n, event
+            if not isinstance(event, dict) or not _conform(event, replicas):
+                continue
+            if replicas or event.get("type") != "polls":
+                yield (n, 0), event
+                continue
+            # Spark cannot tell a null column from an absent one: both read the line's own field.
+            batch = {k: v for k, v in event.items() if not (k in POLLS_FIELDS and v is None)}
+            for i, poll in enumerate(expand_polls(batch)):
+                yield (n, i), poll
 
 
-def _conform(event: dict[str, Any]) -> bool:
+def _conform(event: dict[str, Any], replicas: bool = False) -> bool:
     for name in _LONGS:
         value = event.get(name)
-        if value is not None and (type(value) is not int or not -_LONG_MAX <= value < _LONG_MAX):
+        if value is not None and not _is_long(value):
+            return False
+    if replicas:
+        for name in ("type", "node", "mid", "topic"):
+            event[name] = _text(event.get(name))
+        return True
+    for name in (*_LONG_LISTS, *_STRING_LISTS, *_ANY_LISTS):
+        value = event.get(name)
+        if value is not None and not isinstance(value, list):
+            return False
+    for name in _LONG_LISTS:
+        if any(v is not None and not _is_long(v) for v in event.get(name) or ()):
             return False
     for name in _STRINGS:
-        value = event.get(name)
-        if value is not None and not isinstance(value, str):
-            event[name] = json.dumps(value, separators=(",", ":"))
+        event[name] = _text(event.get(name))
+    for name in _STRING_LISTS:
+        if event.get(name) is not None:
+            event[name] = [_text(v) for v in event[name]]
+    event["t"] = _double(event.get("t"))
     return True
+
+
+def _is_long(value: Any) -> bool:
+    return type(value) is int and -_LONG_MAX <= value < _LONG_MAX
+
+
+def _text(value: Any) -> str | None:
+    """A string field's value as Spark reads it: a non-string becomes its JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _double(value: Any) -> float | None:
+    """``t`` as the Spark job reads it (a string field cast to double), when finite."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            out = float(value)
+        except OverflowError:  # an integer beyond any double: Spark's cast gives infinity
+            return None
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip(_BLANKS)):
+        out = float(value.strip(_BLANKS).rstrip("fFdD"))
+    else:
+        return None
+    return out if math.isfinite(out) else None
 
 
 def valid_position(event: dict[str, Any]) -> Pos | None:
@@ -136,6 +194,8 @@ class _Checker:
         self.recovered: dict[tuple[str, int], list[Pos]] = {}
         self.rc_clients: set[str | None] = set()
         self.found: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+        #: Key_Shared run polls: (t, seq, topic, subscription, key, partition, pos, client, mid)
+        self.key_shared: list[tuple[Any, ...]] = []
 
     def _mid(self, mid: str) -> _Mid:
         m = self.mids.get(mid)
@@ -152,7 +212,7 @@ class _Checker:
     def first_pass(self) -> None:
         recovered: set[tuple[str, int, Pos]] = set()
         for fidx, path in enumerate(self.files):
-            for n, ev in read_lines(path):
+            for (n, i), ev in read_lines(path):
                 kind, mid, pos = ev.get("type"), ev.get("mid"), valid_position(ev)
                 if kind in ("meta", "poll") and ev.get("isolation") == "read_committed":
                     self.rc_clients.add(ev.get("client"))
@@ -165,11 +225,16 @@ class _Checker:
                         self._mid(mid).bindings.add(place)
                 if mid is None or kind not in ("invoke", "ok", "fail", "info", "poll"):
                     continue
+                if (kind == "poll" and ev.get("phase") != "recovery" and ev.get("subscription_type") == "Key_Shared"
+                        and ev.get("key") is not None and ev["t"] is not None and pos is not None
+                        and ev.get("topic") is not None):
+                    self.key_shared.append((ev["t"], (fidx, n, i), ev["topic"], ev.get("subscription"), ev["key"],
+                                            ev["partition"], pos, ev.get("client"), mid))
                 m = self._mid(mid)
                 if kind == "invoke":
                     m.invoked = True
                     if m.inv is None:
-                        m.inv = ((fidx, n), ev.get("client"), ev.get("topic"))
+                        m.inv = ((fidx, n, i), ev.get("client"), ev.get("topic"))
                 elif kind == "ok":
                     m.ok = True
                     if m.ack is None:
@@ -190,7 +255,7 @@ class _Checker:
                     if m.first_read is None:
                         m.first_read = read
         for path in self.replica_files:
-            for _, ev in read_lines(path):
+            for _, ev in read_lines(path, replicas=True):
                 pos, mid = valid_position(ev), ev.get("mid")
                 if ev.get("type") == "replica" and pos is not None and ev.get("topic") is not None \
                         and mid is not None:
@@ -213,10 +278,10 @@ class _Checker:
         last_poll: dict[tuple[Any, ...], tuple[Seq, Pos, str | None, int]] = {}
         last_reset: dict[tuple[Any, ...], Seq] = {}
         for fidx, path in enumerate(self.files):
-            for n, ev in read_lines(path):
+            for (n, i), ev in read_lines(path):
                 kind, client = ev.get("type"), ev.get("client")
                 topic, partition = ev.get("topic"), ev.get("partition")
-                seq = (fidx, n)
+                seq = (fidx, n, i)
                 if kind == "reset":  # a missing topic or partition covers them all
                     last_reset[(client, topic, partition)] = seq
                 if kind != "poll":
@@ -244,6 +309,27 @@ class _Checker:
                     self._flag("nonmonotonic-poll", key, found)
                 elif (skipped := bisect.bisect_left(recovered, pos) - prev[3]) > 0:
                     self._flag("poll-skip", key, {**found, "skipped": skipped})
+
+    # -- Key_Shared per-key order ------------------------------------------------------
+
+    def key_order(self) -> None:
+        """Per (topic, subscription, key, partition), in poll order (t, then file order), each
+        id's first poll in the subscription against the highest position of earlier ones."""
+        seen: set[tuple[str, str | None, str]] = set()
+        top: dict[tuple[Any, ...], tuple[Pos, str | None, str]] = {}
+        for _, seq, topic, sub, key, partition, pos, client, mid in sorted(self.key_shared,
+                                                                           key=lambda r: r[:2]):
+            if (topic, sub, mid) in seen:
+                continue  # a redelivery
+            seen.add((topic, sub, mid))
+            group = (topic, sub, key, partition)
+            prev = top.get(group)
+            if prev is not None and pos < prev[0]:
+                self._flag("key-order", (_nf(sub), _nf(topic), key, partition, seq), example(
+                    subscription=sub, key=key, client=client, mid=mid, topic=topic, partition=partition,
+                    pos=pos, prev={"client": prev[1], "mid": prev[2], "pos": prev[0]}))
+            if prev is None or pos >= prev[0]:
+                top[group] = (pos, client, mid)
 
     # -- judgement ------------------------------------------------------------------
 
@@ -314,6 +400,7 @@ def check(run_dir: str | Path) -> CheckResult:
     checker = _Checker(Path(run_dir))
     checker.first_pass()
     checker.second_pass()
+    checker.key_order()
     return checker.judge()
 
 

@@ -41,7 +41,8 @@ ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition",
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
               "no_leader", "leader_is")
 ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "replica-divergence",
-             "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "aborted-read", "unexpected")
+             "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "key-order", "aborted-read",
+             "unexpected")
 DIRECTIONS = ("both", "in", "out")
 ACKS = ("all", "-1", "0", "1")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")

@@ -32,6 +32,7 @@ ANOMALIES = (
     "nonmonotonic-send",
     "nonmonotonic-poll",
     "poll-skip",
+    "key-order",
     "aborted-read",
     "unexpected",
 )

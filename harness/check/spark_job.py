@@ -3,13 +3,15 @@
 Plan (each step one Spark action, intermediate data as Parquet in a scratch dir):
 
 1. ingest: parse ``history/*.jsonl`` and ``replicas/*.jsonl`` once (explicit
-   schema, malformed and torn lines dropped) into compact columns: a type code,
-   64-bit hashes of client and topic, a validated position ``(pl, pe, pb)``
-   (``harness.history.position_key``), row flags and ``seq``, the event's place
-   in file order.
+   schema, malformed and torn lines dropped; a ``polls`` batch becomes its poll
+   events) into compact columns: a type code, 64-bit hashes of client and topic,
+   a validated position ``(pl, pe, pb)`` (``harness.history.position_key``), row
+   flags, ``seq``, the event's place in file order, and for Key_Shared run polls
+   their time, subscription and key.
 2. names: the client and topic names behind the hashes, and the read_committed
    clients (small).
-3. per message id (hash aggregate, fixed-width buffers only): outcome and read
+3. per message id (hash aggregate, fixed-width buffers only, no map-side partial
+   aggregate): outcome and read
    flags, first invoke, first ack, and whether the id sits at more than one
    position.
 4. anomalies: id anomalies are filters of step 3. Polls, acks, replica records
@@ -17,8 +19,10 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    aggregate per position (the ids bound to it), and two window passes (in
    position order, recovery positions counted; then per client, phase and
    partition, or per producer and partition, in file order, each poll or ack
-   against the one before). All anomaly rows and the outcome counts go through
-   one window that keeps the total and the first examples of each kind.
+   against the one before). Key_Shared polls (usually none; skipped by the Parquet
+   statistics) go through their own two windows (key-order). All anomaly rows and
+   the outcome counts go through one window that keeps the total and the first
+   examples of each kind.
 5. details: the few example ids and positions are looked up again for their
    example fields (only when there are such anomalies).
 """
@@ -50,7 +54,7 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 # Event type codes.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
 _HISTORY_TYPES = {"invoke": INVOKE, "ok": OK, "fail": FAIL, "info": INFO, "poll": POLL,
-                  "reset": RESET, "meta": META}
+                  "polls": POLL, "reset": RESET, "meta": META}
 
 # Row flags (ingest).
 ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
@@ -65,19 +69,32 @@ _MAX_FILES = 1 << (63 - _ROW_BITS - _SPLIT_BITS)
 _SPLIT_BYTES = 128 << 20  # at most this much of a file per task (a multiple of 4 MiB)
 
 _L, _S = "long", "string"
+_LONGS, _STRINGS = "array<long>", "array<string>"
+# The columns of a ``polls`` batch (harness.history.POLLS_FIELDS) -> (poll field, type). Those
+# the checker does not use are read as lists of anything (strings hold any JSON value), only
+# to check that they are lists of the batch's length.
+_POLLS_COLUMNS = {"partitions": ("partition", _LONGS), "offsets": ("offset", _LONGS),
+                  "ledgers": ("ledger", _LONGS), "entries": ("entry", _LONGS),
+                  "batches": ("batch", _LONGS), "mids": ("mid", _STRINGS), "keys": ("key", _STRINGS),
+                  "epochs": ("epoch", _STRINGS), "tss": ("ts", _STRINGS),
+                  "redeliveries": ("redelivery", _STRINGS)}
 _HISTORY_FIELDS = (("type", _S), ("client", _S), ("mid", _S), ("topic", _S), ("partition", _L),
                    ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L), ("phase", _S),
-                   ("txn", _S), ("isolation", _S))
+                   ("txn", _S), ("isolation", _S), ("key", _S), ("t", _S), ("subscription", _S),
+                   ("subscription_type", _S),
+                   *[(name, t) for name, (_, t) in _POLLS_COLUMNS.items()])
 _REPLICA_FIELDS = (("type", _S), ("node", _S), ("mid", _S), ("topic", _S), ("partition", _L),
                    ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L))
 # The uniform anomaly row: a sort key and a generic example, typed.
-_SK_FIELDS = (("s", _S), ("a", _L), ("b", _L), ("c", _L), ("d", _L), ("e", _L))
+_SK_FIELDS = (("s", _S), ("a", _L), ("k", _S), ("b", _L), ("c", _L), ("d", _L), ("e", _L))
 _EX_FIELDS = (("mid", _S), ("seq", _L), ("seq2", _L), ("client", _L), ("topic", _L), ("part", _L),
               ("rec", "boolean"), ("pl", _L), ("pe", _L), ("pb", _L), ("ql", _L), ("qe", _L),
-              ("qb", _L), ("n", _L))
+              ("qb", _L), ("n", _L), ("sub", _S), ("key", _S), ("client2", _L), ("mid2", _S))
 
 _POS_KINDS = ("inconsistent-offsets", "replica-divergence")
 _SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip")
+
+_BYPASS_PARTIAL = "spark.sql.execution.bypassPartialAggregation"
 
 _session_lock = threading.Lock()
 _run_lock = threading.Lock()
@@ -276,28 +293,70 @@ class _Job:
     def _ingest(self) -> DataFrame:
         F = self.F
         raw = self._read(self.inputs.history, _HISTORY_FIELDS)
-        # Before anything else: monotonically_increasing_id counts rows as the scan reads them.
         raw = raw.select("*", F.col("_metadata.file_name").alias("_file"),
-                         F.col("_metadata.file_block_start").alias("_start"),
-                         F.monotonically_increasing_id().alias("_row"))
+                         F.col("_metadata.file_block_start").alias("_start"))
+        # A polls batch becomes its poll events, in list order; then every row gets its place.
+        raw = self._explode_polls(raw)
+        # monotonically_increasing_id counts rows as the scan (and explode) yields them.
+        raw = raw.select("*", F.monotonically_increasing_id().alias("_row"))
         seq = (F.shiftleft(F.substring("_file", 2, 5).cast(_L), _ROW_BITS + _SPLIT_BITS)
                .bitwiseOR(F.shiftleft(F.shiftright("_start", _SPLIT_UNIT_BITS), _ROW_BITS))
                .bitwiseOR(F.col("_row").bitwiseAND((1 << _ROW_BITS) - 1)))
-        flags = (F.when(F.col("phase") == "recovery", ROW_REC).otherwise(0)
+        rec = F.col("phase") == "recovery"
+        flags = (F.when(rec, ROW_REC).otherwise(0)
                  .bitwiseOR(F.when(F.col("txn") == "aborted", ROW_ABORTED).otherwise(0))
                  .bitwiseOR(F.when(F.col("isolation") == "read_committed", ROW_RC).otherwise(0)))
+        # Key_Shared run polls (key-order): their time, subscription and key; null on other rows
+        # (t is cast only there; key-order drops times that are not finite).
+        ks = ((F.col("type").isin("poll", "polls")) & ~F.coalesce(rec, F.lit(False))
+              & (F.col("subscription_type") == "Key_Shared") & F.col("key").isNotNull()
+              & F.col("mid").isNotNull())
         history = raw.select(*self._common(_HISTORY_TYPES), "client", self._hash("client").alias("client_h"),
-                             flags.alias("flags"), seq.alias("seq"), F.lit(None).cast(_S).alias("node"))
+                             flags.alias("flags"), seq.alias("seq"), F.lit(None).cast(_S).alias("node"),
+                             F.when(ks, F.col("t").try_cast("double")).alias("ks_t"),
+                             F.when(ks, F.col("subscription")).alias("ks_sub"),
+                             F.when(ks, F.col("key")).alias("ks_key"))
         events = history
         if self.inputs.replicas:
             reps = self._read(self.inputs.replicas, _REPLICA_FIELDS).select(
                 *self._common({"replica": REPLICA}), F.lit(None).cast(_S).alias("client"),
                 F.lit(None).cast(_L).alias("client_h"), F.lit(0).alias("flags"),
-                F.lit(None).cast(_L).alias("seq"), "node")
+                F.lit(None).cast(_L).alias("seq"), "node", F.lit(None).cast("double").alias("ks_t"),
+                F.lit(None).cast(_S).alias("ks_sub"), F.lit(None).cast(_S).alias("ks_key"))
             events = history.unionByName(reps)
         return self._stage("events", events.where(F.col("code").isNotNull()),
                            dictionary=("code", "topic", "topic_h", "part", "client", "client_h", "flags",
-                                       "node"))
+                                       "node", "ks_sub", "ks_key"))
+
+    def _explode_polls(self, raw: DataFrame) -> DataFrame:
+        """One row per record of a ``polls`` line (its columns' elements, in list order), the
+        line itself for every other type. A record's field is its column's element, or the
+        line's own field when the column is null or absent. A batch whose lists differ in
+        length gives no rows (like a malformed line).
+
+        The used columns are zipped into one array of structs and inlined: the lists are not
+        carried through the generator (that would copy them for every record)."""
+        F = self.F
+        sizes = [F.when(F.col(c).isNotNull(), F.size(c)) for c in _POLLS_COLUMNS]
+        n = F.greatest(*sizes)
+        same = F.lit(True)
+        for c, size in zip(_POLLS_COLUMNS, sizes):
+            same = same & (F.col(c).isNull() | (size == n))
+        names = {f for f, _ in _HISTORY_FIELDS}
+        used = [(c, field) for c, (field, _) in _POLLS_COLUMNS.items() if field in names]
+        # The length and its check first, as columns: inlined into every use, the expression
+        # grows past what the JIT compiles.
+        raw = raw.select("*", n.alias("_n"), (same & (n > 0)).alias("_ok"))
+        n = F.col("_n")
+        records = F.arrays_zip(*[F.coalesce(F.col(c), F.array_repeat(F.col(field), n)).alias(field)
+                                 for c, field in used])
+        line = F.array(F.struct(*[F.col(field) for _, field in used]))
+        records = (F.when(F.col("type") != "polls", line)
+                   .when(F.col("_ok"), records)
+                   .otherwise(F.array().cast(_record_type(used))))
+        keep = [c for c in raw.columns if c not in _POLLS_COLUMNS and c not in dict(used).values()
+                and c not in ("_n", "_ok")]
+        return raw.select(*keep, F.inline(records))
 
     def _common(self, types: Mapping[str, int]) -> list[Column]:
         """Columns shared by history and replica lines: type code (null for other types),
@@ -369,9 +428,22 @@ class _Job:
                      self._binding("ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
         bmin = F.col("bmin")
         dup = (bmin != F.col("bmax")) | (bmin.isNotNull() & ack.isNotNull() & (ack != bmin))
-        return self._stage("mids", agg.select(
-            "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
-            "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
+        # An id's events are in different files (producer, consumers, recovery): a map-side
+        # partial aggregate hardly reduces the rows (38M to 28M at 10M records) and costs more
+        # than it saves (47 -> 29 CPU-s at 10M): the rows go to the shuffle as they are. (A
+        # Spark without this setting ignores it.)
+        conf = self.spark.conf
+        before = conf.get(_BYPASS_PARTIAL, None)
+        conf.set(_BYPASS_PARTIAL, "true")
+        try:
+            return self._stage("mids", agg.select(
+                "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
+                "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
+        finally:
+            if before is None:
+                conf.unset(_BYPASS_PARTIAL)
+            else:
+                conf.set(_BYPASS_PARTIAL, before)
 
     def _bits(self, conditions: Mapping[int, Column]) -> Column:
         F = self.F
@@ -394,6 +466,7 @@ class _Job:
         ranks = _Ranks(F, names)
         rows = (self._mid_rows(mids)
                 .unionByName(self._placed_rows(self._placed(events, mids, ranks), ranks))
+                .unionByName(self._key_order_rows(events, ranks))
                 .unionByName(self._count_rows(mids)))
         kind = Window.partitionBy("kind")
         ranked = rows.select("kind", "ex", F.sum("n").over(kind).alias("total"),
@@ -525,6 +598,36 @@ class _Job:
         return found.select(*[F.when(of_position, a).otherwise(b).alias(name)
                               for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"))])
 
+    def _key_order_rows(self, events: DataFrame, ranks: _Ranks) -> DataFrame:
+        """key-order: Key_Shared run polls (``ks_t`` set at ingest) with a position; per
+        (topic, subscription, id) the first in poll order (time, then file order); per
+        (topic, subscription, key, partition), each first poll against the highest position
+        of the earlier ones (the latest such poll is the example's ``prev``)."""
+        from pyspark.sql import Window
+
+        F = self.F
+        order = ("ks_t", "seq")
+        t = F.col("ks_t")
+        polls = events.where(t.isNotNull() & ~F.isnan(t) & (F.abs(t) < float("inf")) & F.col("pl").isNotNull()
+                             & F.col("topic_h").isNotNull()).select(
+            "client_h", "topic_h", "part", "pl", "pe", "pb", "mid", "seq", "ks_t", "ks_sub", "ks_key")
+        by_mid = Window.partitionBy("topic_h", "ks_sub", "mid").orderBy(*order)
+        firsts = (polls.select("*", F.row_number().over(by_mid).alias("nth"))
+                  .where(F.col("nth") == 1).drop("nth"))
+        earlier = (Window.partitionBy("topic_h", "ks_sub", "ks_key", "part").orderBy(*order)
+                   .rowsBetween(Window.unboundedPreceding, -1))
+        top = F.max(F.struct("pl", "pe", "pb", *order, "client_h", "mid")).over(earlier)
+        found = (firsts.select("*", top.alias("prev"))
+                 .where(self._pos() < self._pos("prev.")))
+        return found.select(*self._uniform(
+            F.lit("key-order"),
+            {"s": F.col("ks_sub"), "a": ranks.topic("topic_h"), "k": F.col("ks_key"), "b": F.col("part"),
+             "c": F.col("seq")},
+            {"sub": F.col("ks_sub"), "key": F.col("ks_key"), "client": F.col("client_h"), "mid": F.col("mid"),
+             "topic": F.col("topic_h"), "part": F.col("part"), "pl": F.col("pl"), "pe": F.col("pe"),
+             "pb": F.col("pb"), "client2": F.col("prev.client_h"), "mid2": F.col("prev.mid"),
+             "ql": F.col("prev.pl"), "qe": F.col("prev.pe"), "qb": F.col("prev.pb")}))
+
     def _sequence_key(self, ranks: _Ranks) -> dict[str, Column]:
         F = self.F
         return {"a": ranks.client("client_h"), "b": ranks.topic("topic_h"), "c": F.col("part"),
@@ -610,6 +713,12 @@ class _Job:
         return _Details(found.collect(), acks.collect())
 
 
+def _record_type(used: Sequence[tuple[str, str]]) -> str:
+    """The struct of one polls record: the used fields with their types."""
+    types = dict(_HISTORY_FIELDS)
+    return "array<struct<" + ",".join(f"`{field}`:{types[field]}" for _, field in used) + ">>"
+
+
 class _Ranks:
     """Sort ranks of client and topic hashes (their names' order), as Spark columns; the
     polled partitions."""
@@ -657,6 +766,11 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
     """The example dict of one anomaly row (see docs/checker.md for each kind's fields)."""
     topic = names.topics.get(ex.topic) if ex.topic is not None else None
     client = names.clients.get(ex.client) if ex.client is not None else None
+    if kind == "key-order":
+        return example(subscription=ex.sub, key=ex.key, client=client, mid=ex.mid, topic=topic,
+                       partition=ex.part, pos=_pos_of(ex),
+                       prev={"client": names.clients.get(ex.client2) if ex.client2 is not None else None,
+                             "mid": ex.mid2, "pos": _pos_of(ex, "q")})
     if kind in ("lost-write", "unseen"):
         return example(mid=ex.mid, client=client, topic=topic, partition=ex.part, pos=_pos_of(ex))
     if kind in _SEQ_KINDS:

@@ -12,8 +12,17 @@ ones, records of aborted transactions (with ``txn``; a failed send whose
 records stay in the log) and now and then a record that is not ours (null mid).
 Run consumer ``c`` reads the partitions ``p`` with ``p % consumers == c``; even
 consumers are read_committed and skip aborted records; now and then one resets
-and re-reads a few records (clean). The recovery reader (read_committed) reads
-every committed record; every replica holds every record of the log.
+and re-reads a few records (clean; with Pulsar, redeliveries). The recovery
+reader (read_committed) reads every committed record; every replica holds every
+record of the log.
+
+Consumers write what they read as a real client does: mostly ``polls`` lines
+(batches of up to ``Profile.batch`` records, cut at resets and topic changes),
+and now and then (``Profile.plain``) a batch as single ``poll`` lines; each line
+takes the next tick of the consumer's clock (``t``). Pulsar batches leave out
+``offsets`` or write it null; unkeyed batches write ``keys`` null. With
+``Profile.key_shared`` (Pulsar), records have keys and the run consumers form
+one Key_Shared subscription (each consumer still reads whole partitions).
 
 Injections (each at its own place, away from the others):
 
@@ -38,8 +47,16 @@ Injections (each at its own place, away from the others):
     a run consumer skips a record, reads the next, then resets and reads both.
 ``aborted-read``
     a read_committed consumer reads a record of an aborted transaction.
+``key-order`` (Pulsar, ``key_shared``)
+    two adjacent records of one key: client ``consumer-early`` (in the
+    subscription) polls the later one just before the partition's consumer polls
+    the earlier one (which then reads both; the later one is a redelivery).
 ``unexpected``
     a record that was never sent (``zz-...``) is in the log.
+
+A malformed ``polls`` line (lists of different lengths) sits in the middle of
+the first consumer's file when ``torn`` is set: it is dropped like a corrupt
+line.
 
 Records are made in chunks of ``Profile.chunk``: chunk ``j`` uses its own
 position range (Kafka offsets from ``j * stride``, Pulsar ledgers from ``1 + j
@@ -53,7 +70,7 @@ import multiprocessing
 import random
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -63,6 +80,8 @@ from harness.check.result import ANOMALIES, COUNTS
 __all__ = ["Expected", "Profile", "generate"]
 
 _T0 = 1_700_000_000.0
+_KEYS = 6  # distinct keys of keyed (key_shared) records
+_EARLY = "consumer-early"  # the client of injected key-order violations
 
 
 @dataclass(frozen=True)
@@ -82,6 +101,9 @@ class Profile:
     seed: int = 0
     inject: Mapping[str, int] = field(default_factory=dict)
     chunk: int = 20_000
+    key_shared: bool = False  # pulsar: keyed records, run consumers in one Key_Shared subscription
+    batch: int = 300  # at most this many records per polls line
+    plain: float = 0.1  # share of batches written as single poll lines
 
     def __post_init__(self) -> None:
         unknown = set(self.inject) - set(ANOMALIES)
@@ -93,6 +115,12 @@ class Profile:
             raise ValueError("topics, partitions, producers, consumers and chunk must be >= 1")
         if self.inject.get("replica-divergence") and self.replicas < 2:
             raise ValueError("replica-divergence needs replicas >= 2")
+        if self.key_shared and self.system != "pulsar":
+            raise ValueError("key_shared needs system pulsar")
+        if self.inject.get("key-order") and not self.key_shared:
+            raise ValueError("key-order needs key_shared (and system pulsar)")
+        if self.batch < 1 or not 0 <= self.plain <= 1:
+            raise ValueError("batch must be >= 1 and plain within [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -169,19 +197,21 @@ class _Output:
 
 
 class _Rec:
-    """A send: message id, producer, partition index, outcome, transaction state, its log entry."""
+    """A send: message id, producer, partition index, outcome, transaction state, its log
+    entry, its key."""
 
-    __slots__ = ("mid", "k", "p", "outcome", "txn", "entry")
+    __slots__ = ("mid", "k", "p", "outcome", "txn", "entry", "key")
 
     def __init__(self, mid: str, k: int, p: int, outcome: str | None, txn: str | None) -> None:
         self.mid, self.k, self.p, self.outcome, self.txn = mid, k, p, outcome, txn
         self.entry: _Entry | None = None
+        self.key: str | None = None
 
 
 class _Entry:
     """A record in a partition's log. ``mark``/``arg`` say how readers deviate at it."""
 
-    __slots__ = ("mid", "rec", "aborted", "lost", "reserved", "mark", "arg", "fields", "tm")
+    __slots__ = ("mid", "rec", "aborted", "lost", "reserved", "mark", "arg", "fields", "tm", "col")
 
     def __init__(self, mid: str | None, rec: _Rec | None, aborted: bool = False) -> None:
         self.mid, self.rec, self.aborted = mid, rec, aborted
@@ -189,6 +219,12 @@ class _Entry:
         self.mark: str | None = None
         self.arg: str | int | None = None
         self.fields = self.tm = ""
+        #: the position as the columns of a polls line hold it: partition, offset, ledger, entry, batch
+        self.col: tuple[int, int | None, int | None, int | None, int | None] = (0, None, None, None, None)
+
+    @property
+    def key(self) -> str | None:
+        return self.rec.key if self.rec is not None else None
 
 
 def _make_chunk(job: tuple[Profile, int, int, int]) -> _Output:
@@ -230,6 +266,8 @@ class _Chunk:
             txn = ("aborted" if aborted else "committed" if outcome == "ok" else None) if pr.txn else None
             k = rng.randrange(pr.producers)
             rec = _Rec(f"p{k}-{g}", k, rng.randrange(self.nparts), outcome, txn)
+            if pr.key_shared:
+                rec.key = f"k{rng.randrange(_KEYS)}"
             if rng.random() < 0.01:
                 self.logs[rec.p].append(_Entry(None, None))  # a record that is not ours
         self.recs.append(rec)
@@ -355,8 +393,22 @@ class _Chunk:
                                               for x in (i - 1, i + 1)))
 
         p, i = self._pick("poll-skip", ok, span=(-1, 1))
-        self.logs[p][i].mark = "skip"
-        self._note("poll-skip", self.logs[p][i + 1].mid)
+        log = self.logs[p]
+        log[i].mark = "skip"
+        if log[i].rec is not None and log[i + 1].rec is not None and log[i].key == log[i + 1].key \
+                and log[i].key is not None:  # the later record is read first: not of the same key
+            log[i + 1].rec.key = f"k{(int(log[i].key[1:]) + 1) % _KEYS}"
+        self._note("poll-skip", log[i + 1].mid)
+
+    def _inject_key_order(self) -> None:
+        p, i = self._pick("key-order", lambda p, i: self._plain(p, i) and self._plain(p, i + 1),
+                          span=(0, 1))
+        first, later = self.logs[p][i], self.logs[p][i + 1]
+        assert first.rec is not None and later.rec is not None
+        later.rec.key = first.rec.key
+        first.mark, first.arg = "early", later.mid
+        later.mark = "early-next"
+        self._note("key-order", first.mid)
 
     def _inject_aborted_read(self) -> None:
         rc_parts = [p for p in range(self.nparts) if self._rc(self._consumer(p))]
@@ -387,7 +439,13 @@ class _Chunk:
                         for x in range(i - m + 1, i + 1)), span=(-m + 1, 0), parts=[p])
                 except ValueError:
                     continue
-                self.logs[p][i].mark, self.logs[p][i].arg = "rewind", m
+                log = self.logs[p]
+                log[i].mark, log[i].arg = "rewind", m
+                if self.pr.key_shared and log[i].rec is not None:
+                    # one key: the re-read records are below a first delivery of their key
+                    for e in log[i - m + 1:i]:
+                        if e.rec is not None:
+                            e.rec.key = log[i].rec.key
 
     # -- positions and lines ------------------------------------------------------
 
@@ -406,11 +464,13 @@ class _Chunk:
                 e.tm = f'"t":{_T0 + x:.3f},"m":{x:.3f}'
                 if not pulsar:
                     e.fields = f'"partition":{pn},"offset":{offset},"epoch":1'
+                    e.col = (pn, offset, None, None, None)
                     offset += 2 if self.pr.txn and self.rng.random() < 0.05 else 1  # a txn marker
                     continue
                 if left == 0:
                     left, batch = (self.rng.randint(2, 4), 0) if self.rng.random() < 0.3 else (0, -1)
                 e.fields = f'"partition":{pn},"offset":null,"ledger":{ledger},"entry":{entry},"batch":{batch}'
+                e.col = (pn, None, ledger, entry, batch)
                 if left:
                     left, batch = left - 1, batch + 1
                 if not left:
@@ -419,13 +479,58 @@ class _Chunk:
     def _topic(self, p: int) -> str:
         return f"topic-{p // self.pr.partitions}"
 
-    def _poll(self, client: str, phase: str, p: int, e: _Entry, mid: str | None = None) -> str:
-        mid = e.mid if mid is None else mid
-        mid_json = "null" if mid is None else f'"{mid}"'
-        return (f'{{"type":"poll","client":"{client}",{e.tm},"mid":{mid_json},"phase":"{phase}",'
-                f'"topic":"{self._topic(p)}",{e.fields},"ts":1,"key":null}}\n')
+    # -- consumer lines ------------------------------------------------------------
+    # A read before it is written: (partition index, entry, mid, redelivery); entry None is
+    # a reset of the partition.
 
-    def _reset(self, client: str, p: int, e: _Entry) -> str:
+    def _tick(self, clock: list[int]) -> float:
+        """The next time stamp of a consumer's clock (one per line, increasing through the
+        chunks: each chunk has its own range)."""
+        clock[0] += 1
+        return _T0 + 0.001 * (self.j * (8 * self._stride()) + clock[0])
+
+    @staticmethod
+    def _tm(t: float) -> str:
+        return f'"t":{t:.6f},"m":{t - _T0:.6f}'
+
+    def _sub(self, phase: str) -> str:
+        """The batch fields of a Pulsar run-phase subscription."""
+        if self.pr.system != "pulsar" or phase != "run":
+            return ""
+        kind = "Key_Shared" if self.pr.key_shared else "Exclusive"
+        return f',"subscription":"sub-0","subscription_type":"{kind}"'
+
+    def _poll(self, client: str, phase: str, t: float, read: tuple[int, _Entry, str | None, int]) -> str:
+        p, e, mid, redelivery = read
+        pulsar = f',"redelivery":{redelivery}' if self.pr.system == "pulsar" else ""
+        return (f'{{"type":"poll","client":"{client}",{self._tm(t)},"mid":{_js(mid)},"phase":"{phase}",'
+                f'"topic":"{self._topic(p)}",{e.fields},"ts":1,"key":{_js(e.key)}{self._sub(phase)}{pulsar}}}\n')
+
+    def _polls(self, client: str, phase: str, t: float, reads: list[tuple[int, _Entry, str | None, int]],
+               isolation: str | None) -> str:
+        """One polls line: the reads as columns (all of one topic)."""
+        n = len(reads)
+        cols = list(zip(*(e.col for _, e, _, _ in reads)))
+        out = [f'{{"type":"polls","client":"{client}",{self._tm(t)},"phase":"{phase}",'
+               f'"topic":"{self._topic(reads[0][0])}"{self._sub(phase)}']
+        if isolation is not None:
+            out.append(f',"isolation":"{isolation}"')
+        out.append(f',"partitions":{_list(cols[0])}')
+        if self.pr.system == "kafka":
+            out.append(f',"offsets":{_list(cols[1])},"epochs":[{",".join("1" * n)}]')
+        else:
+            if self.rng.random() < 0.5:  # a column of nulls may be null or left out
+                out.append(',"offsets":null')
+            out.append(f',"ledgers":{_list(cols[2])},"entries":{_list(cols[3])},"batches":{_list(cols[4])}')
+        keys = [e.key for _, e, _, _ in reads]
+        out.append(f',"mids":[{",".join(_js(mid) for _, _, mid, _ in reads)}],"tss":[{",".join("1" * n)}],'
+                   f'"keys":{"null" if keys.count(None) == n else "[" + ",".join(map(_js, keys)) + "]"}')
+        if self.pr.system == "pulsar":
+            out.append(f',"redeliveries":{_list([r for _, _, _, r in reads])}')
+        out.append("}\n")
+        return "".join(out)
+
+    def _reset(self, client: str, p: int, t: float) -> str:
         """A reset of partition ``p``; without injections, some name no partition (or topic):
         those cover every partition (topic), which could hide an injected anomaly."""
         topic, partition = f'"{self._topic(p)}"', str(p % self.pr.partitions)
@@ -433,19 +538,58 @@ class _Chunk:
             partition = "null"
             if self.rng.random() < 0.3:
                 topic = "null"
-        return (f'{{"type":"reset","client":"{client}",{e.tm},"topic":{topic},'
+        return (f'{{"type":"reset","client":"{client}",{self._tm(t)},"topic":{topic},'
                 f'"partition":{partition},"reason":"rebalance","from":null,"to":null}}\n')
+
+    def _write_reads(self, out: list[str], client: str, phase: str, isolation: str | None,
+                     reads: list[tuple[int, _Entry | None, str | None, int]]) -> None:
+        """Reads and resets as lines: polls batches of up to ``Profile.batch`` records (cut at
+        resets, topic changes and before an injected key-order record), some as poll lines."""
+        clock = [0]
+        batch: list[tuple[int, _Entry, str | None, int]] = []
+        limit = self.rng.randint(1, self.pr.batch)
+
+        def flush() -> None:
+            nonlocal limit
+            if not batch:
+                return
+            if self.rng.random() < self.pr.plain:
+                for i, read in enumerate(batch):
+                    t = self._tick(clock)
+                    if i == 0 and read[1].mark == "early":
+                        self.early_t[read[1].mid] = t
+                    out.append(self._poll(client, phase, t, read))
+            else:
+                t = self._tick(clock)
+                if batch[0][1].mark == "early":
+                    self.early_t[batch[0][1].mid] = t
+                out.append(self._polls(client, phase, t, batch, isolation))
+            batch.clear()
+            limit = self.rng.randint(1, self.pr.batch)
+
+        for p, e, mid, redelivery in reads:
+            if e is None:
+                flush()
+                out.append(self._reset(client, p, self._tick(clock)))
+                continue
+            if batch and (len(batch) >= limit or batch[0][0] // self.pr.partitions != p // self.pr.partitions
+                          or (e.mark == "early" and mid == e.mid)):
+                flush()
+            batch.append((p, e, mid, redelivery))
+        flush()
 
     def output(self) -> _Output:
         files: dict[str, list[str]] = {}
         run_mids: set[str] = set()
         rec_mids: set[str] = set()
+        self.early_t: dict[str | None, float] = {}
         if self.j == 0:
             self._meta(files)
         self._producer_lines(files)
         if not self.tail:
             for c in range(self.pr.consumers):
                 self._consumer_lines(files, c, run_mids)
+            self._early_lines(files)
         self._recovery_lines(files, rec_mids)
         self._replica_lines(files)
         return _Output({name: "".join(lines) for name, lines in files.items()},
@@ -462,10 +606,22 @@ class _Chunk:
             iso = "read_committed" if self._rc(c) else "read_uncommitted"
             files.setdefault(f"history/consumer-{c}.jsonl", []).append(
                 f'{{"type":"meta","client":"consumer-{c}",{tm},"isolation":"{iso}"}}\n')
+        if self.pr.inject.get("key-order"):
+            files.setdefault(f"history/{_EARLY}.jsonl", []).append(
+                f'{{"type":"meta","client":"{_EARLY}",{tm}}}\n')
         files.setdefault("history/recovery.jsonl", []).append(
             f'{{"type":"meta","client":"recovery",{tm},"isolation":"read_committed"}}\n')
-        if self.pr.torn:  # a corrupt line in the middle of a file: skipped, not fatal
+        if self.pr.torn:  # corrupt lines in the middle of files: skipped, not fatal
             files["history/producer-0.jsonl"].append("{this is not json\n")
+            # Malformed polls lines (unequal lists, a column that is no list, a float offset):
+            # dropped whole; read, they would be unexpected ids.
+            head = f'{{"type":"polls","client":"consumer-0",{tm},"phase":"run","topic":"topic-0"'
+            files["history/consumer-0.jsonl"] += [
+                f'{head},"partitions":[0,0],"offsets":[1,2],"mids":["zz-malformed-1"],"tss":[1,1]}}\n',
+                f'{head},"partitions":[0],"offsets":[1],"mids":["zz-malformed-2"],"tss":[1],"keys":[]}}\n',
+                f'{head},"partitions":0,"offsets":[1],"mids":["zz-malformed-3"]}}\n',
+                f'{head},"partitions":[0],"offsets":[1.5],"mids":["zz-malformed-4"]}}\n',
+            ]
 
     def _producer_lines(self, files: dict[str, list[str]]) -> None:
         for rec in self.recs:
@@ -473,7 +629,7 @@ class _Chunk:
             out = files.setdefault(f"history/{client}.jsonl", [])
             tm = rec.entry.tm if rec.entry is not None else f'"t":{_T0:.3f},"m":0.000'
             out.append(f'{{"type":"invoke","client":"{client}",{tm},"mid":"{rec.mid}",'
-                       f'"topic":"{self._topic(rec.p)}","key":null}}\n')
+                       f'"topic":"{self._topic(rec.p)}","key":{_js(rec.key)}}}\n')
             txn = f',"txn":"{rec.txn}"' if rec.txn else ""
             if rec.outcome == "ok":
                 assert rec.entry is not None
@@ -491,9 +647,9 @@ class _Chunk:
 
     def _consumer_lines(self, files: dict[str, list[str]], c: int, run_mids: set[str]) -> None:
         client = f"consumer-{c}"
-        per_part: list[list[str]] = []
+        per_part: list[list[tuple[int, _Entry | None, str | None, int]]] = []
         for p in range(c, self.nparts, self.pr.consumers):
-            log, lines = self.logs[p], []
+            log, reads = self.logs[p], []
             read = [e for e in log if self._readable(p, e)]
             skip_next = False
             for n, e in enumerate(read):
@@ -502,22 +658,21 @@ class _Chunk:
                     continue
                 if e.mark == "skip":  # the next record first, then back after a reset
                     nxt = read[n + 1]
-                    lines += [self._poll(client, "run", p, nxt), self._reset(client, p, e),
-                              self._poll(client, "run", p, e), self._poll(client, "run", p, nxt)]
+                    reads += [(p, nxt, nxt.mid, 0), (p, None, None, 0), (p, e, e.mid, 0), (p, nxt, nxt.mid, 1)]
                     skip_next = True
                     continue
                 if e.mark == "phantom":
-                    lines += [self._poll(client, "run", p, e, str(e.arg)), self._reset(client, p, e)]
+                    reads += [(p, e, str(e.arg), 0), (p, None, None, 0)]
                     run_mids.add(str(e.arg))
-                lines.append(self._poll(client, "run", p, e))
+                reads.append((p, e, e.mid, 0))
                 if e.mark == "double":
-                    lines.append(self._poll(client, "run", p, e))
+                    reads.append((p, e, e.mid, 1))
                 if e.mark == "rewind":
-                    lines.append(self._reset(client, p, e))
-                    lines += [self._poll(client, "run", p, r) for r in read[n - int(e.arg or 0) + 1:n + 1]]
+                    reads.append((p, None, None, 0))
+                    reads += [(p, r, r.mid, 1) for r in read[n - int(e.arg or 0) + 1:n + 1]]
             run_mids.update(e.mid for e in read if e.mid is not None)
-            per_part.append(lines)
-        out = files.setdefault(f"history/{client}.jsonl", [])
+            per_part.append(reads)
+        merged: list[tuple[int, _Entry | None, str | None, int]] = []
         cursors = [0] * len(per_part)
         while True:
             open_parts = [x for x in range(len(per_part)) if cursors[x] < len(per_part[x])]
@@ -525,17 +680,35 @@ class _Chunk:
                 break
             x = self.rng.choice(open_parts)
             take = self.rng.randint(1, 64)
-            out += per_part[x][cursors[x]:cursors[x] + take]
+            merged += per_part[x][cursors[x]:cursors[x] + take]
             cursors[x] += take
+        iso = "read_committed" if self._rc(c) else "read_uncommitted"
+        self._write_reads(files.setdefault(f"history/{client}.jsonl", []), client, "run",
+                          iso if self.pr.system == "kafka" else None, merged)
+
+    def _early_lines(self, files: dict[str, list[str]]) -> None:
+        """key-order: the later record of each injected pair, polled by another consumer of the
+        subscription just before the partition's consumer polls the earlier one (after a
+        reset, so that this client's polls form no sequence)."""
+        early = sorted(((self.early_t[e.mid], p, self.logs[p][i + 1]) for p, log in enumerate(self.logs)
+                        for i, e in enumerate(log) if e.mark == "early"), key=lambda x: x[0])
+        for t, p, later in early:
+            out = files.setdefault(f"history/{_EARLY}.jsonl", [])
+            out.append(self._reset(_EARLY, p, t - 0.0007))
+            read = (p, later, later.mid, 0)
+            out.append(self._poll(_EARLY, "run", t - 0.0005, read) if self.rng.random() < 0.5
+                       else self._polls(_EARLY, "run", t - 0.0005, [read], None))
 
     def _recovery_lines(self, files: dict[str, list[str]], rec_mids: set[str]) -> None:
-        out = files.setdefault("history/recovery.jsonl", [])
+        reads: list[tuple[int, _Entry | None, str | None, int]] = []
         for p, log in enumerate(self.logs):
             for e in log:
                 if not e.aborted and not e.lost:
-                    out.append(self._poll("recovery", "recovery", p, e))
+                    reads.append((p, e, e.mid, 0))
                     if e.mid is not None:
                         rec_mids.add(e.mid)
+        self._write_reads(files.setdefault("history/recovery.jsonl", []), "recovery", "recovery",
+                          "read_committed" if self.pr.system == "kafka" else None, reads)
 
     def _replica_lines(self, files: dict[str, list[str]]) -> None:
         prefix = "kafka" if self.pr.system == "kafka" else "bookie"
@@ -562,3 +735,12 @@ class _Chunk:
             if outcome != "ok":
                 counts[f"{outcome}-{'present' if rec.mid in rec_mids else 'absent'}"] += 1
         return counts
+
+
+def _js(value: str | None) -> str:
+    """A string (ids, keys: no characters to escape) or null as JSON."""
+    return "null" if value is None else f'"{value}"'
+
+
+def _list(values: Iterable[int | None]) -> str:
+    return "[" + ",".join("null" if v is None else str(v) for v in values) + "]"

@@ -11,16 +11,23 @@ from harness.check.synthetic import Profile
 
 
 def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
-    """Random small profiles; with ``inject``, a random set of anomalies (1-2 of each)."""
+    """Random small profiles; with ``inject``, a random set of anomalies (1-2 of each).
+
+    Pulsar profiles are Key_Shared subscriptions half the time (key-order can be injected
+    only there); consumers write polls batches of random sizes, some as single poll lines.
+    """
 
     @st.composite
     def build(draw: st.DrawFn) -> Profile:
         replicas = draw(st.integers(0, 3))
-        kinds = [k for k in ANOMALIES if replicas >= 2 or k != "replica-divergence"]
+        system = draw(st.sampled_from(["kafka", "pulsar"]))
+        key_shared = system == "pulsar" and draw(st.booleans())
+        kinds = [k for k in ANOMALIES if (replicas >= 2 or k != "replica-divergence")
+                 and (key_shared or k != "key-order")]
         chosen = draw(st.dictionaries(st.sampled_from(kinds), st.integers(1, 2))) if inject else {}
         return Profile(
             records=draw(st.integers(150, 400)) + 60 * sum(chosen.values()),
-            system=draw(st.sampled_from(["kafka", "pulsar"])),
+            system=system,
             topics=draw(st.integers(1, 2)),
             partitions=draw(st.integers(1, 4)),
             producers=draw(st.integers(1, 3)),
@@ -31,6 +38,9 @@ def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
             torn=draw(st.booleans()),
             seed=draw(st.integers(0, 1 << 16)),
             inject=chosen,
+            key_shared=key_shared,
+            batch=draw(st.sampled_from([1, 2, 7, 300])),
+            plain=draw(st.sampled_from([0.0, 0.1, 0.5, 1.0])),
         )
 
     return build()

@@ -3,11 +3,15 @@ clean histories give none. Each detector has a test here that fails without it."
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from harness.check import ANOMALIES, CheckResult, check_run
 from harness.check.synthetic import Expected, Profile, generate
+from harness.history import expand_polls, position_key, read_events
 
 from check_helpers import example_mids, profiles
 
@@ -25,12 +29,76 @@ def _assert_matches(result: CheckResult, expected: Expected) -> None:
 
 @pytest.mark.parametrize("system", ["kafka", "pulsar"])
 def test_every_anomaly_is_found(tmp_path, system: str) -> None:
-    """Two of each anomaly in one history: a missing or miscounting detector fails this."""
+    """Two of each anomaly in one history: a missing or miscounting detector fails this.
+    (key-order exists only in Pulsar Key_Shared subscriptions.)"""
+    kinds = [k for k in ANOMALIES if system == "pulsar" or k != "key-order"]
     profile = Profile(records=3000, system=system, partitions=3, consumers=2, replicas=3, txn=True,
-                      seed=7, inject=dict.fromkeys(ANOMALIES, 2))
+                      seed=7, inject=dict.fromkeys(kinds, 2), key_shared=system == "pulsar")
     expected = generate(tmp_path, profile)
-    assert all(expected.anomalies[kind] >= 2 for kind in ANOMALIES)
+    assert all(expected.anomalies[kind] >= 2 for kind in kinds)
     _assert_matches(check_run(tmp_path), expected)
+
+
+def _lines(run: Path, kind: str) -> list[dict]:
+    return [e for f in sorted(run.glob("history/*.jsonl")) for e in read_events(f, expand=False)
+            if e["type"] == kind]
+
+
+def test_clean_key_shared_redeliveries_are_no_key_order(tmp_path) -> None:
+    """Redeliveries (a reset, then records read again) of a Key_Shared subscription are not
+    first deliveries: no key-order. The history has them; run polls come in both line forms."""
+    profile = Profile(records=3000, system="pulsar", key_shared=True, partitions=4, consumers=3,
+                      rewinds=True, torn=False, seed=11, batch=20, plain=0.3)
+    expected = generate(tmp_path, profile)
+    polls, single = _lines(tmp_path, "polls"), _lines(tmp_path, "poll")
+    # Redeliveries below an earlier delivery of their key: judged, they would be key-order.
+    below, top = 0, {}
+    for f in sorted(tmp_path.glob("history/consumer-*.jsonl")):
+        for e in read_events(f):
+            if e["type"] == "poll" and e["phase"] == "run":
+                group, pos = (e["client"], e["partition"], e["key"]), position_key(e)
+                below += e["redelivery"] == 1 and pos < top.get(group, pos)
+                top[group] = max(top.get(group, pos), pos)
+    assert below >= 3
+    run = [e for e in polls + single if e["phase"] == "run"]
+    assert {e["type"] for e in run} == {"poll", "polls"}
+    assert {e.get("subscription_type") for e in run} == {"Key_Shared"}
+    result = check_run(tmp_path)
+    assert result.anomalies == expected.anomalies and set(result.anomalies.values()) == {0}
+    _assert_matches(result, expected)
+
+
+@pytest.mark.parametrize("system", ["kafka", "pulsar"])
+def test_polls_lines_read_as_their_poll_events(tmp_path, system: str) -> None:
+    """A history with polls batches and the same history with every batch written out as
+    its poll events (harness.history.expand_polls) give the same result, examples included."""
+    batched, expanded = tmp_path / "batched", tmp_path / "expanded"
+    kinds = [k for k in ANOMALIES if system == "pulsar" or k != "key-order"]
+    generate(batched, Profile(records=2500, system=system, partitions=3, consumers=2, replicas=2,
+                              txn=True, seed=5, inject=dict.fromkeys(kinds, 1),
+                              key_shared=system == "pulsar", plain=0.0))
+    polls = 0
+    for f in sorted(batched.glob("*/*.jsonl")):
+        out = []
+        for line in f.read_text(encoding="utf-8").splitlines(keepends=True):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                out.append(line)  # torn and corrupt lines stay as they are
+                continue
+            if event.get("type") == "polls":
+                polls += 1
+                out += [json.dumps(e, separators=(",", ":")) + "\n" for e in expand_polls(event)]
+            else:
+                out.append(line)
+        target = expanded / f.relative_to(batched)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(out), encoding="utf-8")
+    assert polls > 10
+    assert not _lines(expanded, "polls")
+    result = check_run(batched)
+    assert result == check_run(expanded)
+    assert all(result.anomalies[k] == (2 if k == "inconsistent-offsets" else 1) for k in kinds)
 
 
 @SPARK

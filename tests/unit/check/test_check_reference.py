@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from harness.check import check_run, spark_job
 from harness.check.synthetic import Profile, generate
+from harness.history import POLLS_FIELDS
 
 from check_helpers import profiles
 
@@ -33,6 +34,10 @@ _FIELDS = {
     "txn": lambda rng, v: rng.choice([None, "aborted", "committed"]),
     "isolation": lambda rng, v: rng.choice([None, "read_committed", "read_uncommitted"]),
     "client": lambda rng, v: rng.choice([None, "producer-0", "consumer-0", "consumer-1", "recovery"]),
+    "key": lambda rng, v: rng.choice([None, "k0", "k1"]),
+    "subscription": lambda rng, v: rng.choice([None, "sub-0", "sub-1"]),
+    "subscription_type": lambda rng, v: rng.choice([None, "Key_Shared", "Shared"]),
+    "t": lambda rng, v: rng.choice([None, 0.5, 1700000000.0005, 1700000099.0, "1700000000.001", "soon"]),
 }
 
 
@@ -47,8 +52,17 @@ def mangle(run: Path, rng: random.Random, edits: int) -> None:
         if not here:
             continue
         i = rng.randrange(len(here))
-        op = rng.randrange(8)
-        if op == 0:
+        op = rng.randrange(10)
+        if op >= 8:  # a polls line: damage one of its columns
+            try:
+                event = json.loads(here[i])
+            except ValueError:
+                continue
+            if event.get("type") != "polls":
+                continue
+            _damage_polls(event, rng, mids)
+            here[i] = json.dumps(event, separators=(",", ":")) + "\n"
+        elif op == 0:
             del here[i]
         elif op == 1:
             here.insert(rng.randrange(len(here) + 1), here[i])
@@ -80,6 +94,36 @@ def mangle(run: Path, rng: random.Random, edits: int) -> None:
         if body and rng.random() < 0.3:
             body = body.rstrip("\n")  # a complete last line without its newline: kept
         f.write_text(body, encoding="utf-8")
+
+
+def _damage_polls(event: dict, rng: random.Random, mids: list[str]) -> None:
+    """One edit of a polls line's columns: an element changed, dropped or added (lists of
+    different lengths: the line is dropped), a column nulled, removed or made a scalar."""
+    columns = sorted(c for c in POLLS_FIELDS if c in event)
+    if not columns:
+        return
+    column = rng.choice(columns)
+    values = event[column]
+    field = POLLS_FIELDS[column]
+    op = rng.randrange(6)
+    if op == 0 and isinstance(values, list) and values:
+        j = rng.randrange(len(values))
+        if column == "mids":
+            values[j] = rng.choice(mids + [None])
+        elif field in _FIELDS:
+            values[j] = _FIELDS[field](rng, values[j] if isinstance(values[j], int) else None)
+        else:
+            values[j] = rng.choice([None, 0, 1, "x"])
+    elif op == 1 and isinstance(values, list) and values:
+        del values[rng.randrange(len(values))]
+    elif op == 2 and isinstance(values, list):
+        values.insert(rng.randrange(len(values) + 1), values[0] if values else None)
+    elif op == 3:
+        event[column] = None
+    elif op == 4:
+        del event[column]
+    else:
+        event[column] = rng.choice([0, "x", {}])
 
 
 @PURE

@@ -40,6 +40,24 @@ def _recovery(topic: str, *reads: tuple[str | None, int]) -> list[dict[str, Any]
     return [_poll("recovery", mid, topic, off, phase="recovery") for mid, off in reads]
 
 
+def _polls(client: str, topic: str, *, phase: str | None = "run", **columns: Any) -> dict[str, Any]:
+    """A polls line: batch fields and columns as given."""
+    fields = {"phase": phase} if phase is not None else {}
+    return _ev("polls", client, topic=topic, **fields, **columns)
+
+
+def _ks(client: str, mid: str | None, key: str | None, entry: int, t: Any, *, ledger: int = 1,
+        partition: int = 0, subscription: str = "s", kind: str = "Key_Shared",
+        phase: str = "run") -> dict[str, Any]:
+    """A Pulsar poll of the key-order scenario (topic key-order)."""
+    return {**_ev("poll", client, mid=mid, topic="key-order", partition=partition, offset=None,
+                  ledger=ledger, entry=entry, batch=-1, phase=phase, key=key, subscription=subscription,
+                  subscription_type=kind), "t": t}
+
+
+_KO_MIDS = [f"m{i}" for i in (1, 2, 4, 5, 6, 11, 12, 20, 21, 30, 31, 32, 33, 34, 36, 37, 38)]
+
+
 SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
     # An ok event without a topic binds its position in the topic of its invoke.
     "ack-topic": ({
@@ -90,6 +108,74 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
         "reader": [_poll("reader", f"s{i}", "skip", off) for i, off in enumerate([0, 2, 3])],
         "recovery": _recovery("skip", ("s0", 0), ("s1", 2), ("s2", 3)),
     }, {"poll-skip": 1}),
+    # A polls line is its poll events in list order, then the next line: po2 skips po1 (the
+    # recovery read has it), po1 after po2 goes back.
+    "polls-order": ({
+        "producer": [e for i in range(3) for e in _sent("producer", f"po{i}", "polls-order", i)],
+        "consumer": [_polls("po-c", "polls-order", partitions=[0, 0], offsets=[0, 2], mids=["po0", "po2"]),
+                     _poll("po-c", "po1", "polls-order", 1)],
+        "recovery": [_polls("recovery", "polls-order", phase="recovery", partitions=[0, 0, 0],
+                            offsets=[0, 1, 2], mids=["po0", "po1", "po2"], keys=None)],
+    }, {"poll-skip": 1, "nonmonotonic-poll": 1}),
+    # Malformed batches are dropped whole (each would poll an id never sent): lists of
+    # different lengths (used columns or not), a column that is no list, a float offset. A
+    # batch without columns or with empty ones has no records; the one good batch has one.
+    "polls-malformed": ({
+        "consumer": [
+            _polls("pm-c", "polls-malformed", partitions=[0, 0], offsets=[0, 1], mids=["zz1"]),
+            _polls("pm-c", "polls-malformed", partitions=0, offsets=[2], mids=["zz2"]),
+            _polls("pm-c", "polls-malformed", partitions=[0], offsets=[3.5], mids=["zz3"]),
+            _polls("pm-c", "polls-malformed", partitions=[0], offsets=[4], mids=["zz4"], tss="x"),
+            _polls("pm-c", "polls-malformed", partitions=[0], offsets=[5], mids=["zz5"], keys=[]),
+            _polls("pm-c", "polls-malformed", partitions=[0], offsets=[6], mids=["zz6"], epochs=[1, 2]),
+            _polls("pm-c", "polls-malformed", partitions=[0], offsets=[7], mids=["zz7"], redeliveries={}),
+            _polls("pm-c", "polls-malformed", mid="zz8", partition=0, offset=8),
+            _polls("pm-c", "polls-malformed", partitions=[], offsets=[], mids=[]),
+            _polls("pm-c", "polls-malformed", partitions=[0], offsets=[9], mids=["zz9"], keys=None,
+                   epochs=[None], tss=["x"]),
+        ],
+    }, {"unexpected": 1}),
+    # Batch fields hold for every record: partition (no partitions column), isolation; a
+    # null column (offsets of Pulsar records) is all null; absent batches are -1.
+    "polls-fields": ({
+        "producer": (_sent("pf-p", "f0", "polls-fields", 0) + _sent("pf-p", "f1", "polls-fields", 1)
+                     + [_ev("invoke", "pf-p", mid=f"g{i}", topic="polls-fields-p") for i in range(2)]
+                     + [_ev("invoke", "pf-p", mid="z2", topic="polls-fields-i"),
+                        _ev("fail", "pf-p", mid="z2", error="abort", txn="aborted")]),
+        "consumer": [_polls("pf-c", "polls-fields", partition=0, offsets=[1, 0], mids=["f1", "f0"], keys=None),
+                     _polls("pf-c", "polls-fields-p", partitions=[0, 0], offsets=None, ledgers=[1, 1],
+                            entries=[1, 0], mids=["g1", "g0"]),
+                     _polls("pf-rc", "polls-fields-i", partitions=[0], offsets=[5], mids=["z2"],
+                            isolation="read_committed")],
+        "recovery": [_polls("recovery", "polls-fields", phase="recovery", partitions=[0, 0], offsets=[0, 1],
+                            mids=["f0", "f1"])],
+    }, {"nonmonotonic-poll": 2, "aborted-read": 1}),
+    # key-order: per (topic, subscription, key, partition) in order of t (a string t is cast;
+    # ties in file order), first polls only. Three violations: m4 after m5 (another client,
+    # earlier t), m12 after m11 (one batch, one t), m21 (file earlier, t later) after m20.
+    # Redeliveries, other keys, partitions, subscriptions and types, the recovery phase, and
+    # polls without key, id or usable t are not judged (each would be one more).
+    "key-order": ({
+        "producer": [_ev("invoke", "ko-p", mid=m, topic="key-order") for m in _KO_MIDS],
+        "ks-a": [_ks("ks-a", "m1", "k", 1, 1.0), _ks("ks-a", "m2", "k", 2, 2.0), _ks("ks-a", "m4", "k", 4, 4),
+                 _ks("ks-a", "m6", "j", 6, 7.0),
+                 {**_polls("ks-a", "key-order", subscription="s", subscription_type="Key_Shared",
+                           partitions=[0, 0], ledgers=[1, 1], entries=[11, 10], batches=None,
+                           mids=["m11", "m12"], keys=["k", "k"], redeliveries=[0, 0]), "t": 20.0},
+                 _ks("ks-a", "m21", "k", 29, "31")],
+        "ks-b": [_ks("ks-b", "m5", "k", 5, 3.0),
+                 _ev("reset", "ks-b", topic="key-order", partition=0, reason="rebalance"),
+                 _ks("ks-b", "m1", "k", 1, 6.0), _ks("ks-b", "m20", "k", 30, 30.0)],
+        "ks-x": [_ks("ks-x", "m30", "k", 0, 40.0, ledger=0, phase="recovery"),
+                 _ks("ks-x", "m31", "k", 1, 41.0, ledger=0, kind="Shared"),
+                 _ks("ks-x", "m32", None, 2, 42.0, ledger=0),
+                 _ks("ks-x", "m33", "k", 3, 43.0, ledger=0, subscription="s2"),
+                 _ks("ks-x", "m34", "k", 4, 44.0, ledger=0, partition=1),
+                 _ks("ks-x", None, "k", 5, 45.0, ledger=0),
+                 _ks("ks-x", "m36", "k", 6, None, ledger=0),
+                 _ks("ks-x", "m37", "k", 7, "soon", ledger=0),
+                 _ks("ks-x", "m38", "k", 8, float("nan"), ledger=0)],
+    }, {"key-order": 3, "nonmonotonic-poll": 1}),
     # Records that are not ours (mid null) are no anomaly; ids never sent are.
     "foreign": ({
         "consumer": [_poll("consumer", None, "foreign", 0), _poll("consumer", "zz", "foreign", 1)],
@@ -118,4 +204,9 @@ def test_spark_follows_every_rule(tmp_path: Path, reference: ModuleType) -> None
     result = check_run(tmp_path)
     assert result.anomalies == {k: sum(exp.get(k, 0) for _, exp in SCENARIOS.values()) for k in ANOMALIES}
     assert result.examples["poll-skip"][0]["skipped"] == 1
+    assert [ex["mid"] for ex in result.examples["key-order"]] == ["m4", "m12", "m21"]
+    assert result.examples["key-order"][0] == {
+        "subscription": "s", "key": "k", "client": "ks-a", "mid": "m4", "topic": "key-order",
+        "partition": 0, "ledger": 1, "entry": 4, "batch": -1,
+        "prev": {"client": "ks-b", "mid": "m5", "ledger": 1, "entry": 5, "batch": -1}}
     assert result == reference.check(tmp_path)
