@@ -9,7 +9,12 @@ reference, not a tool for large runs.
 Lines are read as Spark's JSON reader in DROPMALFORMED mode reads them: a line
 that is not a JSON object, or whose numeric fields are not integers, is
 dropped; a non-string value of a string field becomes its JSON text; a
-complete last line without a newline is kept.
+complete last line without a newline is kept. A ``polls`` line is its poll
+events (``harness.history.expand_polls``, after dropping null columns: Spark
+reads a null column like an absent one, as the line's own field); its columns
+must be lists (integer lists for positions), else the line is dropped. ``t`` is
+read as the job reads it (a number, or a string cast to a double; hexadecimal
+strings, which Java's parser takes, are not emulated).
 
 Usage: ``python bench/reference_checker.py RUN_DIR`` prints the result as JSON.
 """
@@ -225,11 +230,11 @@ class _Checker:
                         self._mid(mid).bindings.add(place)
                 if mid is None or kind not in ("invoke", "ok", "fail", "info", "poll"):
                     continue
-                if (kind == "poll" and ev.get("phase") != "recovery" and ev.get("subscription_type") == "Key_Shared"
-                        and ev.get("key") is not None and ev["t"] is not None and pos is not None
-                        and ev.get("topic") is not None):
-                    self.key_shared.append((ev["t"], (fidx, n, i), ev["topic"], ev.get("subscription"), ev["key"],
-                                            ev["partition"], pos, ev.get("client"), mid))
+                if (kind == "poll" and ev.get("phase") != "recovery"
+                        and ev.get("subscription_type") == "Key_Shared" and ev.get("key") is not None
+                        and ev["t"] is not None and pos is not None and ev.get("topic") is not None):
+                    self.key_shared.append((ev["t"], (fidx, n, i), ev["topic"], ev.get("subscription"),
+                                            ev["key"], ev["partition"], pos, ev.get("client"), mid))
                 m = self._mid(mid)
                 if kind == "invoke":
                     m.invoked = True

@@ -11,9 +11,8 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
 2. names: the client and topic names behind the hashes, and the read_committed
    clients (small).
 3. per message id (hash aggregate, fixed-width buffers only, no map-side partial
-   aggregate): outcome and read
-   flags, first invoke, first ack, and whether the id sits at more than one
-   position.
+   aggregate): outcome and read flags, first invoke, first ack, and whether the
+   id sits at more than one position.
 4. anomalies: id anomalies are filters of step 3. Polls, acks, replica records
    and resets go through one shuffle by (topic, partition), read twice: a hash
    aggregate per position (the ids bound to it), and two window passes (in

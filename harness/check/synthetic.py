@@ -504,7 +504,8 @@ class _Chunk:
         p, e, mid, redelivery = read
         pulsar = f',"redelivery":{redelivery}' if self.pr.system == "pulsar" else ""
         return (f'{{"type":"poll","client":"{client}",{self._tm(t)},"mid":{_js(mid)},"phase":"{phase}",'
-                f'"topic":"{self._topic(p)}",{e.fields},"ts":1,"key":{_js(e.key)}{self._sub(phase)}{pulsar}}}\n')
+                f'"topic":"{self._topic(p)}",{e.fields},"ts":1,"key":{_js(e.key)}{self._sub(phase)}'
+                f'{pulsar}}}\n')
 
     def _polls(self, client: str, phase: str, t: float, reads: list[tuple[int, _Entry, str | None, int]],
                isolation: str | None) -> str:
@@ -658,7 +659,8 @@ class _Chunk:
                     continue
                 if e.mark == "skip":  # the next record first, then back after a reset
                     nxt = read[n + 1]
-                    reads += [(p, nxt, nxt.mid, 0), (p, None, None, 0), (p, e, e.mid, 0), (p, nxt, nxt.mid, 1)]
+                    reads += [(p, nxt, nxt.mid, 0), (p, None, None, 0), (p, e, e.mid, 0),
+                              (p, nxt, nxt.mid, 1)]
                     skip_next = True
                     continue
                 if e.mark == "phantom":

@@ -142,7 +142,8 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                      + [_ev("invoke", "pf-p", mid=f"g{i}", topic="polls-fields-p") for i in range(2)]
                      + [_ev("invoke", "pf-p", mid="z2", topic="polls-fields-i"),
                         _ev("fail", "pf-p", mid="z2", error="abort", txn="aborted")]),
-        "consumer": [_polls("pf-c", "polls-fields", partition=0, offsets=[1, 0], mids=["f1", "f0"], keys=None),
+        "consumer": [_polls("pf-c", "polls-fields", partition=0, offsets=[1, 0], mids=["f1", "f0"],
+                            keys=None),
                      _polls("pf-c", "polls-fields-p", partitions=[0, 0], offsets=None, ledgers=[1, 1],
                             entries=[1, 0], mids=["g1", "g0"]),
                      _polls("pf-rc", "polls-fields-i", partitions=[0], offsets=[5], mids=["z2"],
