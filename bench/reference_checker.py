@@ -9,8 +9,8 @@ reference, not a tool for large runs.
 Lines are read as Spark's JSON reader in DROPMALFORMED mode reads them: a line
 that is not a JSON object, or whose numeric fields are not integers, is
 dropped; a non-string value of a string field becomes its JSON text; a
-complete last line without a newline is kept. A ``polls`` line is its poll
-events (``harness.history.expand_polls``, after dropping null columns: Spark
+complete last line without a newline is kept. A ``polls`` (``oks``) line is its
+poll (ok) events (``harness.history.expand_batch``, after dropping null columns: Spark
 reads a null column like an absent one, as the line's own field); its columns
 must be lists (integer lists for positions), else the line is dropped. ``t`` is
 read as the job reads it (a number, or a string cast to a double; hexadecimal
@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result  # noqa: E402
-from harness.history import POLLS_FIELDS, expand_polls, history_files  # noqa: E402
+from harness.history import BATCH_EVENTS, expand_batch, history_files  # noqa: E402
 
 __all__ = ["check"]
 
@@ -58,7 +58,7 @@ Place = tuple[str, int, Pos]  # (topic, partition, position)
 
 def read_lines(path: Path, *, replicas: bool = False) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
     """((line number, index in its batch), event) for each event Spark reads (see the module
-    docstring); a ``polls`` line gives its ``poll`` events (not in ``replicas`` files, whose
+    docstring); a batch line gives its events (not in ``replicas`` files, whose
     lines Spark reads with the replica fields only)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh):
@@ -68,13 +68,14 @@ def read_lines(path: Path, *, replicas: bool = False) -> Iterator[tuple[tuple[in
                 continue
             if not isinstance(event, dict) or not _conform(event, replicas):
                 continue
-            if replicas or event.get("type") != "polls":
+            if replicas or event.get("type") not in BATCH_EVENTS:
                 yield (n, 0), event
                 continue
             # Spark cannot tell a null column from an absent one: both read the line's own field.
-            batch = {k: v for k, v in event.items() if not (k in POLLS_FIELDS and v is None)}
-            for i, poll in enumerate(expand_polls(batch)):
-                yield (n, i), poll
+            fields = BATCH_EVENTS[event["type"]][1]
+            batch = {k: v for k, v in event.items() if not (k in fields and v is None)}
+            for i, single in enumerate(expand_batch(batch)):
+                yield (n, i), single
 
 
 def _conform(event: dict[str, Any], replicas: bool = False) -> bool:

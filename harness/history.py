@@ -17,8 +17,19 @@ failed send):
 ``invoke``
     A send was attempted. ``mid`` (unique message id, also the start of the
     value), ``topic``, ``key`` (or null).
+``invokes``
+    Sends a producer attempts next, in columns (like ``polls``): ``mids``, ``keys``
+    and ``partitions`` (the partition asked for, or null); batch field ``topic``.
+    It means exactly its ``invoke`` events (:data:`INVOKES_FIELDS`), written before
+    any of them is sent; :func:`read_events` expands it.
 ``ok``
     The broker acknowledged ``mid``: ``topic`` and position fields (below).
+``oks``
+    A producer's acknowledgements of one poll or flush call, in columns (like
+    ``polls``): ``mids`` and the position columns ``partitions``, Kafka
+    ``offsets``, ``epochs``, Pulsar ``ledgers``, ``entries``, ``batches``; batch
+    fields (``topic``, ``txn``) hold for every record. It means exactly its ``ok``
+    events, in list order (:data:`OKS_FIELDS`); :func:`read_events` expands it.
 ``fail``
     The send definitely did not happen. ``mid``, ``error``.
 ``info``
@@ -89,16 +100,28 @@ __all__ = [
     "parse_mid",
     "SCHEMA_VERSION",
     "POLLS_FIELDS",
+    "OKS_FIELDS",
+    "INVOKES_FIELDS",
+    "BATCH_EVENTS",
+    "expand_batch",
     "expand_polls",
 ]
 
 SCHEMA_VERSION = 1
-CLIENT_TYPES = frozenset({"invoke", "ok", "fail", "info", "poll", "polls", "reset", "stall",
+CLIENT_TYPES = frozenset({"invoke", "invokes", "ok", "oks", "fail", "info", "poll", "polls", "reset", "stall",
                           "meta"})
 #: column of a ``polls`` event -> the ``poll`` field it holds
 POLLS_FIELDS = {"partitions": "partition", "offsets": "offset", "epochs": "epoch",
                 "ledgers": "ledger", "entries": "entry", "batches": "batch",
                 "mids": "mid", "tss": "ts", "keys": "key", "redeliveries": "redelivery"}
+#: column of an ``oks`` event -> the ``ok`` field it holds
+OKS_FIELDS = {"mids": "mid", "partitions": "partition", "offsets": "offset", "epochs": "epoch",
+              "ledgers": "ledger", "entries": "entry", "batches": "batch"}
+#: column of an ``invokes`` event -> the ``invoke`` field it holds
+INVOKES_FIELDS = {"mids": "mid", "keys": "key", "partitions": "partition"}
+#: batch event type -> (the type of its events, its columns)
+BATCH_EVENTS = {"polls": ("poll", POLLS_FIELDS), "oks": ("ok", OKS_FIELDS),
+                "invokes": ("invoke", INVOKES_FIELDS)}
 TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"})
 
 _MID_SEP = b"|"
@@ -244,17 +267,19 @@ def history_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted((Path(run_dir) / "history").glob("*.jsonl"))
 
 
-def expand_polls(event: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``poll`` events a ``polls`` event stands for (see the module doc).
+def expand_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events a batch event (``polls``, ``oks``, ``invokes``: :data:`BATCH_EVENTS`)
+    stands for.
 
     A malformed batch (a column that is not a list, lists of different lengths) gives
     no events, like a corrupt line.
     """
-    base = {k: v for k, v in event.items() if k not in POLLS_FIELDS}
-    base["type"] = "poll"
+    single, fields = BATCH_EVENTS[event["type"]]
+    base = {k: v for k, v in event.items() if k not in fields}
+    base["type"] = single
     columns: dict[str, list[Any] | None] = {}
     size = -1
-    for plural, field in POLLS_FIELDS.items():
+    for plural, field in fields.items():
         col = event.get(plural)
         if col is None:
             if plural in event:
@@ -275,10 +300,14 @@ def expand_polls(event: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+#: the name the ``polls`` batches came with
+expand_polls = expand_batch
+
+
 def read_events(path: str | os.PathLike[str], *, expand: bool = True) -> Iterator[dict[str, Any]]:
     """Events of one JSONL file; a torn or corrupt line (crash mid-write) is skipped.
 
-    ``polls`` batches come out as their ``poll`` events unless ``expand`` is false.
+    Batches (:data:`BATCH_EVENTS`) come out as their events unless ``expand`` is false.
     """
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -289,7 +318,7 @@ def read_events(path: str | os.PathLike[str], *, expand: bool = True) -> Iterato
             except json.JSONDecodeError:
                 continue
             if isinstance(event, dict) and "type" in event:
-                if expand and event["type"] == "polls":
-                    yield from expand_polls(event)
+                if expand and event["type"] in BATCH_EVENTS:
+                    yield from expand_batch(event)
                 else:
                     yield event

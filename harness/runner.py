@@ -381,9 +381,10 @@ class _Run:
         """``wait_until``, with a remedy in ZooKeeper mode for a controller stuck on stale
         broker epochs (3.9.2, seen when a partition's replicas and the controller restart
         in quick succession: the brokers reject every LeaderAndIsr, so the ISR never grows).
-        After ``UNSTICK_AFTER_S``, if every broker runs and one does not take the controller's
-        requests, the harness forces a controller election, as an operator would, records
-        it in the timeline and the story, and waits on."""
+        After ``UNSTICK_AFTER_S``, if every broker runs and the controller is broken (it logged
+        that it fails its state changes) or one broker does not take its requests, the harness
+        forces a controller election, as an operator would, records it in the timeline and
+        the story, and waits on."""
         if self.cluster.spec.mode != "zk" or timeout <= UNSTICK_AFTER_S + 5:
             return wait_until(pred, timeout=timeout, what=what, logs=logs)
         t0 = time.monotonic()
@@ -392,7 +393,7 @@ class _Run:
         except WaitTimeout:
             pass
         if all(n.container.status == "running" for n in self.system.brokers()):
-            problem = self.system.controller_problem(timeout=10)
+            problem = self.system.broken_controller() or self.system.controller_problem(timeout=10)
             if problem is not None:
                 self.system.force_controller_election()
                 note = (f"while waiting for {what}, the controller was stuck ({problem}); the "

@@ -3,8 +3,8 @@
 Plan (each step one Spark action, intermediate data as Parquet in a scratch dir):
 
 1. ingest: parse ``history/*.jsonl`` and ``replicas/*.jsonl`` once (explicit
-   schema, malformed and torn lines dropped; a ``polls`` batch becomes its poll
-   events) into compact columns: a type code, 64-bit hashes of client and topic,
+   schema, malformed and torn lines dropped; a batch line (``polls``, ``oks``,
+   ``invokes``) becomes its events) into compact columns: a type code, 64-bit hashes of client and topic,
    a validated position ``(pl, pe, pb)`` (``harness.history.position_key``), row
    flags, ``seq``, the event's place in file order, and for Key_Shared run polls
    their time, subscription and key.
@@ -52,8 +52,8 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Event type codes.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
-_HISTORY_TYPES = {"invoke": INVOKE, "ok": OK, "fail": FAIL, "info": INFO, "poll": POLL,
-                  "polls": POLL, "reset": RESET, "meta": META}
+_HISTORY_TYPES = {"invoke": INVOKE, "invokes": INVOKE, "ok": OK, "oks": OK, "fail": FAIL, "info": INFO,
+                  "poll": POLL, "polls": POLL, "reset": RESET, "meta": META}
 
 # Row flags (ingest).
 ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
@@ -77,6 +77,10 @@ _POLLS_COLUMNS = {"partitions": ("partition", _LONGS), "offsets": ("offset", _LO
                   "batches": ("batch", _LONGS), "mids": ("mid", _STRINGS), "keys": ("key", _STRINGS),
                   "epochs": ("epoch", _STRINGS), "tss": ("ts", _STRINGS),
                   "redeliveries": ("redelivery", _STRINGS)}
+# Batch types -> their columns (harness.history.BATCH_EVENTS); other lists in them are not read.
+_BATCHES = {"polls": tuple(_POLLS_COLUMNS),
+            "oks": ("partitions", "offsets", "ledgers", "entries", "batches", "mids", "epochs"),
+            "invokes": ("mids", "keys", "partitions")}
 _HISTORY_FIELDS = (("type", _S), ("client", _S), ("mid", _S), ("topic", _S), ("partition", _L),
                    ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L), ("phase", _S),
                    ("txn", _S), ("isolation", _S), ("key", _S), ("t", _S), ("subscription", _S),
@@ -294,7 +298,7 @@ class _Job:
         raw = self._read(self.inputs.history, _HISTORY_FIELDS)
         raw = raw.select("*", F.col("_metadata.file_name").alias("_file"),
                          F.col("_metadata.file_block_start").alias("_start"))
-        # A polls batch becomes its poll events, in list order; then every row gets its place.
+        # A batch (polls, oks, invokes) becomes its events, in list order; then every row gets its place.
         raw = self._explode_polls(raw)
         # monotonically_increasing_id counts rows as the scan (and explode) yields them.
         raw = raw.select("*", F.monotonically_increasing_id().alias("_row"))
@@ -328,29 +332,34 @@ class _Job:
                                        "node", "ks_sub", "ks_key"))
 
     def _explode_polls(self, raw: DataFrame) -> DataFrame:
-        """One row per record of a ``polls`` line (its columns' elements, in list order), the
-        line itself for every other type. A record's field is its column's element, or the
-        line's own field when the column is null or absent. A batch whose lists differ in
-        length gives no rows (like a malformed line).
+        """One row per record of a batch line (``polls``, ``oks``, ``invokes``: its columns'
+        elements, in list order), the line itself for every other type. A record's field is
+        its column's element, or the line's own field when the column is null or absent (or
+        not one of its type's columns). A batch whose lists differ in length gives no
+        rows (like a malformed line).
 
         The used columns are zipped into one array of structs and inlined: the lists are not
         carried through the generator (that would copy them for every record)."""
         F = self.F
-        sizes = [F.when(F.col(c).isNotNull(), F.size(c)) for c in _POLLS_COLUMNS]
+        typ = F.col("type")
+        # A batch's columns are those of its type; any other list in it is not read.
+        column = {c: F.when(typ.isin(*[b for b, cols in _BATCHES.items() if c in cols]), F.col(c))
+                  for c in _POLLS_COLUMNS}
+        sizes = [F.when(col.isNotNull(), F.size(col)) for col in column.values()]
         n = F.greatest(*sizes)
         same = F.lit(True)
-        for c, size in zip(_POLLS_COLUMNS, sizes):
-            same = same & (F.col(c).isNull() | (size == n))
+        for col, size in zip(column.values(), sizes):
+            same = same & (col.isNull() | (size == n))
         names = {f for f, _ in _HISTORY_FIELDS}
         used = [(c, field) for c, (field, _) in _POLLS_COLUMNS.items() if field in names]
         # The length and its check first, as columns: inlined into every use, the expression
         # grows past what the JIT compiles.
         raw = raw.select("*", n.alias("_n"), (same & (n > 0)).alias("_ok"))
         n = F.col("_n")
-        records = F.arrays_zip(*[F.coalesce(F.col(c), F.array_repeat(F.col(field), n)).alias(field)
+        records = F.arrays_zip(*[F.coalesce(column[c], F.array_repeat(F.col(field), n)).alias(field)
                                  for c, field in used])
         line = F.array(F.struct(*[F.col(field) for _, field in used]))
-        records = (F.when(F.col("type") != "polls", line)
+        records = (F.when(~typ.isin(*_BATCHES), line)
                    .when(F.col("_ok"), records)
                    .otherwise(F.array().cast(_record_type(used))))
         keep = [c for c in raw.columns if c not in _POLLS_COLUMNS and c not in dict(used).values()

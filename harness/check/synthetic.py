@@ -16,6 +16,9 @@ and re-reads a few records (clean; with Pulsar, redeliveries). The recovery
 reader (read_committed) reads every committed record; every replica holds every
 record of the log.
 
+Producers write as a real client does: their sends mostly as ``invokes`` lines and
+their acknowledgements mostly as ``oks`` lines (batches of up to ``Profile.batch``),
+some as single ``invoke`` and ``ok`` lines.
 Consumers write what they read as a real client does: mostly ``polls`` lines
 (batches of up to ``Profile.batch`` records, cut at resets and topic changes),
 and now and then (``Profile.plain``) a batch as single ``poll`` lines; each line
@@ -625,26 +628,96 @@ class _Chunk:
             ]
 
     def _producer_lines(self, files: dict[str, list[str]]) -> None:
+        """Invokes and outcomes as a real producer writes them: the sends in ``invokes``
+        batches (some as single ``invoke`` lines), each written before the outcomes of its
+        sends; the acks gathered in ``oks`` batches (up to ``Profile.batch``, cut where the
+        transaction state changes and before a fail or info, some as single ``ok`` lines)."""
+        acks: dict[int, list[_Rec]] = {}
+        limit: dict[int, int] = {}
+        sends: dict[int, list[_Rec]] = {}
         for rec in self.recs:
-            client = f"producer-{rec.k}"
+            sends.setdefault(rec.k, []).append(rec)
+
+        def flush(k: int) -> None:
+            batch = acks.pop(k, [])
+            if batch:
+                files[f"history/producer-{k}.jsonl"].append(self._acks(k, batch))
+            limit[k] = self.rng.randint(1, self.pr.batch)
+
+        for k in sorted(sends):
+            client = f"producer-{k}"
             out = files.setdefault(f"history/{client}.jsonl", [])
-            tm = rec.entry.tm if rec.entry is not None else f'"t":{_T0:.3f},"m":0.000'
-            out.append(f'{{"type":"invoke","client":"{client}",{tm},"mid":"{rec.mid}",'
-                       f'"topic":"{self._topic(rec.p)}","key":{_js(rec.key)}}}\n')
-            txn = f',"txn":"{rec.txn}"' if rec.txn else ""
-            if rec.outcome == "ok":
-                assert rec.entry is not None
-                topic = f',"topic":"{self._topic(rec.p)}"' if rec.k % 2 else ""  # ok need not name it
-                out.append(f'{{"type":"ok","client":"{client}",{tm},"mid":"{rec.mid}"{topic},'
-                           f'{rec.entry.fields}{txn}}}\n')
-            elif rec.outcome == "fail":
-                out.append(f'{{"type":"fail","client":"{client}",{tm},"mid":"{rec.mid}",'
-                           f'"error":"NOT_LEADER"{txn}}}\n')
-            elif rec.outcome == "info":
-                out.append(f'{{"type":"info","client":"{client}",{tm},"mid":"{rec.mid}",'
-                           f'"error":"timeout"}}\n')
-            if self.rng.random() < 0.001:
-                out.append(f'{{"type":"stall","client":"{client}",{tm},"seconds":0.5}}\n')
+            recs = sends[k]
+            i = 0
+            while i < len(recs):
+                group = recs[i:i + self.rng.randint(1, self.pr.batch)]
+                i += len(group)
+                out.append(self._invokes(k, group))
+                for rec in group:
+                    self._outcome(out, rec, acks, limit, flush)
+            flush(k)
+
+    def _invokes(self, k: int, group: list[_Rec]) -> str:
+        """The sends of ``group`` (producer ``k``) as one ``invokes`` line per topic, or now and
+        then (``Profile.plain``) as single ``invoke`` lines."""
+        client = f"producer-{k}"
+        if self.rng.random() < self.pr.plain or len({self._topic(r.p) for r in group}) > 1:
+            return "".join(f'{{"type":"invoke","client":"{client}",{self._send_tm(rec)},"mid":"{rec.mid}",'
+                           f'"topic":"{self._topic(rec.p)}","key":{_js(rec.key)}}}\n' for rec in group)
+        keys = [rec.key for rec in group]
+        return (f'{{"type":"invokes","client":"{client}",{self._send_tm(group[0])},'
+                f'"topic":"{self._topic(group[0].p)}","mids":[{",".join(_js(r.mid) for r in group)}],'
+                f'"keys":{"null" if keys.count(None) == len(keys) else "[" + ",".join(map(_js, keys)) + "]"},'
+                f'"partitions":null}}\n')
+
+    @staticmethod
+    def _send_tm(rec: _Rec) -> str:
+        return rec.entry.tm if rec.entry is not None else f'"t":{_T0:.3f},"m":0.000'
+
+    def _outcome(self, out: list[str], rec: _Rec, acks: dict[int, list[_Rec]], limit: dict[int, int],
+                 flush: Callable[[int], None]) -> None:
+        client, tm = f"producer-{rec.k}", self._send_tm(rec)
+        txn = f',"txn":"{rec.txn}"' if rec.txn else ""
+        if rec.outcome == "ok":
+            assert rec.entry is not None
+            batch = acks.setdefault(rec.k, [])
+            if batch and (len(batch) >= limit.setdefault(rec.k, 1) or batch[0].txn != rec.txn
+                          or batch[0].p // self.pr.partitions != rec.p // self.pr.partitions):
+                flush(rec.k)
+                batch = acks.setdefault(rec.k, [])
+            batch.append(rec)
+            return
+        flush(rec.k)  # the outcomes keep their order
+        if rec.outcome == "fail":
+            out.append(f'{{"type":"fail","client":"{client}",{tm},"mid":"{rec.mid}",'
+                       f'"error":"NOT_LEADER"{txn}}}\n')
+        elif rec.outcome == "info":
+            out.append(f'{{"type":"info","client":"{client}",{tm},"mid":"{rec.mid}",'
+                       f'"error":"timeout"}}\n')
+        if self.rng.random() < 0.001:
+            out.append(f'{{"type":"stall","client":"{client}",{tm},"seconds":0.5}}\n')
+
+    def _acks(self, k: int, batch: list[_Rec]) -> str:
+        """The acks of producer ``k`` (one topic, one transaction state): an ``oks`` line, or
+        now and then (``Profile.plain``) single ``ok`` lines. Odd producers name the topic
+        (an ack need not: it binds its invoke's)."""
+        client, first = f"producer-{k}", batch[0]
+        topic = f',"topic":"{self._topic(first.p)}"' if k % 2 else ""
+        txn = f',"txn":"{first.txn}"' if first.txn else ""
+        if self.rng.random() < self.pr.plain:
+            return "".join(f'{{"type":"ok","client":"{client}",{rec.entry.tm},"mid":"{rec.mid}"{topic},'
+                           f'{rec.entry.fields}{txn}}}\n' for rec in batch if rec.entry is not None)
+        cols = list(zip(*(rec.entry.col for rec in batch if rec.entry is not None)))
+        out = [f'{{"type":"oks","client":"{client}",{batch[-1].entry.tm}{topic}{txn}',  # type: ignore[union-attr]
+               f',"mids":[{",".join(_js(rec.mid) for rec in batch)}],"partitions":{_list(cols[0])}']
+        if self.pr.system == "kafka":
+            out.append(f',"offsets":{_list(cols[1])},"epochs":[{",".join("1" * len(batch))}]')
+        else:
+            if self.rng.random() < 0.5:  # a column of nulls may be null or left out
+                out.append(',"offsets":null')
+            out.append(f',"ledgers":{_list(cols[2])},"entries":{_list(cols[3])},"batches":{_list(cols[4])}')
+        out.append("}\n")
+        return "".join(out)
 
     def _consumer_lines(self, files: dict[str, list[str]], c: int, run_mids: set[str]) -> None:
         client = f"consumer-{c}"

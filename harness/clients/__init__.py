@@ -6,7 +6,10 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["paced_sends"]
+__all__ = ["SEND_BATCH", "paced_batches", "paced_sends"]
+
+#: at most this many sends per batch of :func:`paced_batches`
+SEND_BATCH = 256
 
 
 def paced_sends(send: Callable[[str | None], object], *, count: int | None,
@@ -28,6 +31,35 @@ def paced_sends(send: Callable[[str | None], object], *, count: int | None,
             break
         send(f"k{n % keys}" if keys else None)
         n += 1
+        if rate:
+            ahead = start + n / rate - time.monotonic()
+            if ahead > 0:
+                wait(min(ahead, 0.5))
+    return start
+
+
+def paced_batches(send_batch: Callable[[list[str | None]], object], *, count: int | None,
+                  duration_s: float | None, rate: float | None, keys: int | None,
+                  stop: threading.Event | None, wait: Callable[[float], object],
+                  batch: int = SEND_BATCH) -> float:
+    """:func:`paced_sends` in batches: ``send_batch(keys)`` gets the keys of every send that
+    is due (at most ``batch``; at ``rate``, those whose time has come), so that a client can
+    record them with one history line. Returns the start (monotonic) time."""
+    if count is None and duration_s is None:
+        raise ValueError("a workload needs a count or a duration")
+    start = time.monotonic()
+    deadline = start + duration_s if duration_s is not None else None
+    n = 0
+    while (count is None or n < count) and (deadline is None or time.monotonic() < deadline):
+        if stop is not None and stop.is_set():
+            break
+        due = batch
+        if rate:
+            due = min(batch, max(1, int((time.monotonic() - start) * rate) + 1 - n))
+        if count is not None:
+            due = min(due, count - n)
+        send_batch([f"k{(n + i) % keys}" if keys else None for i in range(due)])
+        n += due
         if rate:
             ahead = start + n / rate - time.monotonic()
             if ahead > 0:

@@ -23,7 +23,7 @@ from operator import eq
 from typing import Any
 
 from ..history import _MID_CHARS, HistoryWriter, make_value, parse_mid
-from . import paced_sends
+from . import paced_batches
 
 #: librdkafka's own log lines (connection refused while a broker is down, ...) go here,
 #: not to the terminal; the history records what matters.
@@ -169,9 +169,10 @@ class KafkaProducerClient:
         self._seq = itertools.count(1)  # next() is atomic: sends from several threads are fine
         self._pad = b"x" * 4096
         self.stats = WorkloadStats(self.name)
-        # ok lines of the delivery callbacks run by one poll/flush call, written when it
-        # returns (a write per line cost more than the send)
-        self._acks: list[str] = []
+        # acks (mid, partition, offset, leader epoch) of the delivery callbacks run by one
+        # poll/flush call, written as one ``oks`` line when it returns (a line per ack cost
+        # more than the send)
+        self._acks: list[tuple[str | None, int, int, int | None]] = []
         self._acks_lock = threading.Lock()
         # the ids this producer makes are plain (parse_mid would give them back as they
         # are) unless the client name is not an id: then parse_mid reads each one
@@ -183,11 +184,8 @@ class KafkaProducerClient:
         mid = (value.split(b"|", 1)[0].decode() if self._plain_mids and value is not None
                else parse_mid(value))
         if err is None:
-            epoch = msg.leader_epoch()
             acks = self._acks
-            acks.append(f'{self.history.head("ok")},"mid":"{mid}","topic":{self._topic_js},'
-                        f'"partition":{msg.partition()},"offset":{msg.offset()},'
-                        f'"epoch":{"null" if epoch is None else epoch}}}\n')
+            acks.append((mid, msg.partition(), msg.offset(), msg.leader_epoch()))
             self.stats.ok += 1
             if len(acks) >= 1000:
                 self._write_acks()
@@ -203,15 +201,27 @@ class KafkaProducerClient:
             self.stats.info += 1
 
     def _write_acks(self) -> None:
-        """Writes the ok lines gathered by the delivery callbacks so far, in their order."""
+        """Writes the acks gathered by the delivery callbacks so far, in their order, as one
+        ``oks`` line."""
         acks = self._acks
         if acks:
             with self._acks_lock:  # callbacks in another thread only append behind ``n``
                 n = len(acks)
-                lines = acks[:n]
+                batch = acks[:n]
                 del acks[:n]
-                if lines:
-                    self.history.write_lines(lines)
+                if batch:
+                    self.history.write_line(self._oks_line(batch))
+
+    def _oks_line(self, batch: list[tuple[str | None, int, int, int | None]]) -> str:
+        n = len(batch)
+        mids, partitions, offsets, epochs = (list(col) for col in zip(*batch))
+        if self._plain_mids and None not in mids:  # ids we made: nothing to escape
+            mids_js = '["' + '","'.join(mids) + '"]'  # type: ignore[arg-type]
+        else:
+            mids_js = _ENCODE(mids)
+        return (f'{self.history.head("oks")},"topic":{self._topic_js},"mids":{mids_js},'
+                f'"partitions":{_ints_json(partitions, n)},"offsets":{_all_ints_json(offsets, n)},'
+                f'"epochs":{_ints_json(epochs, n)}}}\n')
 
     def poll(self, timeout: float = 0) -> int:
         """``Producer.poll`` (serves delivery callbacks), then writes their ok lines."""
@@ -227,6 +237,33 @@ class KafkaProducerClient:
         hist = self.history
         hist.write_line(f'{hist.head("invoke")},"mid":"{mid}","topic":{self._topic_js},'
                         f'"key":{_js(key)}}}\n')
+        self._produce(mid, key, value_size, partition)
+        self.stats.sent += 1
+        self.poll(0)
+        return mid
+
+    def send_batch(self, keys: list[str | None], value_size: int = 100,
+                   partition: int | None = None) -> list[str]:
+        """Queues one record per key, recorded first as one ``invokes`` line; returns the ids.
+
+        If a send raises (other than a full local queue, which is waited out), the sends
+        after it were recorded but never made: they stay without an outcome (unacked).
+        """
+        mids = [f"{self.name}-{next(self._seq)}" for _ in keys]
+        n = len(mids)
+        mids_js = '["' + '","'.join(mids) + '"]' if self._plain_mids else _ENCODE(mids)
+        keys_js = "null" if keys.count(None) == n else _ENCODE(keys)
+        parts_js = "null" if partition is None else _all_ints_json([partition] * n, n)
+        hist = self.history
+        hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{mids_js},'
+                        f'"keys":{keys_js},"partitions":{parts_js}}}\n')
+        for mid, key in zip(mids, keys):
+            self._produce(mid, key, value_size, partition)
+            self.stats.sent += 1
+        self.poll(0)
+        return mids
+
+    def _produce(self, mid: str, key: str | None, value_size: int, partition: int | None) -> None:
         head = mid.encode() + b"|"
         value = head + self._pad[:value_size - len(head)] if value_size > len(head) else head
         if len(value) < value_size:
@@ -238,21 +275,19 @@ class KafkaProducerClient:
                     self.producer.produce(self.topic, value, kbytes)
                 else:
                     self.producer.produce(self.topic, value, kbytes, partition)
-                break
+                return
             except BufferError:
                 self.poll(0.05)  # local queue full: let deliveries drain
-        self.stats.sent += 1
-        self.poll(0)
-        return mid
 
     def run(self, *, count: int | None = None, duration_s: float | None = None,
             rate: float | None = None, value_size: int = 100, keys: int | None = None,
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 180.0) -> WorkloadStats:
-        """Sends until ``count`` records or ``duration_s`` (always bounded), then drains."""
-        start = paced_sends(lambda key: self.send_one(value_size, key, partition), count=count,
-                            duration_s=duration_s, rate=rate, keys=keys, stop=stop,
-                            wait=self.poll)
+        """Sends until ``count`` records or ``duration_s`` (always bounded), then drains.
+        Sends go in batches (:func:`paced_batches`): one ``invokes`` line each."""
+        start = paced_batches(lambda batch: self.send_batch(batch, value_size, partition), count=count,
+                              duration_s=duration_s, rate=rate, keys=keys, stop=stop,
+                              wait=self.poll)
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start
         return self.stats

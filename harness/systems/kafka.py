@@ -17,7 +17,7 @@ from typing import Any
 
 from ..backend.cluster import Cluster, Node
 from ..collect.segments import SegmentRecord, read_partition_dir
-from ..errors import SystemError_, WaitTimeout
+from ..errors import HarnessError, SystemError_, WaitTimeout
 from ..wait import wait_until
 from ._zk import zk_call
 
@@ -37,6 +37,11 @@ class PartitionState:
     def as_event(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
                 "replicas": list(self.replicas), "isr": list(self.isr), "epoch": self.epoch}
+
+
+# A ZooKeeper-mode controller broken until it fails over logs this (kafka.controller, 3.9).
+_BROKEN_BATCH = "batch is not empty while creating a new one"
+_ELECTED = "successfully elected as the controller"
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,17 @@ class KafkaSystem:
                 if attempt == 3 or "UNKNOWN_TOPIC" not in str(exc):
                     raise
 
-    def delete_topics(self, names: list[str]) -> None:
+    def delete_topics(self, names: list[str], settle_s: float = 30.0) -> None:
+        """Deletes topics. ZooKeeper mode: also waits (up to ``settle_s``) until the controller
+        has finished deleting them, so that no deletion is in flight when a case starts.
+
+        A controller that fails over while its StopReplica requests of a deletion are still
+        queued breaks on 3.9 ("Controller to broker state change requests batch is not empty
+        while creating a new one", on every later state change), and the partitions of the
+        case stop changing ISR and leadership (seen in CI: a case killed the controller just
+        after the harness deleted a probe topic). A deletion that does not finish in time
+        (a broker is down) is left to the controller.
+        """
         if not names:
             return
         for name, fut in self.admin.delete_topics(names, operation_timeout=30).items():
@@ -149,6 +164,17 @@ class KafkaSystem:
             except Exception as exc:
                 if "UNKNOWN_TOPIC" not in str(exc):
                     raise SystemError_(f"deleting topic {name} failed: {exc}") from exc
+        if self.spec.mode == "zk" and settle_s > 0:
+            def pending(zk: Any) -> list[str]:
+                return [n for n in names if zk.exists(f"/admin/delete_topics/{n}")
+                        or zk.exists(f"/brokers/topics/{n}")]
+
+            try:
+                wait_until(lambda: not zk_call(self.spec.node("zk").host_port, "topic deletions", pending),
+                           timeout=settle_s, interval=0.2, max_interval=1.0,
+                           what=f"the controller to finish deleting {', '.join(names)}")
+            except WaitTimeout:
+                pass
 
     def topics(self) -> list[str]:
         return [t for t in self.admin.list_topics(timeout=10).topics if not t.startswith("__")]
@@ -238,9 +264,32 @@ class KafkaSystem:
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit).
 
-        ZooKeeper mode: a controller stuck on stale broker epochs (:meth:`controller_problem`).
+        ZooKeeper mode: a controller that fails its state changes (:meth:`broken_controller`)
+        or is stuck on stale broker epochs (:meth:`controller_problem`).
         """
-        return self.controller_problem()
+        return self.broken_controller() or self.controller_problem()
+
+    def broken_controller(self) -> str | None:
+        """ZooKeeper mode: what is wrong when the active controller has logged, since it was
+        elected, the IllegalStateException that leaves it failing every later state change
+        (ISR shrinks and expansions, elections) until it fails over; else None.
+
+        Seen on 3.9.2 when a controller failed over while the StopReplica requests of a
+        topic deletion were still queued (:meth:`delete_topics` now waits for deletions).
+        Only the tail of the controller's log is read (its last election is usually in it;
+        if not, the whole tail counts).
+        """
+        if self.spec.mode != "zk":
+            return None
+        try:
+            node = self.cluster.node(self.node_name(self.controller().broker))
+            text = node.container.logs(tail=3000)
+        except HarnessError:
+            return None
+        if _BROKEN_BATCH in text.rsplit(_ELECTED, 1)[-1]:
+            return (f"the controller {node.name} fails its state changes (IllegalStateException: "
+                    f"\"{_BROKEN_BATCH}\")")
+        return None
 
     def reuse_remedy(self, problem: str) -> str:
         """Tries to fix what :meth:`reuse_problem` found; returns what it did."""

@@ -1,4 +1,4 @@
-"""The ``polls`` batch event: it means exactly its ``poll`` events (history contract)."""
+"""Batch events (``polls``, ``oks``): each means exactly its single events (history contract)."""
 
 import json
 
@@ -46,3 +46,26 @@ def test_read_events_expands_batches_unless_told_not_to(tmp_path) -> None:
     kinds = [(e["type"], e.get("offset")) for e in read_events(path)]
     assert kinds == [("poll", 0), ("poll", 1), ("poll", 2), ("reset", None)]
     assert [e["type"] for e in read_events(path, expand=False)] == ["poll", "polls", "reset"]
+
+
+def test_an_oks_batch_expands_to_its_acks_with_batch_fields() -> None:
+    from harness.history import expand_batch
+
+    oks = expand_batch({"type": "oks", "client": "p0", "t": 1.5, "m": 2.5, "topic": "t",
+                        "txn": "committed", "mids": ["p0-1", "p0-2"], "partitions": [1, 0],
+                        "offsets": [7, 3], "epochs": [4, 4], "keys": ["not", "a", "column"]})
+    assert oks == [{"type": "ok", "client": "p0", "t": 1.5, "m": 2.5, "topic": "t", "txn": "committed",
+                    "keys": ["not", "a", "column"], "mid": mid, "partition": p, "offset": o, "epoch": 4}
+                   for mid, p, o in (("p0-1", 1, 7), ("p0-2", 0, 3))]
+    assert expand_batch({"type": "oks", "mids": ["a", "b"], "partitions": [0]}) == []
+
+
+def test_read_events_expands_oks(tmp_path) -> None:
+    path = tmp_path / "p.jsonl"
+    with HistoryWriter(path, "p0") as w:
+        w.record("invoke", mid="p0-1", topic="t")
+        w.record("invoke", mid="p0-2", topic="t")
+        w.write_line(json.dumps({"type": "oks", "client": "p0", "t": 1.0, "m": 1.0,
+                                 "mids": ["p0-1", "p0-2"], "partitions": [0, 0], "offsets": [0, 1]}) + "\n")
+    assert [(e["type"], e["mid"], e.get("offset")) for e in read_events(path)] == [
+        ("invoke", "p0-1", None), ("invoke", "p0-2", None), ("ok", "p0-1", 0), ("ok", "p0-2", 1)]

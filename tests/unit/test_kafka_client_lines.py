@@ -233,6 +233,8 @@ def test_producer_outcomes_keep_their_order_and_ids(tmp_path) -> None:
     assert [e.get("offset") for e in events if e["type"] == "ok"] == [10, 11, 13, 15]
     assert [e.get("epoch") for e in events if e["type"] == "ok"] == [2, 2, None, 2]
     assert (client.stats.ok, client.stats.fail, client.stats.info) == (4, 1, 1)
+    # the acks between two other outcomes are one oks line
+    assert [e["type"] for e in read_events(path, expand=False)] == ["oks", "fail", "oks", "info", "oks"]
 
 
 def test_producer_ids_are_read_with_parse_mid_when_the_name_is_not_an_id(tmp_path) -> None:
@@ -252,3 +254,49 @@ def test_consumers_do_not_wait_a_second_for_each_refill() -> None:
     assert conf["isolation.level"] == "read_committed" and conf["group.id"] == "g"
     assert consumer_config("b:1", "g", extra={"fetch.queue.backoff.ms": 1000})[
         "fetch.queue.backoff.ms"] == 1000
+
+
+def test_a_batch_of_sends_is_one_invokes_line_written_before_the_sends(tmp_path) -> None:
+    from harness.clients.kafka import KafkaProducerClient, producer_config
+
+    path = tmp_path / "p.jsonl"
+    with HistoryWriter(path, "p0") as hist:
+        client = KafkaProducerClient(producer_config("127.0.0.1:1"), "t", hist)
+        mids = client.send_batch(["k0", None, "k1"], value_size=20, partition=2)
+        assert mids == ["p0-1", "p0-2", "p0-3"] and len(client.producer) == 3
+        assert client.send_batch([None, None]) == ["p0-4", "p0-5"]
+        hist.flush()
+        lines = list(read_events(path, expand=False))
+        assert [e["type"] for e in lines] == ["invokes", "invokes"]
+        assert lines[0]["keys"] == ["k0", None, "k1"] and lines[0]["partitions"] == [2, 2, 2]
+        assert lines[1]["keys"] is None and lines[1]["partitions"] is None
+        assert [(e["type"], e["mid"], e["key"], e["topic"]) for e in read_events(path)] == [
+            ("invoke", "p0-1", "k0", "t"), ("invoke", "p0-2", None, "t"), ("invoke", "p0-3", "k1", "t"),
+            ("invoke", "p0-4", None, "t"), ("invoke", "p0-5", None, "t")]
+        assert client.stats.sent == 5
+        client.producer.purge()
+
+
+def test_paced_batches_send_each_key_once_in_order() -> None:
+    from harness.clients import paced_batches
+
+    got: list[list[str | None]] = []
+    paced_batches(got.append, count=600, duration_s=None, rate=None, keys=4, stop=None,
+                  wait=lambda s: None, batch=256)
+    assert [len(b) for b in got] == [256, 256, 88]
+    assert [k for b in got for k in b] == [f"k{i % 4}" for i in range(600)]
+
+
+def test_paced_batches_keep_the_rate() -> None:
+    import time
+
+    from harness.clients import paced_batches
+
+    got: list[int] = []
+    t0 = time.monotonic()
+    paced_batches(lambda b: got.append(len(b)), count=None, duration_s=0.5, rate=200, keys=None,
+                  stop=None, wait=time.sleep)
+    elapsed = time.monotonic() - t0
+    assert 0.45 <= elapsed < 1.5
+    assert 80 <= sum(got) <= 120  # 200/s for 0.5 s
+    assert max(got) < 50  # sends go out as they fall due, not all at once

@@ -29,6 +29,9 @@ class FakeSystem:
     def controller_problem(self, timeout: float = 20) -> str | None:
         return self.problem
 
+    def broken_controller(self) -> str | None:
+        return None
+
     def force_controller_election(self) -> None:
         self.elections += 1
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from harness.check import ANOMALIES, CheckResult, check_run
 from harness.check.synthetic import Expected, Profile, generate
-from harness.history import expand_polls, position_key, read_events
+from harness.history import BATCH_EVENTS, expand_batch, position_key, read_events
 
 from check_helpers import example_mids, profiles
 
@@ -69,15 +69,16 @@ def test_clean_key_shared_redeliveries_are_no_key_order(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("system", ["kafka", "pulsar"])
-def test_polls_lines_read_as_their_poll_events(tmp_path, system: str) -> None:
-    """A history with polls batches and the same history with every batch written out as
-    its poll events (harness.history.expand_polls) give the same result, examples included."""
+def test_batch_lines_read_as_their_events(tmp_path, system: str) -> None:
+    """A history with polls and oks batches and the same history with every batch written
+    out as its poll and ok events (harness.history.expand_batch) give the same result,
+    examples included."""
     batched, expanded = tmp_path / "batched", tmp_path / "expanded"
     kinds = [k for k in ANOMALIES if system == "pulsar" or k != "key-order"]
     generate(batched, Profile(records=2500, system=system, partitions=3, consumers=2, replicas=2,
                               txn=True, seed=5, inject=dict.fromkeys(kinds, 1),
                               key_shared=system == "pulsar", plain=0.0))
-    polls = 0
+    batches = {kind: 0 for kind in BATCH_EVENTS}
     for f in sorted(batched.glob("*/*.jsonl")):
         out = []
         for line in f.read_text(encoding="utf-8").splitlines(keepends=True):
@@ -86,16 +87,16 @@ def test_polls_lines_read_as_their_poll_events(tmp_path, system: str) -> None:
             except ValueError:
                 out.append(line)  # torn and corrupt lines stay as they are
                 continue
-            if event.get("type") == "polls":
-                polls += 1
-                out += [json.dumps(e, separators=(",", ":")) + "\n" for e in expand_polls(event)]
+            if event.get("type") in BATCH_EVENTS:
+                batches[event["type"]] += 1
+                out += [json.dumps(e, separators=(",", ":")) + "\n" for e in expand_batch(event)]
             else:
                 out.append(line)
         target = expanded / f.relative_to(batched)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("".join(out), encoding="utf-8")
-    assert polls > 10
-    assert not _lines(expanded, "polls")
+    assert min(batches.values()) > 10, batches
+    assert not _lines(expanded, "polls") and not _lines(expanded, "oks")
     result = check_run(batched)
     assert result == check_run(expanded)
     assert all(result.anomalies[k] == (2 if k == "inconsistent-offsets" else 1) for k in kinds)

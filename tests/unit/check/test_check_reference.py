@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness.check import check_run, spark_job
 from harness.check.synthetic import Profile, generate
-from harness.history import POLLS_FIELDS
+from harness.history import BATCH_EVENTS
 
 from check_helpers import profiles
 
@@ -53,14 +53,14 @@ def mangle(run: Path, rng: random.Random, edits: int) -> None:
             continue
         i = rng.randrange(len(here))
         op = rng.randrange(10)
-        if op >= 8:  # a polls line: damage one of its columns
+        if op >= 8:  # a batch line (polls, oks): damage one of its columns
             try:
                 event = json.loads(here[i])
             except ValueError:
                 continue
-            if event.get("type") != "polls":
+            if not isinstance(event, dict) or event.get("type") not in BATCH_EVENTS:
                 continue
-            _damage_polls(event, rng, mids)
+            _damage_batch(event, rng, mids)
             here[i] = json.dumps(event, separators=(",", ":")) + "\n"
         elif op == 0:
             del here[i]
@@ -96,15 +96,16 @@ def mangle(run: Path, rng: random.Random, edits: int) -> None:
         f.write_text(body, encoding="utf-8")
 
 
-def _damage_polls(event: dict, rng: random.Random, mids: list[str]) -> None:
-    """One edit of a polls line's columns: an element changed, dropped or added (lists of
+def _damage_batch(event: dict, rng: random.Random, mids: list[str]) -> None:
+    """One edit of a batch line's columns: an element changed, dropped or added (lists of
     different lengths: the line is dropped), a column nulled, removed or made a scalar."""
-    columns = sorted(c for c in POLLS_FIELDS if c in event)
+    fields = BATCH_EVENTS[event["type"]][1]
+    columns = sorted(c for c in fields if c in event)
     if not columns:
         return
     column = rng.choice(columns)
     values = event[column]
-    field = POLLS_FIELDS[column]
+    field = fields[column]
     op = rng.randrange(6)
     if op == 0 and isinstance(values, list) and values:
         j = rng.randrange(len(values))
@@ -151,7 +152,7 @@ def test_file_order_survives_split_files(tmp_path, reference: ModuleType,
     """Files read as several splits (1 MiB each here): poll and send order is still file order."""
     monkeypatch.setattr(spark_job, "_SPLIT_UNIT_BITS", 20)
     monkeypatch.setattr(spark_job, "_SPLIT_BYTES", 1 << 20)
-    expected = generate(tmp_path, Profile(records=8000, producers=1, consumers=1, seed=3, inject={
+    expected = generate(tmp_path, Profile(records=25000, producers=1, consumers=1, seed=3, inject={
         "nonmonotonic-send": 3, "nonmonotonic-poll": 3, "poll-skip": 3}))
     assert max(f.stat().st_size for f in tmp_path.glob("history/*.jsonl")) > 3 << 19
     result = check_run(tmp_path)
