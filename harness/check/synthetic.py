@@ -514,18 +514,11 @@ class _Chunk:
                isolation: str | None) -> str:
         """One polls line: the reads as columns (all of one topic)."""
         n = len(reads)
-        cols = list(zip(*(e.col for _, e, _, _ in reads)))
         out = [f'{{"type":"polls","client":"{client}",{self._tm(t)},"phase":"{phase}",'
                f'"topic":"{self._topic(reads[0][0])}"{self._sub(phase)}']
         if isolation is not None:
             out.append(f',"isolation":"{isolation}"')
-        out.append(f',"partitions":{_list(cols[0])}')
-        if self.pr.system == "kafka":
-            out.append(f',"offsets":{_list(cols[1])},"epochs":[{",".join("1" * n)}]')
-        else:
-            if self.rng.random() < 0.5:  # a column of nulls may be null or left out
-                out.append(',"offsets":null')
-            out.append(f',"ledgers":{_list(cols[2])},"entries":{_list(cols[3])},"batches":{_list(cols[4])}')
+        out.append(self._position_columns([e for _, e, _, _ in reads]))
         keys = [e.key for _, e, _, _ in reads]
         out.append(f',"mids":[{",".join(_js(mid) for _, _, mid, _ in reads)}],"tss":[{",".join("1" * n)}],'
                    f'"keys":{"null" if keys.count(None) == n else "[" + ",".join(map(_js, keys)) + "]"}')
@@ -707,16 +700,21 @@ class _Chunk:
         if self.rng.random() < self.pr.plain:
             return "".join(f'{{"type":"ok","client":"{client}",{rec.entry.tm},"mid":"{rec.mid}"{topic},'
                            f'{rec.entry.fields}{txn}}}\n' for rec in batch if rec.entry is not None)
-        cols = list(zip(*(rec.entry.col for rec in batch if rec.entry is not None)))
-        out = [f'{{"type":"oks","client":"{client}",{batch[-1].entry.tm}{topic}{txn}',  # type: ignore[union-attr]
-               f',"mids":[{",".join(_js(rec.mid) for rec in batch)}],"partitions":{_list(cols[0])}']
+        entries = [rec.entry for rec in batch if rec.entry is not None]
+        return (f'{{"type":"oks","client":"{client}",{entries[-1].tm}{topic}{txn}'
+                f',"mids":[{",".join(_js(rec.mid) for rec in batch)}]{self._position_columns(entries)}}}\n')
+
+    def _position_columns(self, entries: list[_Entry]) -> str:
+        """The position columns of a batch line (``,"partitions":..``, then Kafka offsets and
+        epochs, or Pulsar ledgers, entries and batches)."""
+        cols = list(zip(*(e.col for e in entries)))
+        out = [f',"partitions":{_list(cols[0])}']
         if self.pr.system == "kafka":
-            out.append(f',"offsets":{_list(cols[1])},"epochs":[{",".join("1" * len(batch))}]')
+            out.append(f',"offsets":{_list(cols[1])},"epochs":[{",".join("1" * len(entries))}]')
         else:
             if self.rng.random() < 0.5:  # a column of nulls may be null or left out
                 out.append(',"offsets":null')
             out.append(f',"ledgers":{_list(cols[2])},"entries":{_list(cols[3])},"batches":{_list(cols[4])}')
-        out.append("}\n")
         return "".join(out)
 
     def _consumer_lines(self, files: dict[str, list[str]], c: int, run_mids: set[str]) -> None:

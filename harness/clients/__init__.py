@@ -19,23 +19,10 @@ def paced_sends(send: Callable[[str | None], object], *, count: int | None,
 
     ``rate`` (per second) paces the sends; ``wait(seconds)`` is how the client spends the
     time ahead of schedule (Kafka serves delivery callbacks meanwhile). Returns the start
-    (monotonic) time.
+    (monotonic) time. (:func:`paced_batches` one send at a time.)
     """
-    if count is None and duration_s is None:
-        raise ValueError("a workload needs a count or a duration")
-    start = time.monotonic()
-    deadline = start + duration_s if duration_s is not None else None
-    n = 0
-    while (count is None or n < count) and (deadline is None or time.monotonic() < deadline):
-        if stop is not None and stop.is_set():
-            break
-        send(f"k{n % keys}" if keys else None)
-        n += 1
-        if rate:
-            ahead = start + n / rate - time.monotonic()
-            if ahead > 0:
-                wait(min(ahead, 0.5))
-    return start
+    return paced_batches(lambda batch: send(batch[0]), count=count, duration_s=duration_s, rate=rate,
+                         keys=keys, stop=stop, wait=wait, batch=1)
 
 
 def paced_batches(send_batch: Callable[[list[str | None]], object], *, count: int | None,

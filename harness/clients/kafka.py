@@ -17,7 +17,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import eq
 from typing import Any
@@ -215,16 +215,18 @@ class KafkaProducerClient:
     def _oks_line(self, batch: list[tuple[str | None, int, int, int | None]]) -> str:
         n = len(batch)
         mids, partitions, offsets, epochs = (list(col) for col in zip(*batch))
-        if self._plain_mids and None not in mids:  # ids we made: nothing to escape
-            mids_js = '["' + '","'.join(mids) + '"]'  # type: ignore[arg-type]
-        else:
-            mids_js = _ENCODE(mids)
-        return (f'{self.history.head("oks")},"topic":{self._topic_js},"mids":{mids_js},'
+        return (f'{self.history.head("oks")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
                 f'"partitions":{_ints_json(partitions, n)},"offsets":{_all_ints_json(offsets, n)},'
                 f'"epochs":{_ints_json(epochs, n)}}}\n')
 
+    def _ids_json(self, mids: Sequence[str | None]) -> str:
+        """JSON of message ids: joined as they are when this producer made them all."""
+        if self._plain_mids and None not in mids:  # ids we made: nothing to escape
+            return '["' + '","'.join(mids) + '"]'  # type: ignore[arg-type]
+        return _ENCODE(mids)
+
     def poll(self, timeout: float = 0) -> int:
-        """``Producer.poll`` (serves delivery callbacks), then writes their ok lines."""
+        """``Producer.poll`` (serves delivery callbacks), then writes their ``oks`` line."""
         served = self.producer.poll(timeout)
         if self._acks:
             self._write_acks()
@@ -251,11 +253,10 @@ class KafkaProducerClient:
         """
         mids = [f"{self.name}-{next(self._seq)}" for _ in keys]
         n = len(mids)
-        mids_js = '["' + '","'.join(mids) + '"]' if self._plain_mids else _ENCODE(mids)
         keys_js = "null" if keys.count(None) == n else _ENCODE(keys)
         parts_js = "null" if partition is None else _all_ints_json([partition] * n, n)
         hist = self.history
-        hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{mids_js},'
+        hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
                         f'"keys":{keys_js},"partitions":{parts_js}}}\n')
         for mid, key in zip(mids, keys):
             self._produce(mid, key, value_size, partition)
