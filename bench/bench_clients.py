@@ -7,6 +7,8 @@ against the same produce/poll loop with no recording, acks=all, 100-byte values.
 Consumer: KafkaConsumerClient.read_all (a polls event per consumed batch) against the
 same loop without recording (end offsets, assign, consume until the end, close: both timed
 from the consumer's creation). Prints records/s of each and the ratio (target: 0.9 or better).
+A third consumer, the floor, runs the plain loop but reads every field the history records
+into lists (no parsing, rendering or writing): what any recording consumer pays at least.
 Rounds alternate plain and instrumented; the median is reported.
 
 Also printed: the process CPU time per record of each (all threads, librdkafka's
@@ -50,17 +52,30 @@ def plain_produce(bootstrap: str, topic: str, n: int) -> float:
     return n / (time.monotonic() - t0)
 
 
-def plain_consume(bootstrap: str, topic: str, n: int) -> float:
+def plain_consume(bootstrap: str, topic: str, n: int, fields: bool = False) -> float:
     """The loop of KafkaConsumerClient.read_all, record for record, without the recording:
     the same consumer settings (consumer_config), end offsets first, then consume(1000)
-    until the end, close."""
+    until the end, close.
+
+    ``fields``: the loop also reads, into lists, every field of a record that the history
+    holds (partition, offset, leader epoch, timestamp, key, value) and nothing else: no
+    parsing, no rendering, no write. No recording consumer can cost less than this floor."""
     t0 = time.monotonic()
     c = Consumer(consumer_config(bootstrap, uuid.uuid4().hex, extra={"enable.auto.commit": False}))
     _, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     got, last = 0, -1
     while last + 1 < end and time.monotonic() - t0 < 300:
-        for m in c.consume(1000, 0.5):
+        msgs = c.consume(1000, 0.5)
+        if fields and msgs:
+            cols = [[m.error() for m in msgs], [m.partition() for m in msgs],
+                    [m.offset() for m in msgs], [m.leader_epoch() for m in msgs],
+                    [m.timestamp()[1] for m in msgs], [m.key() for m in msgs],
+                    [m.value() for m in msgs]]
+            got += cols[0].count(None)
+            last = cols[2][-1]
+            continue
+        for m in msgs:
             if not m.error():
                 got += 1
                 last = m.offset()
@@ -85,7 +100,8 @@ def main() -> None:
     reused = cluster.up(lambda m: None)
     kafka = KafkaSystem(cluster)
     kafka.wait_ready()
-    kinds = ("plain-produce", "harness-produce", "plain-consume", "harness-consume")
+    kinds = ("plain-produce", "harness-produce", "plain-consume", "fields-consume",
+             "harness-consume")
     results: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}  # CPU seconds per record
     try:
@@ -107,6 +123,10 @@ def main() -> None:
                 rate, secs = timed(lambda: plain_consume(cluster.spec.bootstrap, topic, 2 * args.records))
                 results["plain-consume"].append(rate)
                 cpu["plain-consume"].append(secs / (2 * args.records))
+                rate, secs = timed(lambda: plain_consume(cluster.spec.bootstrap, topic,
+                                                         2 * args.records, fields=True))
+                results["fields-consume"].append(rate)
+                cpu["fields-consume"].append(secs / (2 * args.records))
                 with HistoryWriter(Path(tmp) / f"c{r}.jsonl", "c") as hist:
                     def consume() -> float:
                         st = KafkaConsumerClient(cluster.spec.bootstrap, topic, hist).read_all(1)
@@ -127,6 +147,10 @@ def main() -> None:
         p, h = med[f"plain-{kind}"], med[f"harness-{kind}"]
         pc, hc = mcpu[f"plain-{kind}"], mcpu[f"harness-{kind}"]
         print(f"{kind:10} {p:12.0f} {h:14.0f} {h / p:6.2f}   {pc:16.2f} {hc:18.2f} {pc / hc:6.2f}")
+    f, fc = med["fields-consume"], mcpu["fields-consume"]
+    p, pc = med["plain-consume"], mcpu["plain-consume"]
+    print(f"{'(floor)':10} {p:12.0f} {f:14.0f} {f / p:6.2f}   {pc:16.2f} {fc:18.2f} {pc / fc:6.2f}"
+          "   <- consume reading every recorded field, recording nothing")
 
 
 if __name__ == "__main__":

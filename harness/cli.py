@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cluster", help="run on this cluster instead of the case's (same system)")
     run.add_argument("--version", help="run on this version instead of the case's")
     run.add_argument("--keep-cluster", action="store_true",
-                     help="leave the cluster running after the run (it is reused next time)")
+                     help="leave the cluster running after the run; later runs reuse it until "
+                          "`harness cluster down NAME` or `harness clean`")
     run.add_argument("--spark-master", help="run the check on this Spark master (default local[*])")
     run.set_defaults(fn=cmd_run)
 

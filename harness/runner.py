@@ -49,6 +49,8 @@ REUSE_READY_S = 45.0
 #: ZooKeeper mode: how long an ``await isr_size`` or recovery waits for the ISR before it
 #: checks for a controller stuck on stale broker epochs
 UNSTICK_AFTER_S = 30.0
+#: How long recovery waits for a ready cluster before the system's readiness remedy looks
+READY_REMEDY_AFTER_S = 60.0
 Progress = Callable[[str], None]
 
 
@@ -120,7 +122,10 @@ class _Run:
         engine = Engine()
         for name in remove_leftovers(engine):
             self.progress(f"removed leftovers of a dead run: cluster {name}")
-        self.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config)
+        # a kept cluster is owned by no process (like `harness cluster up`): the next run
+        # reuses it instead of removing it as a dead run's leftover
+        self.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config,
+                                     owner="keep" if self.keep_cluster else None)
         self.progress(f"cluster {case.cluster} ({case.system} {self.cluster.version})")
         reused = self.cluster.up(self.progress)
         self.system = open_system(self.cluster)
@@ -135,7 +140,9 @@ class _Run:
                 reused = False
         if reused and not self._reuse_healthy():
             reused = False
-        if not reused and not self.keep_cluster:
+        #: the cluster outlives this run (a reused or kept one): leave it healthy
+        self.kept = reused or self.keep_cluster
+        if not self.kept:
             self.stack.callback(self._teardown)
         self.system.wait_ready(timeout=self.remaining(240))
         self.progress(f"cluster ready ({time.monotonic() - t0:.1f}s)")
@@ -355,7 +362,7 @@ class _Run:
         if problems:
             raise HarnessError("heal failed: " + "; ".join(problems))
         t0 = time.monotonic()
-        self.system.wait_ready(timeout=max(self.remaining(240), 1))
+        self._wait_ready(max(self.remaining(240), 1))
         self._wait_converged(max(self.remaining(240), 1))
         self.recovery["converged_s"] = round(time.monotonic() - t0, 1)
         self.progress(f"recovery: converged in {self.recovery['converged_s']}s; reading every "
@@ -371,11 +378,38 @@ class _Run:
                 self.recovery["lock_loops"] = loops
                 note = ("after recovery " + ", ".join(f"{n} logged {c} lock invalidations in 10 s"
                                                       for n, c in sorted(loops.items()))
-                        + ": a registration lock flapping in a loop (apache/pulsar#17759); the "
-                        "next run on this cluster restarts the flapping nodes")
+                        + ": a registration lock flapping in a loop (apache/pulsar#17759)")
                 self.recovery.setdefault("observations", []).append(note)
                 self.timeline.record("mark", label="lock loop", detail=loops)
                 self.progress(note)
+                if self.kept:  # a loop burns CPU (and slows the check) until someone restarts
+                    done = self.system.reuse_remedy(note)
+                    action = (f"the cluster outlives the run, so after the recovery read the "
+                              f"harness {done} to end the loop")
+                    self.recovery.setdefault("actions", []).append(action)
+                    self.progress(action)
+
+    def _wait_remedied(self, wait: Callable[[float], Any], timeout: float, *, after: float,
+                       remedy: Callable[[], tuple[str, str, Any] | None]) -> Any:
+        """``wait(timeout)``, with one remedy when it is stuck: after ``after`` seconds
+        ``remedy()`` looks at the cluster and, when it finds what keeps it stuck, repairs it
+        (as an operator would) and returns ``(note, timeline label, detail)``; the note goes
+        to the recovery's actions (the report's story) and the progress, the mark to the
+        timeline. Then the wait goes on for the rest of ``timeout``."""
+        if timeout <= after + 5:
+            return wait(timeout)
+        t0 = time.monotonic()
+        try:
+            return wait(after)
+        except WaitTimeout:
+            pass
+        done = remedy()
+        if done is not None:
+            note, label, detail = done
+            self.recovery.setdefault("actions", []).append(note)
+            self.timeline.record("mark", label=label, detail=detail)
+            self.progress(note)
+        return wait(max(timeout - (time.monotonic() - t0), 1.0))
 
     def _wait_unsticking(self, pred: Any, *, timeout: float, what: str, logs: Any) -> Any:
         """``wait_until``, with a remedy in ZooKeeper mode for a controller stuck on stale
@@ -385,25 +419,43 @@ class _Run:
         that it fails its state changes) or one broker does not take its requests, the harness
         forces a controller election, as an operator would, records it in the timeline and
         the story, and waits on."""
-        if self.cluster.spec.mode != "zk" or timeout <= UNSTICK_AFTER_S + 5:
-            return wait_until(pred, timeout=timeout, what=what, logs=logs)
-        t0 = time.monotonic()
-        try:
-            return wait_until(pred, timeout=UNSTICK_AFTER_S, what=what)
-        except WaitTimeout:
-            pass
-        if all(n.container.status == "running" for n in self.system.brokers()):
+        def wait(t: float) -> Any:
+            return wait_until(pred, timeout=t, what=what, logs=logs)
+
+        if self.cluster.spec.mode != "zk":
+            return wait(timeout)
+
+        def remedy() -> tuple[str, str, Any] | None:
+            if not all(n.container.status == "running" for n in self.system.brokers()):
+                return None
             problem = self.system.broken_controller() or self.system.controller_problem(timeout=10)
-            if problem is not None:
-                self.system.force_controller_election()
-                note = (f"while waiting for {what}, the controller was stuck ({problem}); the "
-                        f"harness forced a controller election (deleted /controller)")
-                self.recovery.setdefault("actions", []).append(note)
-                self.timeline.record("mark", label="forced controller election",
-                                     detail={"problem": problem})
-                self.progress(note)
-        return wait_until(pred, timeout=max(timeout - (time.monotonic() - t0), 1.0), what=what,
-                          logs=logs)
+            if problem is None:
+                return None
+            self.system.force_controller_election()
+            return (f"while waiting for {what}, the controller was stuck ({problem}); the "
+                    f"harness forced a controller election (deleted /controller)",
+                    "forced controller election", {"problem": problem})
+
+        return self._wait_remedied(wait, timeout, after=UNSTICK_AFTER_S, remedy=remedy)
+
+    def _wait_ready(self, timeout: float) -> None:
+        """The system's ``wait_ready``, with its ``ready_remedy`` (where it has one) applied
+        after ``READY_REMEDY_AFTER_S``: Pulsar restarts a bookie that runs but never
+        re-registered after its ZooKeeper session expired."""
+        remedy = getattr(self.system, "ready_remedy", None)
+        if remedy is None:
+            self.system.wait_ready(timeout=timeout)
+            return
+
+        def remedied() -> tuple[str, str, Any] | None:
+            done = remedy()
+            if done is None:
+                return None
+            return (f"recovery: not ready {READY_REMEDY_AFTER_S:g} s after the heal, {done}",
+                    "readiness remedy", {"action": done})
+
+        self._wait_remedied(lambda t: self.system.wait_ready(timeout=t), timeout,
+                            after=READY_REMEDY_AFTER_S, remedy=remedied)
 
     def _wait_converged(self, timeout: float) -> None:
         parts = range(self.case.topic.partitions)

@@ -299,12 +299,47 @@ class PulsarSystem:
     def reuse_remedy(self, problem: str) -> str:
         """Restarts the nodes whose lock flaps (a fresh ZooKeeper session); returns what it did."""
         names = sorted(self.lock_loops())
+        self._restart(names)
+        return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
+
+    def _restart(self, names: list[str]) -> None:
+        """Stops (SIGTERM, 10 s) and starts these nodes: a fresh JVM and ZooKeeper session."""
         for name in names:
             node = self.cluster.node(name)
             node.container.stop(timeout=10)
             node.container.start()
             self._restarted[name] = time.time()  # its earlier lines no longer count
-        return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
+
+    def unregistered_bookies(self) -> list[str]:
+        """Bookies not registered as writable in ``/ledgers/available``."""
+        live = self.live_bookies()
+        return [n.name for n in self.bookies() if f"{n.name}:{_BOOKIE_PORT}" not in live]
+
+    def ready_remedy(self) -> str | None:
+        """For a recovery that waits too long for readiness: restarts every bookie that is
+        still not registered, and says which and why (the last line it logged about its
+        ZooKeeper session or its shutdown). None when every bookie is registered.
+
+        Seen in CI on 4.0.7 (zk-pause-session-expiry): after ZooKeeper came back from a
+        pause longer than the sessions, two bookies re-acquired their registration locks,
+        while the third failed its re-registration with SessionExpiredException, closed its
+        ZooKeeper client and never registered again, though its JVM kept running. An
+        operator restarts such a bookie; the harness does the same and says so.
+        """
+        names = self.unregistered_bookies()
+        if not names:
+            return None
+        why = []
+        for name in names:
+            try:
+                tail = self.cluster.node(name).container.logs(tail=400)
+            except HarnessError:
+                tail = ""
+            last = next((ln.strip() for ln in reversed(tail.splitlines())
+                         if _BOOKIE_DOWN.search(ln)), None)
+            why.append(f"{name} (last said: {last[:200]})" if last else name)
+        self._restart(names)
+        return ("restarted the bookies that had not re-registered: " + ", ".join(why))
 
     # -- topics -------------------------------------------------------------------------
     def partitions(self, topic: str) -> int:
@@ -539,6 +574,11 @@ class PulsarSystem:
 _META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state)=([A-Z_0-9]+)")
 _ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
 _ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
+
+
+#: what a bookie logs when its ZooKeeper session ends or it shuts down (for ready_remedy)
+_BOOKIE_DOWN = re.compile(r"Session expired|SessionExpired|state:Closed|[Ss]hut(ting)? ?down|"
+                          r"exited|Failed to register")
 
 
 def count_recent(text: str, needle: str, since: float) -> int:

@@ -21,3 +21,33 @@ def test_only_recent_lines_with_the_needle_count() -> None:
     assert count_recent(text, "was invalidated", NOW - 4) == 1
     assert count_recent(text, "was invalidated", NOW + 3600) == 0
     assert count_recent("", "was invalidated", NOW - 10) == 0
+
+
+def test_ready_remedy_restarts_only_unregistered_bookies_and_says_why() -> None:
+    from types import SimpleNamespace
+
+    from harness.systems.pulsar import PulsarSystem
+
+    log = ("INFO ZooKeeper client reconnection with server quorum. Current status: SessionLost\n"
+           "Caused by: org.apache.zookeeper.KeeperException$SessionExpiredException: "
+           "KeeperErrorCode = Session expired\n\tat org.apache.zookeeper.KeeperException.create\n"
+           "INFO Got ZK session watch event: WatchedEvent state:Closed type:None path:null\n"
+           "INFO Extracted entry log meta from entryLogId: 0\n")
+    restarted: list[str] = []
+
+    def node(name: str) -> SimpleNamespace:
+        container = SimpleNamespace(logs=lambda tail: log if name == "bookie-1" else "",
+                                    stop=lambda timeout: restarted.append(name),
+                                    start=lambda: None)
+        return SimpleNamespace(name=name, container=container)
+
+    system = object.__new__(PulsarSystem)
+    system._restarted = {}
+    system.cluster = SimpleNamespace(node=node)
+    system.bookies = lambda: [node(f"bookie-{i}") for i in (1, 2, 3)]  # type: ignore[method-assign]
+    system.live_bookies = lambda: {"bookie-2:3181", "bookie-3:3181"}  # type: ignore[method-assign]
+    done = system.ready_remedy()
+    assert restarted == ["bookie-1"] and "bookie-1" in system._restarted
+    assert done is not None and "state:Closed" in done and "bookie-2" not in done
+    system.live_bookies = lambda: {f"bookie-{i}:3181" for i in (1, 2, 3)}  # type: ignore[method-assign]
+    assert system.ready_remedy() is None

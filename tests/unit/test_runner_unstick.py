@@ -128,3 +128,46 @@ def test_an_unfit_reused_cluster_is_recreated_when_the_remedy_fails() -> None:
     assert run._reuse_healthy() is False
     assert run.system.remedies == 1 and ups == [False]
     assert "recreating the cluster" in said[-1]
+
+
+class ReadySystem:
+    """A system whose readiness arrives only after its remedy ran (or never)."""
+
+    def __init__(self, remedy: str | None) -> None:
+        self.remedy, self.remedies, self.waits = remedy, 0, []
+
+    def wait_ready(self, timeout: float) -> None:
+        self.waits.append(timeout)
+        if not self.remedies or self.remedy is None:
+            raise WaitTimeout("cluster: all 3 bookies registered")
+
+    def ready_remedy(self) -> str | None:
+        self.remedies += 1
+        return self.remedy
+
+
+def test_recovery_applies_the_readiness_remedy_once_and_records_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "READY_REMEDY_AFTER_S", 0.5)
+    system = ReadySystem("restarted bookie-1")
+    run = _run(system)
+    run._wait_ready(30.0)
+    assert system.remedies == 1 and system.waits[0] == 0.5 and 28 < system.waits[1] <= 30
+    assert run.recovery["actions"] == ["recovery: not ready 0.5 s after the heal, restarted bookie-1"]
+    assert run.timeline.marks[0]["label"] == "readiness remedy"
+
+
+def test_a_remedy_with_nothing_to_do_lets_the_wait_time_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "READY_REMEDY_AFTER_S", 0.5)
+    system = ReadySystem(None)
+    run = _run(system)
+    with pytest.raises(WaitTimeout):
+        run._wait_ready(30.0)
+    assert system.remedies == 1 and len(system.waits) == 2 and not run.recovery
+
+
+def test_a_system_without_a_remedy_waits_once() -> None:
+    system = FakeSystem(None)
+    calls = []
+    system.wait_ready = lambda timeout: calls.append(timeout)  # type: ignore[attr-defined]
+    _run(system)._wait_ready(30.0)
+    assert calls == [30.0]
