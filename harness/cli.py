@@ -126,7 +126,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     case = load_case(args.case or DEFAULT_CASE, cluster=args.cluster, version=args.version)
     outcome = run_case(case, reports_dir=Path(args.reports), progress=progress,
-                       keep_cluster=args.keep_cluster, spark_master=args.spark_master)
+                       keep_cluster=args.keep_cluster, spark_master=args.spark_master,
+                       owner="keep" if args.keep_cluster else None)
     res = outcome.result
     anomalies = {k: v for k, v in (res.get("anomalies") or {}).items() if v}
     print(f"verdict: {res['verdict']} (expected {res.get('expected_verdict')})"

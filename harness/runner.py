@@ -87,12 +87,13 @@ class _Run:
     """The state of one run; methods are the runner's phases."""
 
     def __init__(self, case: Case, run_dir: Path, progress: Progress, stack: ExitStack,
-                 keep_cluster: bool) -> None:
+                 keep_cluster: bool, owner: str | None = None) -> None:
         self.case = case
         self.run_dir = run_dir
         self.progress = progress
         self.stack = stack
         self.keep_cluster = keep_cluster
+        self.owner = owner  # the owner label of a cluster this run creates (None: this process)
         self.deadline = time.monotonic() + case.timeout_s
         self.timeline = stack.enter_context(HistoryWriter(run_dir / "timeline.jsonl", "runner"))
         self.steps: list[dict[str, Any]] = []
@@ -122,10 +123,8 @@ class _Run:
         engine = Engine()
         for name in remove_leftovers(engine):
             self.progress(f"removed leftovers of a dead run: cluster {name}")
-        # a kept cluster is owned by no process (like `harness cluster up`): the next run
-        # reuses it instead of removing it as a dead run's leftover
         self.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config,
-                                     owner="keep" if self.keep_cluster else None)
+                                     owner=self.owner)
         self.progress(f"cluster {case.cluster} ({case.system} {self.cluster.version})")
         reused = self.cluster.up(self.progress)
         self.system = open_system(self.cluster)
@@ -527,8 +526,15 @@ def judge(case: Case, check: dict[str, Any], injection: dict[str, Any] | None) -
 
 
 def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, progress: Progress = print,
-             keep_cluster: bool = False, spark_master: str | None = None) -> RunOutcome:
+             keep_cluster: bool = False, spark_master: str | None = None,
+             owner: str | None = None) -> RunOutcome:
     """Runs ``case``; always returns an outcome with ``result.json`` written (see module doc).
+
+    ``keep_cluster``: leave the cluster running at the end. ``owner``: the owner label of a
+    cluster this run creates; by default this process (the pytest plugin keeps its clusters
+    for the session and removes them at its end; a later process removes a dead one's as
+    leftovers); ``"keep"`` (``harness run --keep-cluster``, like ``harness cluster up``) gives
+    it to no process, so later runs reuse it until ``harness cluster down`` or ``harness clean``.
 
     KeyboardInterrupt is re-raised after cleanup and after the result is written.
     """
@@ -549,7 +555,7 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, progress: Progr
     interrupted: BaseException | None = None
     try:
         with ExitStack() as stack:
-            run = _Run(case, run_dir, progress, stack, keep_cluster)
+            run = _Run(case, run_dir, progress, stack, keep_cluster, owner)
             result["topic"] = run.topic
             run.setup()
             run.run_steps()
