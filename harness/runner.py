@@ -382,7 +382,7 @@ class _Run:
                 self.timeline.record("mark", label="lock loop", detail=loops)
                 self.progress(note)
                 if self.kept:  # a loop burns CPU (and slows the check) until someone restarts
-                    done = self.system.reuse_remedy(note)
+                    done = self.system.restart(sorted(loops))
                     action = (f"the cluster outlives the run, so after the recovery read the "
                               f"harness {done} to end the loop")
                     self.recovery.setdefault("actions", []).append(action)

@@ -89,7 +89,7 @@ class PulsarSystem:
         # ProxyHandler({}): an http_proxy in the environment must not see loopback admin calls.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
         self._partition_counts: dict[str, int] = {}
-        self._restarted: dict[str, float] = {}  # node -> when reuse_remedy restarted it
+        self._restarted: dict[str, float] = {}  # node -> when restart() restarted it
 
     # -- naming -------------------------------------------------------------------
     def brokers(self) -> list[Node]:
@@ -248,10 +248,10 @@ class PulsarSystem:
 
     def wait_ready(self, timeout: float = 90) -> None:
         """Every bookie registered, every broker registered and healthy, a leader broker."""
-        bookies = {f"{n.name}:{_BOOKIE_PORT}" for n in self.spec.nodes_of("bookie")}
+        bookies = self.spec.nodes_of("bookie")
         brokers = [n.name for n in self.spec.nodes_of("pulsar-broker")]
         logs = self.cluster.node_logs
-        wait_until(lambda: self.live_bookies() >= bookies, timeout=timeout,
+        wait_until(lambda: not self.unregistered_bookies(), timeout=timeout,
                    what=f"{self.spec.name}: all {len(bookies)} bookies registered", logs=logs)
         wait_until(lambda: self.active_brokers() >= {self.broker_id(b) for b in brokers},
                    timeout=timeout, what=f"{self.spec.name}: all {len(brokers)} brokers registered",
@@ -298,22 +298,23 @@ class PulsarSystem:
 
     def reuse_remedy(self, problem: str) -> str:
         """Restarts the nodes whose lock flaps (a fresh ZooKeeper session); returns what it did."""
-        names = sorted(self.lock_loops())
-        self._restart(names)
-        return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
+        return self.restart(sorted(self.lock_loops()))
 
-    def _restart(self, names: list[str]) -> None:
-        """Stops (SIGTERM, 10 s) and starts these nodes: a fresh JVM and ZooKeeper session."""
+    def restart(self, names: list[str]) -> str:
+        """Stops (SIGTERM, 10 s) and starts these nodes: a fresh JVM and ZooKeeper session;
+        returns what it did."""
         for name in names:
             node = self.cluster.node(name)
             node.container.stop(timeout=10)
             node.container.start()
             self._restarted[name] = time.time()  # its earlier lines no longer count
+        return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
 
     def unregistered_bookies(self) -> list[str]:
         """Bookies not registered as writable in ``/ledgers/available``."""
         live = self.live_bookies()
-        return [n.name for n in self.bookies() if f"{n.name}:{_BOOKIE_PORT}" not in live]
+        return [n.name for n in self.spec.nodes_of("bookie")
+                if f"{n.name}:{_BOOKIE_PORT}" not in live]
 
     def ready_remedy(self) -> str | None:
         """For a recovery that waits too long for readiness: restarts every bookie that is
@@ -338,7 +339,7 @@ class PulsarSystem:
             last = next((ln.strip() for ln in reversed(tail.splitlines())
                          if _BOOKIE_DOWN.search(ln)), None)
             why.append(f"{name} (last said: {last[:200]})" if last else name)
-        self._restart(names)
+        self.restart(names)
         return ("restarted the bookies that had not re-registered: " + ", ".join(why))
 
     # -- topics -------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def test_ready_remedy_restarts_only_unregistered_bookies_and_says_why() -> None:
     system = object.__new__(PulsarSystem)
     system._restarted = {}
     system.cluster = SimpleNamespace(node=node)
-    system.bookies = lambda: [node(f"bookie-{i}") for i in (1, 2, 3)]  # type: ignore[method-assign]
+    system.spec = SimpleNamespace(nodes_of=lambda kind: [node(f"bookie-{i}") for i in (1, 2, 3)])
     system.live_bookies = lambda: {"bookie-2:3181", "bookie-3:3181"}  # type: ignore[method-assign]
     done = system.ready_remedy()
     assert restarted == ["bookie-1"] and "bookie-1" in system._restarted
