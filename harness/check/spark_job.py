@@ -14,14 +14,14 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    aggregate): outcome and read flags, first invoke, first ack, and whether the
    id sits at more than one position.
 4. anomalies: id anomalies are filters of step 3. Polls, acks, replica records
-   and resets go through one shuffle by (topic, partition), read twice: a hash
-   aggregate per position (the ids bound to it), and two window passes (in
-   position order, recovery positions counted; then per client, phase and
-   partition, or per producer and partition, in file order, each poll or ack
-   against the one before). Key_Shared polls (usually none; skipped by the Parquet
-   statistics) go through their own two windows (key-order). All anomaly rows and
-   the outcome counts go through one window that keeps the total and the first
-   examples of each kind.
+   and resets go through one shuffle by (topic, partition) into the NumPy kernel of
+   ``harness.check.placed`` (``mapInArrow``): in position order, the recovery
+   positions at or below each row and the ids bound to each position; in file order
+   per sequence (client, phase and partition, or producer and partition), each poll
+   or ack against the one before it. Only anomaly rows come back. Key_Shared polls
+   (usually none; skipped by the Parquet statistics) go through two windows of their
+   own (key-order). All anomaly rows and the outcome counts go through one window
+   that keeps the total and the first examples of each kind.
 5. details: the few example ids and positions are looked up again for their
    example fields (only when there are such anomalies).
 """
@@ -31,8 +31,10 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import sys
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +131,8 @@ def _start(master: str) -> SparkSession:
     # Loopback only, and no "hostname resolves to a loopback address" warning.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName("harness-check")
+    if master.startswith("local"):  # the Python workers are this interpreter (with NumPy, PyArrow)
+        builder = builder.config("spark.pyspark.python", sys.executable)
     for key, value in _session_conf().items():
         builder = builder.config(key, value)
     try:
@@ -136,6 +140,13 @@ def _start(master: str) -> SparkSession:
     except Exception as exc:  # the JVM failed to start: pyspark raises several types here
         raise CheckError(f"cannot start Spark on {master}: {exc} (is Java 17 installed?)") from exc
     spark.sparkContext.setLogLevel("WARN")
+    # The kernel goes to the Python workers by value: a Spark cluster's executors need
+    # NumPy and PyArrow (PySpark's own SQL extra), not this package.
+    from pyspark import cloudpickle
+
+    from harness.check import placed
+
+    cloudpickle.register_pickle_by_value(placed)
     return spark
 
 
@@ -156,6 +167,8 @@ def _session_conf() -> dict[str, str]:
         "spark.sql.parquet.compression.codec": "lz4_raw",
         # Read the JSON lines in 1 MiB reads, not Hadoop's default 4 KiB.
         "spark.hadoop.io.file.buffer.size": str(1 << 20),
+        # The kernel's Arrow batches: 100k rows, not 10k (fewer round trips to the worker).
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
         # Shuffle files of finished checks are removed when the driver collects garbage.
         "spark.cleaner.periodicGC.interval": "1min",
     }
@@ -543,68 +556,51 @@ class _Job:
         return placed
 
     def _placed_rows(self, placed: DataFrame, ranks: _Ranks) -> DataFrame:
-        """Position and sequence anomalies, in one pipeline over one shuffle by (topic, partition).
-
-        In position order: whether a row starts its position, the recovery positions at
-        or below it (recovery polls lead their position, so a position is in the recovery
-        read when its first row is a recovery poll), and per position the ids bound to it
-        (inconsistent-offsets, replica-divergence). Then, in file order per sequence
-        (client, phase and partition for polls; producer and partition for acks), each
-        poll or ack against the one before it (nonmonotonic-poll, poll-skip,
-        nonmonotonic-send). One branch only: a fork would shuffle twice.
-        """
-        from pyspark.sql import Window
+        """Position and sequence anomalies: one shuffle by (topic, partition), then each
+        Spark partition's rows go to the NumPy kernel of ``harness.check.placed`` (in
+        position order: the recovery positions at or below each row and the ids bound to
+        each position; in file order per sequence (client, phase and partition for polls;
+        producer and partition for acks): each poll or ack against the one before it).
+        Only anomaly rows come back."""
+        from harness.check import placed as placed_kernel
 
         F = self.F
+        rows = (placed.select(*[F.col(c).cast(_L).alias(c) for c in placed_kernel.IN_COLUMNS])
+                .repartition(self._spread(ranks.partitions), "topic_h", "part")
+                .mapInArrow(placed_kernel.kernel, placed_kernel.OUT_SCHEMA))
         pos = ("pl", "pe", "pb")
-        by_pos = Window.partitionBy("topic_h", "part").orderBy(*pos, "tag")
-        running = by_pos.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        tag, seq = F.col("tag"), F.col("seq")
-        start = F.lag(self._pos()).over(by_pos).eqNullSafe(self._pos()) == F.lit(False)
-        rows = placed.select("*", start.alias("start"))
-        led = F.col("start") & (tag == TAG_RPOLL)
-        rows = rows.select(
-            "*", F.sum(led.cast(_L)).over(running).alias("le"),
-            F.last(F.when(F.col("start"), tag == TAG_RPOLL), ignorenulls=True).over(running)
-            .alias("at_rec"))
-        # Per position (the window's ordering already groups its rows: no new sort).
-        here = Window.partitionBy("topic_h", "part", *pos)
-        replica_mid = F.when(tag == TAG_REPLICA, F.col("mh"))
-        rows = rows.select("*", *[agg.over(here).alias(name) for name, agg in (
-            ("mmin", F.min("mh")), ("mmax", F.max("mh")),
-            ("rmin", F.min(replica_mid)), ("rmax", F.max(replica_mid)))])
-
-        by_seq = (Window.partitionBy("client_h", "grp", "topic_h", "part").orderBy("seq")
-                  .rowsBetween(Window.unboundedPreceding, -1))
-        placed_row = tag.isin(TAG_RPOLL, TAG_POLL, TAG_ACK) & seq.isNotNull()
-        rows = rows.select(
-            "*", (F.col("le") - F.when(F.col("at_rec"), 1).otherwise(0)).alias("below"),
-            F.last(F.when(placed_row, F.struct("seq", *pos, "le")), ignorenulls=True).over(by_seq)
-            .alias("prev"),
-            F.last(F.when(tag == TAG_RESET, seq), ignorenulls=True).over(by_seq).alias("last_reset"))
-        judged = (placed_row & F.col("prev").isNotNull()
-                  & (F.col("last_reset").isNull() | (F.col("last_reset") < F.col("prev.seq"))))
-        poll, before = tag != TAG_ACK, self._pos("prev.")
-        skipped = F.col("below") - F.col("prev.le")
-        bound = F.col("start") & F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
-        found = self._explode_kinds(rows, {
-            "inconsistent-offsets": bound & (F.col("mmin") != F.col("mmax")),
-            "replica-divergence": bound & (F.col("rmin") != F.col("rmax")),
-            "nonmonotonic-send": judged & ~poll & (self._pos() <= before),
-            "nonmonotonic-poll": judged & poll & (self._pos() <= before),
-            "poll-skip": judged & poll & (self._pos() > before) & (skipped > 0),
-        })
         at_position = self._uniform(F.col("kind"), {
             "a": ranks.topic("topic_h"), "b": F.col("part"), "c": F.col("pl"), "d": F.col("pe"),
             "e": F.col("pb")}, {"topic": F.col("topic_h"), **{c: F.col(c) for c in ("part", *pos)}})
+        poll = F.col("kind") != "nonmonotonic-send"
         in_sequence = self._uniform(F.col("kind"), self._sequence_key(ranks), {
             **self._sequence_example(),
             "rec": F.when(poll, F.col("grp") == 1),
-            "n": F.when(F.col("kind") == "poll-skip", skipped),
+            "n": F.when(F.col("kind") == "poll-skip", F.col("n")),
         })
         of_position = F.col("kind").isin(*_POS_KINDS)
-        return found.select(*[F.when(of_position, a).otherwise(b).alias(name)
-                              for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"))])
+        return rows.select(*[F.when(of_position, a).otherwise(b).alias(name)
+                             for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"))])
+
+    def _spread(self, pairs: Sequence[tuple[int, int]]) -> int:
+        """A task count under which the (topic hash, partition) pairs polls read fall in
+        different tasks when they can (one kernel call per partition: hashed into the
+        default count, two of six partitions often share a task while a core idles). The
+        task of a pair is Spark's hash partitioning: pmod(hash(topic_h, part), n)."""
+        default = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+        if not pairs:
+            return default
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        schema = StructType([StructField("t", LongType()), StructField("p", LongType())])
+        hashes = [r.h for r in self.spark.createDataFrame(list(pairs), schema)
+                  .select(self.F.hash("t", "p").alias("h")).collect()]
+        k = len(hashes)
+
+        def load(n: int) -> int:  # the most pairs in one task
+            return max(Counter(h % n for h in hashes).values())
+
+        return min(range(k, 4 * k + 1), key=lambda n: (load(n), n))
 
     def _key_order_rows(self, events: DataFrame, ranks: _Ranks) -> DataFrame:
         """key-order: Key_Shared run polls (``ks_t`` set at ingest) with a position; per
@@ -648,8 +644,7 @@ class _Job:
         cols = ("client_h", "topic_h", "part", "pl", "pe", "pb", "seq")
         return {
             **{name.removesuffix("_h"): F.col(name) for name in cols},
-            "seq2": F.col("prev.seq"), "ql": F.col("prev.pl"), "qe": F.col("prev.pe"),
-            "qb": F.col("prev.pb"),
+            **{name: F.col(name) for name in ("seq2", "ql", "qe", "qb")},
         }
 
     def _count_rows(self, mids: DataFrame) -> DataFrame:

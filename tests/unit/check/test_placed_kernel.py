@@ -1,0 +1,146 @@
+"""The checker's NumPy kernel (harness.check.placed) on hand-built rows, without Spark:
+each position and sequence anomaly where it is put and nowhere else, nulls as
+groups of their own, and the same answer whatever the order of the rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.check.placed import (
+    IN_COLUMNS,
+    OUT_COLUMNS,
+    TAG_ACK,
+    TAG_POLL,
+    TAG_REPLICA,
+    TAG_RESET,
+    TAG_RPOLL,
+    anomalies,
+    kernel,
+)
+
+RUN, REC, ACKS = 0, 1, 2
+T = 77  # a topic hash
+
+
+def row(tag: int, off: int | None, mh: int | None, *, client: int | None = 1, seq: int | None = None,
+        part: int | None = 0, topic: int | None = T, grp: int | None = None) -> dict[str, Any]:
+    if grp is None:
+        grp = {TAG_RPOLL: REC, TAG_POLL: RUN, TAG_ACK: ACKS}.get(tag)
+    return {"client_h": None if tag == TAG_REPLICA else client, "grp": grp, "topic_h": topic, "part": part,
+            "pl": None if off is None else -1, "pe": off, "pb": None if off is None else -1, "mh": mh,
+            "seq": seq, "tag": tag}
+
+
+def run(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The kernel's anomaly rows, as sorted tuples of OUT_COLUMNS (kind 0, pe 6, seq 8,
+    seq2 9, qe 11, n 13)."""
+    values = {c: np.array([0 if r[c] is None else r[c] for r in rows], dtype=np.int64) for c in IN_COLUMNS}
+    valid = {c: np.array([r[c] is not None for r in rows], dtype=bool) for c in IN_COLUMNS}
+    out = anomalies(values, valid)
+    found = [tuple(out["kind"][i] if c == "kind" else (int(out[c][i]) if out["valid:" + c][i] else None)
+                   for c in OUT_COLUMNS) for i in range(out["kind"].size)]
+    return sorted(found, key=repr)
+
+
+def kinds(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in run(rows):
+        out[r[0]] = out.get(r[0], 0) + 1
+    return out
+
+
+def recovered(n: int, *, client: int = 9, seq0: int = 1000) -> list[dict[str, Any]]:
+    """A recovery reader that reads offsets 0..n-1 (ids 100+offset)."""
+    return [row(TAG_RPOLL, o, 100 + o, client=client, seq=seq0 + o) for o in range(n)]
+
+
+def test_a_clean_partition_has_no_anomaly() -> None:
+    rows = recovered(5) + [row(TAG_POLL, o, 100 + o, seq=o) for o in range(5)]
+    rows += [row(TAG_ACK, o, 100 + o, client=2, seq=50 + o) for o in range(5)]
+    assert run(rows) == []
+    assert run([]) == []
+
+
+def test_two_ids_at_one_offset_and_replicas_that_disagree() -> None:
+    rows = recovered(3) + [row(TAG_POLL, 1, 555, seq=1)]
+    rows += [row(TAG_REPLICA, 2, 102), row(TAG_REPLICA, 2, 666)]
+    found = run(rows)
+    assert [(r[0], r[6]) for r in found] == [("inconsistent-offsets", 1), ("inconsistent-offsets", 2),
+                                              ("replica-divergence", 2)]
+
+
+def test_sequence_anomalies_are_judged_against_the_row_before() -> None:
+    rows = recovered(6)
+    # consumer 1 (run): 0, 1, then 4 (skips 2 and 3, both recovered), then 3 (goes back)
+    rows += [row(TAG_POLL, o, 100 + o, seq=s) for s, o in enumerate([0, 1, 4, 3])]
+    # producer 2: sent 0 then 1, acked at 5 then 2
+    rows += [row(TAG_ACK, 5, 105, client=2, seq=10), row(TAG_ACK, 2, 102, client=2, seq=11)]
+    found = run(rows)
+    skip = [r for r in found if r[0] == "poll-skip"]
+    assert len(skip) == 1 and skip[0][6] == 4 and skip[0][11] == 1 and skip[0][-1] == 2  # 2 skipped
+    back = [r for r in found if r[0] == "nonmonotonic-poll"]
+    assert len(back) == 1 and (back[0][6], back[0][11]) == (3, 4)
+    send = [r for r in found if r[0] == "nonmonotonic-send"]
+    assert len(send) == 1 and (send[0][6], send[0][11], send[0][8], send[0][9]) == (2, 5, 11, 10)
+    assert kinds(rows) == {"poll-skip": 1, "nonmonotonic-poll": 1, "nonmonotonic-send": 1}
+
+
+def test_a_skip_over_offsets_nobody_recovered_is_no_skip() -> None:
+    rows = recovered(2) + [row(TAG_POLL, o, 100 + o, seq=s) for s, o in enumerate([0, 1, 7])]
+    assert run(rows) == []
+
+
+def test_a_reset_between_two_polls_ends_the_comparison() -> None:
+    rows = recovered(6) + [row(TAG_POLL, 4, 104, seq=1), row(TAG_RESET, None, None, seq=2, grp=RUN),
+                           row(TAG_POLL, 0, 100, seq=3)]
+    assert run(rows) == []
+    # a reset of the recovery phase does not cover the run phase
+    rows[-2] = row(TAG_RESET, None, None, seq=2, grp=REC)
+    assert kinds(rows) == {"nonmonotonic-poll": 1}
+
+
+def test_sequences_are_per_client_phase_and_partition_nulls_included() -> None:
+    rows = recovered(3)
+    # two consumers interleaved in file order, each in order by itself
+    rows += [row(TAG_POLL, 2, 102, client=1, seq=1), row(TAG_POLL, 0, 100, client=3, seq=2)]
+    # a partition of its own, and a consumer without a name (client null)
+    rows += [row(TAG_POLL, 0, 200, part=1, seq=3), row(TAG_POLL, 1, 101, client=None, seq=4),
+             row(TAG_POLL, 0, 100, client=None, seq=5)]
+    assert kinds(rows) == {"nonmonotonic-poll": 1}
+    # a position without a topic binds nothing: two ids there are no inconsistent-offsets
+    rows = [row(TAG_ACK, 0, 1, topic=None, seq=1, client=2), row(TAG_ACK, 0, 2, topic=None, seq=2, client=3)]
+    assert run(rows) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([TAG_RPOLL, TAG_POLL, TAG_ACK, TAG_REPLICA, TAG_RESET]),
+                          st.integers(0, 5), st.integers(0, 3), st.integers(1, 3), st.integers(0, 1),
+                          st.booleans()), max_size=40),
+       st.randoms(use_true_random=False))
+def test_the_order_of_the_rows_does_not_matter(spec: list[tuple[int, ...]], rnd: Any) -> None:
+    rows = [row(tag, None if tag == TAG_RESET else off, None if tag == TAG_RESET else mid, client=client,
+                part=part, seq=i, grp=(REC if rec else RUN) if tag == TAG_RESET else None)
+            for i, (tag, off, mid, client, part, rec) in enumerate(spec)]
+    shuffled = list(rows)
+    rnd.shuffle(shuffled)
+    assert run(shuffled) == run(rows)
+    # in position order already (as a sorted partition), the kernel does not sort again
+    def place(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(x for c in ("topic_h", "part", "pl", "pe", "pb") for x in (r[c] is not None, r[c] or 0)) + (
+            r["tag"],)
+    assert run(sorted(shuffled, key=place)) == run(rows)
+
+
+def test_the_arrow_entry_point_reads_nulls_and_writes_the_schema() -> None:
+    rows = recovered(3) + [row(TAG_POLL, 1, 555, seq=1), row(TAG_RESET, None, None, seq=2, grp=RUN)]
+    batch = pa.RecordBatch.from_pydict({c: pa.array([r[c] for r in rows], pa.int64()) for c in IN_COLUMNS})
+    out = list(kernel(iter([batch.slice(0, 2), batch.slice(2)])))
+    assert len(out) == 1 and out[0].schema.names == list(OUT_COLUMNS)
+    got = out[0].to_pylist()
+    assert [(r["kind"], r["pe"], r["seq2"]) for r in got] == [("inconsistent-offsets", 1, None)]
+    assert list(kernel(iter([]))) == []
