@@ -47,10 +47,12 @@ def kernel(batches: Iterator[Any]) -> Iterator[Any]:
     table = pa.Table.from_batches(chunks)
     del chunks
     values, valid = {}, {}
-    for name in IN_COLUMNS:
+    for name in IN_COLUMNS:  # column by column, each batch's copy freed as its column is made
         col = table.column(name).combine_chunks()
+        table = table.drop_columns([name])
         valid[name] = _validity(col)
         values[name] = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        del col
     del table
     out = anomalies(values, valid)
     if out["kind"].size:
@@ -80,8 +82,11 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
             values["part"], valid["part"], values["topic_h"], valid["topic_h"])
     if not _ascending(keys):
         order = np.lexsort(keys)
-        values = {c: a[order] for c, a in values.items()}
-        valid = {c: a[order] for c, a in valid.items()}
+        del keys
+        for columns in (values, valid):  # one column at a time: memory for one more, not all
+            for c in list(columns):
+                columns[c] = columns[c][order]
+        del order
     change = np.zeros(n, dtype=bool)
     change[0] = True
     for k in ("part", "topic_h"):
@@ -126,6 +131,7 @@ def _group(v: Columns, ok: Columns) -> Columns:
     replica = ok["mh"] & (tag == TAG_REPLICA)
     distinct_replicas = _distinct(v["mh"], replica, starts)
     bound = has_pos[starts] & ok["topic_h"][starts]
+    del same, start, pid
     out = [_rows(v, ok, starts[bound & distinct], "inconsistent-offsets"),
            _rows(v, ok, starts[bound & distinct_replicas], "replica-divergence")]
 
@@ -137,6 +143,7 @@ def _group(v: Columns, ok: Columns) -> Columns:
     if rows.size:
         key = (v["seq"][rows], v["grp"][rows], ok["grp"][rows], v["client_h"][rows], ok["client_h"][rows])
         rows = rows[np.lexsort(key)]
+        del key
         first = np.zeros(rows.size, dtype=bool)
         first[0] = True
         for k in (v["grp"], ok["grp"], v["client_h"], ok["client_h"]):
@@ -146,11 +153,13 @@ def _group(v: Columns, ok: Columns) -> Columns:
         reset = tag[rows] == TAG_RESET
         prev = _last_before(~reset, head)
         last_reset = _last_before(reset, head)
+        del head
         has_prev = prev >= 0
         cur = rows[has_prev]
         before = rows[prev[has_prev]]
         reset_at = np.where(last_reset[has_prev] >= 0, rows[np.maximum(last_reset[has_prev], 0)], -1)
         judged = ~reset[has_prev] & ((reset_at < 0) | (v["seq"][np.maximum(reset_at, 0)] < v["seq"][before]))
+        del rows, prev, last_reset, reset, has_prev, reset_at
         cur, before = cur[judged], before[judged]
         poll = tag[cur] != TAG_ACK
         not_after = ~_after(v, cur, before)
