@@ -79,6 +79,9 @@ def _kafka_brokers(base_port: int) -> tuple[NodeDef, ...]:
     return tuple(NodeDef(f"kafka-{i}", "broker", i, host_port=base_port + i) for i in (1, 2, 3))
 
 
+# Host ports stay below Linux's ephemeral range (32768-60999 by default): a port in it can
+# be taken by any outgoing connection on the machine (Spark's Python workers, a client),
+# and then a cluster fails to start with "bind: address already in use" (seen in CI).
 CLUSTERS: dict[str, ClusterDef] = {
     "kafka-zk": ClusterDef(
         name="kafka-zk", system="kafka", mode="zk",
@@ -95,16 +98,16 @@ CLUSTERS: dict[str, ClusterDef] = {
     "kafka-kraft-split": ClusterDef(
         name="kafka-kraft-split", system="kafka", mode="kraft",
         compose_file=COMPOSE_DIR / "kafka-kraft-split.yaml",
-        nodes=(NodeDef("controller", "controller", 9),) + _kafka_brokers(39090),
+        nodes=(NodeDef("controller", "controller", 9),) + _kafka_brokers(29190),
         versions=KAFKA_VERSIONS,
     ),
     "pulsar": ClusterDef(
         name="pulsar", system="pulsar", mode="pulsar",
         compose_file=COMPOSE_DIR / "pulsar.yaml",
-        nodes=(NodeDef("zk", "zookeeper", 0, host_port=32181),)
+        nodes=(NodeDef("zk", "zookeeper", 0, host_port=22181),)
         + tuple(NodeDef(f"bookie-{i}", "bookie", i) for i in (1, 2, 3))
-        + tuple(NodeDef(f"broker-{i}", "pulsar-broker", i, host_port=36650 + i,
-                        admin_port=38080 + i) for i in (1, 2)),
+        + tuple(NodeDef(f"broker-{i}", "pulsar-broker", i, host_port=26650 + i,
+                        admin_port=28080 + i) for i in (1, 2)),
         versions=PULSAR_VERSIONS,
     ),
 }

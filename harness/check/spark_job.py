@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.check import placed as placed_kernel
+from harness.check.placed import TAG_ACK, TAG_REPLICA, TAG_RESET  # row tags of the placed rows
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
 from harness.errors import CheckError
 from harness.history import history_files
@@ -61,8 +63,6 @@ _HISTORY_TYPES = {"invoke": INVOKE, "invokes": INVOKE, "ok": OK, "oks": OK, "fai
 ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
 # Per-id flags.
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP = (1 << i for i in range(9))
-# Row tags of the position pass: recovery polls sort first among the rows of one position.
-TAG_RPOLL, TAG_POLL, TAG_ACK, TAG_REPLICA, TAG_RESET = range(5)
 
 # seq = file index | split (4 MiB units of its start) | row within the task: file order, one long.
 _SPLIT_UNIT_BITS, _ROW_BITS, _SPLIT_BITS = 22, 33, 17
@@ -562,8 +562,6 @@ class _Job:
         each position; in file order per sequence (client, phase and partition for polls;
         producer and partition for acks): each poll or ack against the one before it).
         Only anomaly rows come back."""
-        from harness.check import placed as placed_kernel
-
         F = self.F
         rows = (placed.select(*[F.col(c).cast(_L).alias(c) for c in placed_kernel.IN_COLUMNS])
                 .repartition(self._spread(ranks.partitions), "topic_h", "part")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from harness.clusters import CLUSTERS
@@ -60,3 +62,17 @@ def test_hot_path_lines_match_record_and_share_a_stamp_only_briefly(tmp_path) ->
     assert all(e["client"] == 'c"1' for e in events)
     assert set(events[0]) == {"type", "client", "t", "m", "mid", "key"}
     assert events[2]["m"] > events[0]["m"] and events[2]["t"] > events[0]["t"]
+
+
+def test_host_ports_are_below_the_ephemeral_range() -> None:
+    """A host port in 32768-60999 can be held by any outgoing connection (CI saw
+    kafka-kraft-split fail on 39092, then in that range)."""
+    from pathlib import Path
+
+    for cluster in CLUSTERS.values():
+        for node in cluster.nodes:
+            for port in (node.host_port, node.admin_port):
+                assert port is None or port < 32768, (cluster.name, node.name, port)
+        text = Path(cluster.compose_file).read_text()
+        published = [int(p) for p in re.findall(r'"127\.0\.0\.1:(\d+):\d+"', text)]
+        assert published and all(p < 32768 for p in published), (cluster.name, published)
