@@ -69,8 +69,7 @@ def _validity(col: Any) -> np.ndarray:
 
 
 def anomalies(values: Columns, valid: Columns) -> Columns:
-    """The anomaly rows of the given rows (any order; in position order they are not
-    sorted again), any number of (topic, partition) groups: ``kind`` and, per
+    """The anomaly rows of the given rows (any order), any number of (topic, partition) groups: ``kind`` and, per
     :data:`OUT_COLUMNS`, the values and ``valid:<column>`` masks (false where the value
     is null)."""
     n = values["tag"].size
@@ -80,13 +79,12 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
     # topic or partition is a group of its own, a null position (a reset) sorts first.
     keys = (values["tag"], values["pb"], values["pe"], values["pl"], valid["pl"],
             values["part"], valid["part"], values["topic_h"], valid["topic_h"])
-    if not _ascending(keys):
-        order = np.lexsort(keys)
-        del keys
-        for columns in (values, valid):  # one column at a time: memory for one more, not all
-            for c in list(columns):
-                columns[c] = columns[c][order]
-        del order
+    order = np.lexsort(keys)
+    del keys
+    for columns in (values, valid):  # one column at a time: memory for one more, not all
+        for c in list(columns):
+            columns[c] = columns[c][order]
+    del order
     change = np.zeros(n, dtype=bool)
     change[0] = True
     for k in ("part", "topic_h"):
@@ -95,21 +93,6 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
     parts = [_group({c: a[lo:hi] for c, a in values.items()}, {c: a[lo:hi] for c, a in valid.items()})
              for lo, hi in zip(bounds[:-1], bounds[1:])]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
-def _ascending(keys: tuple[np.ndarray, ...]) -> bool:
-    """Whether the rows are in the lexicographic order of ``keys`` (last key first), as
-    ``np.lexsort`` would put them. Null values are 0 with a false mask key after them."""
-    undecided = np.ones(keys[0].size - 1, dtype=bool)
-    for k in reversed(keys):
-        k = k.astype(np.int64, copy=False)
-        a, b = k[:-1][undecided], k[1:][undecided]
-        if np.any(a > b):
-            return False
-        undecided[undecided] = a == b
-        if not undecided.any():
-            break
-    return True
 
 
 def _group(v: Columns, ok: Columns) -> Columns:

@@ -129,7 +129,7 @@ def test_the_order_of_the_rows_does_not_matter(spec: list[tuple[int, ...]], rnd:
     shuffled = list(rows)
     rnd.shuffle(shuffled)
     assert run(shuffled) == run(rows)
-    # in position order already (as a sorted partition), the kernel does not sort again
+    # and so do rows already in position order
     def place(r: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(x for c in ("topic_h", "part", "pl", "pe", "pb") for x in (r[c] is not None, r[c] or 0)) + (
             r["tag"],)
