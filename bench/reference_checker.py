@@ -6,15 +6,15 @@ against the Spark job; the tests check that both agree on random histories.
 Memory grows with the history (about 1 GB per million messages): it is a
 reference, not a tool for large runs.
 
-Lines are read as Spark's JSON reader in DROPMALFORMED mode reads them: a line
-that is not a JSON object, or whose numeric fields are not integers, is
-dropped; a non-string value of a string field becomes its JSON text; a
-complete last line without a newline is kept. A ``polls`` (``oks``) line is its
-poll (ok) events (``harness.history.expand_batch``, after dropping null columns: Spark
-reads a null column like an absent one, as the line's own field); its columns
-must be lists (integer lists for positions), else the line is dropped. ``t`` is
-read as the job reads it (a number, or a string cast to a double; hexadecimal
-strings, which Java's parser takes, are not emulated).
+Lines are read by ``harness.check.lines.read_lines``, the history contract's
+plain-Python reading (the Spark job's ingest takes the same lines through PyArrow,
+and falls back to that reading only near lines PyArrow refuses; so these tests
+also check the fast path against it): a line that is not a JSON object, or whose
+numeric fields are not integers, is dropped; a non-string value of a string field
+becomes its JSON text; a batch line (``polls``, ``oks``, ``invokes``) is its events
+(``harness.history.expand_batch``; a null column reads like an absent one, as the
+line's own field); its columns must be lists (integer lists for positions), else
+the line is dropped.
 
 Usage: ``python bench/reference_checker.py RUN_DIR`` prints the result as JSON.
 """
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
-import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,99 +33,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.check.lines import read_lines  # noqa: E402
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result  # noqa: E402
-from harness.history import BATCH_EVENTS, expand_batch, history_files  # noqa: E402
+from harness.history import history_files  # noqa: E402
 
 __all__ = ["check"]
-
-_LONGS = ("partition", "offset", "ledger", "entry", "batch")
-_STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",
-            "subscription_type")
-#: polls columns as Spark reads them: lists of integers, lists of strings, lists of anything
-_LONG_LISTS = ("partitions", "offsets", "ledgers", "entries", "batches")
-_STRING_LISTS = ("mids", "keys")
-_ANY_LISTS = ("epochs", "tss", "redeliveries")
-_LONG_MAX = 1 << 63
-_BLANKS = "".join(map(chr, range(33)))  # what Java's String.trim removes
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?")
 
 Seq = tuple[int, int, int]  # (file index, line number, index in a polls batch): file order
 Pos = tuple[int, int, int]
 Place = tuple[str, int, Pos]  # (topic, partition, position)
-
-
-def read_lines(path: Path, *, replicas: bool = False) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
-    """((line number, index in its batch), event) for each event Spark reads (see the module
-    docstring); a batch line gives its events (not in ``replicas`` files, whose
-    lines Spark reads with the replica fields only)."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(event, dict) or not _conform(event, replicas):
-                continue
-            if replicas or event.get("type") not in BATCH_EVENTS:
-                yield (n, 0), event
-                continue
-            # Spark cannot tell a null column from an absent one: both read the line's own field.
-            fields = BATCH_EVENTS[event["type"]][1]
-            batch = {k: v for k, v in event.items() if not (k in fields and v is None)}
-            for i, single in enumerate(expand_batch(batch)):
-                yield (n, i), single
-
-
-def _conform(event: dict[str, Any], replicas: bool = False) -> bool:
-    for name in _LONGS:
-        value = event.get(name)
-        if value is not None and not _is_long(value):
-            return False
-    if replicas:
-        for name in ("type", "node", "mid", "topic"):
-            event[name] = _text(event.get(name))
-        return True
-    for name in (*_LONG_LISTS, *_STRING_LISTS, *_ANY_LISTS):
-        value = event.get(name)
-        if value is not None and not isinstance(value, list):
-            return False
-    for name in _LONG_LISTS:
-        if any(v is not None and not _is_long(v) for v in event.get(name) or ()):
-            return False
-    for name in _STRINGS:
-        event[name] = _text(event.get(name))
-    for name in _STRING_LISTS:
-        if event.get(name) is not None:
-            event[name] = [_text(v) for v in event[name]]
-    event["t"] = _double(event.get("t"))
-    return True
-
-
-def _is_long(value: Any) -> bool:
-    return type(value) is int and -_LONG_MAX <= value < _LONG_MAX
-
-
-def _text(value: Any) -> str | None:
-    """A string field's value as Spark reads it: a non-string becomes its JSON text."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _double(value: Any) -> float | None:
-    """``t`` as the Spark job reads it (a string field cast to double), when finite."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            out = float(value)
-        except OverflowError:  # an integer beyond any double: Spark's cast gives infinity
-            return None
-    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip(_BLANKS)):
-        out = float(value.strip(_BLANKS).rstrip("fFdD"))
-    else:
-        return None
-    return out if math.isfinite(out) else None
 
 
 def valid_position(event: dict[str, Any]) -> Pos | None:

@@ -2,14 +2,16 @@
 
 Plan (each step one Spark action, intermediate data as Parquet in a scratch dir):
 
-1. ingest: parse ``history/*.jsonl`` and ``replicas/*.jsonl`` once (explicit
-   schema, malformed and torn lines dropped; a batch line (``polls``, ``oks``,
-   ``invokes``) becomes its events) into compact columns: a type code, 64-bit hashes of client and topic,
-   a validated position ``(pl, pe, pb)`` (``harness.history.position_key``), row
-   flags, ``seq``, the event's place in file order, and for Key_Shared run polls
-   their time, subscription and key.
-2. names: the client and topic names behind the hashes, and the read_committed
-   clients (small).
+1. ingest (``harness.check.ingest``, in the Python workers, one task per file
+   split): parse ``history/*.jsonl`` and ``replicas/*.jsonl`` once (PyArrow with
+   an explicit schema, ``harness.check.lines`` near odd lines; a batch line
+   (``polls``, ``oks``, ``invokes``) becomes its events) into compact columns: a
+   type code, 64-bit hashes of client and topic, a validated position ``(pl, pe,
+   pb)`` (``harness.history.position_key``), row flags, ``seq``, the event's place
+   in file order, and for Key_Shared run polls their time, subscription and key.
+2. names: the client and topic names behind the hashes, the read_committed
+   clients and the polled partitions, from the distinct rows the ingest tasks
+   return.
 3. per message id (hash aggregate, fixed-width buffers only, no map-side partial
    aggregate): outcome and read flags, first invoke, first ack, and whether the
    id sits at more than one position.
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.check import ingest
 from harness.check import placed as placed_kernel
 from harness.check.placed import TAG_ACK, TAG_REPLICA, TAG_RESET  # row tags of the placed rows
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
@@ -54,42 +57,14 @@ __all__ = ["DEFAULT_MASTER", "run", "session"]
 DEFAULT_MASTER = "local[*]"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
-# Event type codes.
-INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
-_HISTORY_TYPES = {"invoke": INVOKE, "invokes": INVOKE, "ok": OK, "oks": OK, "fail": FAIL, "info": INFO,
-                  "poll": POLL, "polls": POLL, "reset": RESET, "meta": META}
-
-# Row flags (ingest).
-ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
+# Event type codes and row flags: those of the ingest step.
+INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = (
+    ingest.INVOKE, ingest.OK, ingest.FAIL, ingest.INFO, ingest.POLL, ingest.RESET, ingest.META, ingest.REPLICA)
+ROW_REC, ROW_ABORTED, ROW_RC = ingest.ROW_REC, ingest.ROW_ABORTED, ingest.ROW_RC
 # Per-id flags.
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP = (1 << i for i in range(9))
 
-# seq = file index | split (4 MiB units of its start) | row within the task: file order, one long.
-_SPLIT_UNIT_BITS, _ROW_BITS, _SPLIT_BITS = 22, 33, 17
-_MAX_FILES = 1 << (63 - _ROW_BITS - _SPLIT_BITS)
-_SPLIT_BYTES = 128 << 20  # at most this much of a file per task (a multiple of 4 MiB)
-
 _L, _S = "long", "string"
-_LONGS, _STRINGS = "array<long>", "array<string>"
-# The columns of a ``polls`` batch (harness.history.POLLS_FIELDS) -> (poll field, type). Those
-# the checker does not use are read as lists of anything (strings hold any JSON value), only
-# to check that they are lists of the batch's length.
-_POLLS_COLUMNS = {"partitions": ("partition", _LONGS), "offsets": ("offset", _LONGS),
-                  "ledgers": ("ledger", _LONGS), "entries": ("entry", _LONGS),
-                  "batches": ("batch", _LONGS), "mids": ("mid", _STRINGS), "keys": ("key", _STRINGS),
-                  "epochs": ("epoch", _STRINGS), "tss": ("ts", _STRINGS),
-                  "redeliveries": ("redelivery", _STRINGS)}
-# Batch types -> their columns (harness.history.BATCH_EVENTS); other lists in them are not read.
-_BATCHES = {"polls": tuple(_POLLS_COLUMNS),
-            "oks": ("partitions", "offsets", "ledgers", "entries", "batches", "mids", "epochs"),
-            "invokes": ("mids", "keys", "partitions")}
-_HISTORY_FIELDS = (("type", _S), ("client", _S), ("mid", _S), ("topic", _S), ("partition", _L),
-                   ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L), ("phase", _S),
-                   ("txn", _S), ("isolation", _S), ("key", _S), ("t", _S), ("subscription", _S),
-                   ("subscription_type", _S),
-                   *[(name, t) for name, (_, t) in _POLLS_COLUMNS.items()])
-_REPLICA_FIELDS = (("type", _S), ("node", _S), ("mid", _S), ("topic", _S), ("partition", _L),
-                   ("offset", _L), ("ledger", _L), ("entry", _L), ("batch", _L))
 # The uniform anomaly row: a sort key and a generic example, typed.
 _SK_FIELDS = (("s", _S), ("a", _L), ("k", _S), ("b", _L), ("c", _L), ("d", _L), ("e", _L))
 _EX_FIELDS = (("mid", _S), ("seq", _L), ("seq2", _L), ("client", _L), ("topic", _L), ("part", _L),
@@ -140,13 +115,14 @@ def _start(master: str) -> SparkSession:
     except Exception as exc:  # the JVM failed to start: pyspark raises several types here
         raise CheckError(f"cannot start Spark on {master}: {exc} (is Java 17 installed?)") from exc
     spark.sparkContext.setLogLevel("WARN")
-    # The kernel goes to the Python workers by value: a Spark cluster's executors need
+    # The kernels go to the Python workers by value: a Spark cluster's executors need
     # NumPy and PyArrow (PySpark's own SQL extra), not this package.
     from pyspark import cloudpickle
 
-    from harness.check import placed
+    from harness.check import ingest, lines, placed
 
-    cloudpickle.register_pickle_by_value(placed)
+    for module in (ingest, lines, placed):
+        cloudpickle.register_pickle_by_value(module)
     return spark
 
 
@@ -165,8 +141,6 @@ def _session_conf() -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.debug.maxToStringFields": "1000",
         "spark.sql.parquet.compression.codec": "lz4_raw",
-        # Read the JSON lines in 1 MiB reads, not Hadoop's default 4 KiB.
-        "spark.hadoop.io.file.buffer.size": str(1 << 20),
         # The kernel's Arrow batches: 100k rows, not 10k (fewer round trips to the worker).
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
         # Shuffle files of finished checks are removed when the driver collects garbage.
@@ -193,8 +167,9 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
     if not files:
         raise CheckError(f"{run_dir}: no history/*.jsonl files")
     replicas = sorted((run_dir / "replicas").glob("*.jsonl"))
-    if len(files) >= _MAX_FILES:
-        raise CheckError(f"{run_dir}: {len(files)} history files; at most {_MAX_FILES - 1} supported")
+    if max(len(files), len(replicas)) > ingest.MAX_FILES:
+        raise CheckError(f"{run_dir}: {max(len(files), len(replicas))} history or replica files; "
+                         f"at most {ingest.MAX_FILES} supported")
     try:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
@@ -204,13 +179,10 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         spark = session(master)
         input_bytes = sum(f.stat().st_size for f in [*files, *replicas])
         spark.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(input_bytes)))
-        # seq needs file splits to start at multiples of >= 4 MiB: set what decides them.
-        spark.conf.set("spark.sql.files.maxPartitionBytes", str(_SPLIT_BYTES))
-        spark.conf.set("spark.sql.files.openCostInBytes", str(1 << _SPLIT_UNIT_BITS))
         scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
                                         dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
         try:
-            return _Job(spark, scratch, _link_inputs(scratch, files, replicas)).result()
+            return _Job(spark, scratch, _Inputs([str(f.resolve()) for f in files], [str(f.resolve()) for f in replicas])).result()
         except (PySparkException, Py4JError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
@@ -222,20 +194,6 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
 class _Inputs:
     history: list[str]
     replicas: list[str]
-
-
-def _link_inputs(scratch: Path, files: Sequence[Path], replicas: Sequence[Path]) -> _Inputs:
-    """Symlink inputs under plain names: Hadoop paths break on ':' and glob characters,
-    and the name carries the file's index (``h00003.jsonl``) for ``seq``."""
-    links = scratch / "in"
-    links.mkdir()
-    out: dict[str, list[str]] = {"h": [], "r": []}
-    for prefix, group in (("h", files), ("r", replicas)):
-        for i, path in enumerate(group):
-            link = links / f"{prefix}{i:05d}.jsonl"
-            link.symlink_to(path.resolve())
-            out[prefix].append(str(link))
-    return _Inputs(out["h"], out["r"])
 
 
 @dataclass(frozen=True)
@@ -302,99 +260,17 @@ class _Job:
 
     # -- 1. ingest -------------------------------------------------------------
 
-    def _read(self, paths: list[str], fields: Sequence[tuple[str, str]]) -> DataFrame:
-        schema = ", ".join(f"`{name}` {t}" for name, t in fields)
-        return self.spark.read.schema(schema).option("mode", "DROPMALFORMED").json(paths)
-
-    def _ingest(self) -> DataFrame:
-        F = self.F
-        raw = self._read(self.inputs.history, _HISTORY_FIELDS)
-        raw = raw.select("*", F.col("_metadata.file_name").alias("_file"),
-                         F.col("_metadata.file_block_start").alias("_start"))
-        # A batch (polls, oks, invokes) becomes its events, in list order; then every row gets its place.
-        raw = self._explode_polls(raw)
-        # monotonically_increasing_id counts rows as the scan (and explode) yields them.
-        raw = raw.select("*", F.monotonically_increasing_id().alias("_row"))
-        seq = (F.shiftleft(F.substring("_file", 2, 5).cast(_L), _ROW_BITS + _SPLIT_BITS)
-               .bitwiseOR(F.shiftleft(F.shiftright("_start", _SPLIT_UNIT_BITS), _ROW_BITS))
-               .bitwiseOR(F.col("_row").bitwiseAND((1 << _ROW_BITS) - 1)))
-        rec = F.col("phase") == "recovery"
-        flags = (F.when(rec, ROW_REC).otherwise(0)
-                 .bitwiseOR(F.when(F.col("txn") == "aborted", ROW_ABORTED).otherwise(0))
-                 .bitwiseOR(F.when(F.col("isolation") == "read_committed", ROW_RC).otherwise(0)))
-        # Key_Shared run polls (key-order): their time, subscription and key; null on other rows
-        # (t is cast only there; key-order drops times that are not finite).
-        ks = ((F.col("type").isin("poll", "polls")) & ~F.coalesce(rec, F.lit(False))
-              & (F.col("subscription_type") == "Key_Shared") & F.col("key").isNotNull()
-              & F.col("mid").isNotNull())
-        history = raw.select(*self._common(_HISTORY_TYPES), "client", self._hash("client").alias("client_h"),
-                             flags.alias("flags"), seq.alias("seq"), F.lit(None).cast(_S).alias("node"),
-                             F.when(ks, F.col("t").try_cast("double")).alias("ks_t"),
-                             F.when(ks, F.col("subscription")).alias("ks_sub"),
-                             F.when(ks, F.col("key")).alias("ks_key"))
-        events = history
-        if self.inputs.replicas:
-            reps = self._read(self.inputs.replicas, _REPLICA_FIELDS).select(
-                *self._common({"replica": REPLICA}), F.lit(None).cast(_S).alias("client"),
-                F.lit(None).cast(_L).alias("client_h"), F.lit(0).alias("flags"),
-                F.lit(None).cast(_L).alias("seq"), "node", F.lit(None).cast("double").alias("ks_t"),
-                F.lit(None).cast(_S).alias("ks_sub"), F.lit(None).cast(_S).alias("ks_key"))
-            events = history.unionByName(reps)
-        return self._stage("events", events.where(F.col("code").isNotNull()),
-                           dictionary=("code", "topic", "topic_h", "part", "client", "client_h", "flags",
-                                       "node", "ks_sub", "ks_key"))
-
-    def _explode_polls(self, raw: DataFrame) -> DataFrame:
-        """One row per record of a batch line (``polls``, ``oks``, ``invokes``: its columns'
-        elements, in list order), the line itself for every other type. A record's field is
-        its column's element, or the line's own field when the column is null or absent (or
-        not one of its type's columns). A batch whose lists differ in length gives no
-        rows (like a malformed line).
-
-        The used columns are zipped into one array of structs and inlined: the lists are not
-        carried through the generator (that would copy them for every record)."""
-        F = self.F
-        typ = F.col("type")
-        # A batch's columns are those of its type; any other list in it is not read.
-        column = {c: F.when(typ.isin(*[b for b, cols in _BATCHES.items() if c in cols]), F.col(c))
-                  for c in _POLLS_COLUMNS}
-        sizes = [F.when(col.isNotNull(), F.size(col)) for col in column.values()]
-        n = F.greatest(*sizes)
-        same = F.lit(True)
-        for col, size in zip(column.values(), sizes):
-            same = same & (col.isNull() | (size == n))
-        names = {f for f, _ in _HISTORY_FIELDS}
-        used = [(c, field) for c, (field, _) in _POLLS_COLUMNS.items() if field in names]
-        # The length and its check first, as columns: inlined into every use, the expression
-        # grows past what the JIT compiles.
-        raw = raw.select("*", n.alias("_n"), (same & (n > 0)).alias("_ok"))
-        n = F.col("_n")
-        records = F.arrays_zip(*[F.coalesce(column[c], F.array_repeat(F.col(field), n)).alias(field)
-                                 for c, field in used])
-        line = F.array(F.struct(*[F.col(field) for _, field in used]))
-        records = (F.when(~typ.isin(*_BATCHES), line)
-                   .when(F.col("_ok"), records)
-                   .otherwise(F.array().cast(_record_type(used))))
-        keep = [c for c in raw.columns if c not in _POLLS_COLUMNS and c not in dict(used).values()
-                and c not in ("_n", "_ok")]
-        return raw.select(*keep, F.inline(records))
-
-    def _common(self, types: Mapping[str, int]) -> list[Column]:
-        """Columns shared by history and replica lines: type code (null for other types),
-        topic, validated position (null when absent or negative)."""
-        F = self.F
-        code = F.lit(None).cast("int")
-        for name, value in types.items():
-            code = F.when(F.col("type") == name, value).otherwise(code)
-        off, led, ent = F.col("offset"), F.col("ledger"), F.col("entry")
-        kafka = off.isNotNull()
-        valid = F.col("partition").isNotNull() & F.when(kafka, off >= 0).otherwise((led >= 0) & (ent >= 0))
-        return [code.alias("code"), "mid", "topic", self._hash("topic").alias("topic_h"),
-                F.col("partition").alias("part"),
-                F.when(valid, F.when(kafka, F.lit(-1)).otherwise(led)).alias("pl"),
-                F.when(valid, F.coalesce(off, ent)).alias("pe"),
-                F.when(valid, F.when(kafka, F.lit(-1)).otherwise(F.coalesce("batch", F.lit(-1))))
-                .alias("pb")]
+    def _ingest(self) -> tuple[DataFrame, list[Row]]:
+        """Step 1 in the Python workers (:mod:`harness.check.ingest`): one task per file
+        split writes its events as Parquet, read back from there, and returns its names
+        (step 2's input)."""
+        out = self.scratch / "events"
+        out.mkdir()
+        tasks = ingest.plan(self.inputs.history, self.inputs.replicas)
+        splits = self.spark.createDataFrame(self.spark.sparkContext.parallelize(tasks, len(tasks)),
+                                            ingest.TASK_SCHEMA)
+        names = splits.mapInArrow(ingest.kernel(str(out)), ingest.RESULT_SCHEMA).collect()
+        return self.spark.read.parquet(str(out)), names
 
     def _hash(self, col: str) -> Column:
         F = self.F
@@ -402,14 +278,9 @@ class _Job:
 
     # -- 2. names --------------------------------------------------------------
 
-    def _names(self, events: DataFrame) -> _Names:
-        F = self.F
-        code = F.col("code")
-        rows = events.groupBy(
-            "client_h", "client", "topic_h", "topic",
-            F.when(code == POLL, F.col("part")).alias("polled"),
-            (code.isin(POLL, META) & self._has("flags", ROW_RC)).alias("rc"),
-        ).count().collect()  # a few rows per (client, topic, partition)
+    def _names(self, rows: Sequence[Row]) -> _Names:
+        """From the ingest tasks' distinct (client, topic, polled partition,
+        read_committed) rows: a few per (client, topic, partition) and task."""
         names: tuple[dict[int, str], dict[int, str]] = ({}, {})
         for row in rows:
             for known, h, name in ((names[0], row.client_h, row.client), (names[1], row.topic_h, row.topic)):
@@ -670,8 +541,8 @@ class _Job:
     # -- 5. details and the result ---------------------------------------------
 
     def result(self) -> CheckResult:
-        events = self._ingest()
-        names = self._names(events)
+        events, name_rows = self._ingest()
+        names = self._names(name_rows)
         mids = self._mids(events, names)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
@@ -712,12 +583,6 @@ class _Job:
         acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(
             "mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb")
         return _Details(found.collect(), acks.collect())
-
-
-def _record_type(used: Sequence[tuple[str, str]]) -> str:
-    """The struct of one polls record: the used fields with their types."""
-    types = dict(_HISTORY_FIELDS)
-    return "array<struct<" + ",".join(f"`{field}`:{types[field]}" for _, field in used) + ">>"
 
 
 class _Ranks:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.check import check_run, spark_job
+from harness.check import check_run, ingest
 from harness.check.synthetic import Profile, generate
 from harness.history import BATCH_EVENTS
 
@@ -149,9 +149,10 @@ def test_spark_agrees_with_reference_on_damaged_histories(
 
 def test_file_order_survives_split_files(tmp_path, reference: ModuleType,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files read as several splits (1 MiB each here): poll and send order is still file order."""
-    monkeypatch.setattr(spark_job, "_SPLIT_UNIT_BITS", 20)
-    monkeypatch.setattr(spark_job, "_SPLIT_BYTES", 1 << 20)
+    """Files read as several splits (1 MiB each here) in blocks (64 KiB): poll and send
+    order is still file order, and no line is lost or read twice at the seams."""
+    monkeypatch.setattr(ingest, "SPLIT_BYTES", 1 << 20)
+    monkeypatch.setattr(ingest, "BLOCK_BYTES", 1 << 16)
     expected = generate(tmp_path, Profile(records=25000, producers=1, consumers=1, seed=3, inject={
         "nonmonotonic-send": 3, "nonmonotonic-poll": 3, "poll-skip": 3}))
     assert max(f.stat().st_size for f in tmp_path.glob("history/*.jsonl")) > 3 << 19

@@ -1,0 +1,353 @@
+"""Step 1 of the check, ingest: history and replica lines to the ``events`` table, as
+Arrow work inside Spark tasks (``mapInArrow``; one task per file split).
+
+A task reads its split of a file in blocks of whole lines. A block is parsed by
+PyArrow's JSON reader with an explicit schema, which takes only well-typed lines:
+any line it refuses (not JSON, a number in a string field, a float offset, a list of
+strings where the contract allows anything...) sends the block's halves back to it,
+down to small groups that go through :mod:`harness.check.lines`, the contract's
+plain-Python reading (what the reference checker uses). So the slow path runs only
+near odd lines, and both paths read a line the same way. Batch lines (``polls``,
+``oks``, ``invokes``) then become their events with NumPy index arithmetic, and the
+task writes its events as one Parquet file.
+
+``seq``, an event's place in file order, is ``file index << 50 | (byte offset of its
+line + its index in the batch)``: a batch of k events takes more than k bytes, so
+places never collide, and they sort as the files do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+import pyarrow.parquet as pq
+
+from harness.check.lines import (ANY_LISTS, BREAK, LONG_LISTS, LONGS, STRING_LISTS, STRINGS, conform, decode,
+                                 split_lines)
+from harness.history import BATCH_EVENTS
+
+__all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "plan"]
+
+# Event type codes.
+INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
+HISTORY_TYPES = {"invoke": INVOKE, "invokes": INVOKE, "ok": OK, "oks": OK, "fail": FAIL, "info": INFO,
+                 "poll": POLL, "polls": POLL, "reset": RESET, "meta": META}
+REPLICA_TYPES = {"replica": REPLICA}
+# Row flags.
+ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
+
+OFFSET_BITS = 50
+MAX_FILES = 1 << (63 - OFFSET_BITS)
+SPLIT_BYTES = 64 << 20  # at most this much of a file per task
+BLOCK_BYTES = 4 << 20  # parsed at once
+_SLOW_LINES = 32  # a refused group this small is read line by line
+
+_L, _S = pa.int64(), pa.string()
+_FIELD_TYPES = {**{n: _L for n in LONGS}, **{n: _S for n in STRINGS}, "t": pa.float64(),
+                **{n: pa.list_(_L) for n in LONG_LISTS}, **{n: pa.list_(_S) for n in STRING_LISTS},
+                # values never read, only counted: numbers here, anything on the slow path
+                **{n: pa.list_(pa.float64()) for n in ANY_LISTS}}
+_HISTORY_LINE = pa.schema([(n, t) for n, t in _FIELD_TYPES.items() if n != "node"])
+_REPLICA_LINE = pa.schema([(n, _FIELD_TYPES[n]) for n in ("type", "node", "mid", "topic", *LONGS)])
+# batch column -> the event field it holds (harness.history.BATCH_EVENTS), for the fields read
+_COLUMNS = {"partitions": "partition", "offsets": "offset", "ledgers": "ledger", "entries": "entry",
+            "batches": "batch", "mids": "mid", "keys": "key"}
+
+EVENTS_SCHEMA = pa.schema([
+    ("code", pa.int32()), ("mid", _S), ("topic", _S), ("topic_h", _L), ("part", _L), ("pl", _L),
+    ("pe", _L), ("pb", _L), ("client", _S), ("client_h", _L), ("flags", pa.int32()), ("seq", _L),
+    ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S)])
+#: few distinct values: dictionary-encoded in Parquet
+_DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key"]
+#: one row per task: its split, and what it read
+TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
+#: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
+RESULT_SCHEMA = "client_h long, client string, topic_h long, topic string, polled long, rc boolean"
+_NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
+
+
+def plan(history: Sequence[str], replicas: Sequence[str], split_bytes: int | None = None) -> list[tuple[Any, ...]]:
+    """The tasks: (path, file index, replicas?, start, stop) splits of at most
+    ``split_bytes`` (:data:`SPLIT_BYTES`) each; a split holds the lines that start in it."""
+    split_bytes = split_bytes or SPLIT_BYTES
+    out = []
+    for is_replica, group in ((False, history), (True, replicas)):
+        for index, path in enumerate(group):
+            size = os.path.getsize(path)
+            for start in range(0, max(size, 1), split_bytes):
+                out.append((path, index, is_replica, start, min(size, start + split_bytes)))
+    return out
+
+
+def kernel(out_dir: str) -> Any:
+    """The ``mapInArrow`` function for task rows of :data:`TASK_SCHEMA`: each split's
+    events go to a Parquet file in ``out_dir``; its names (:data:`RESULT_SCHEMA`) come
+    back."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.to_pylist():
+                yield from _ingest_split(out_dir, **task).to_batches()
+
+    return run
+
+
+def _ingest_split(out_dir: str, path: str, file: int, replicas: bool, start: int, stop: int) -> pa.Table:
+    name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
+    names = []
+    with pq.ParquetWriter(os.path.join(out_dir, name), EVENTS_SCHEMA, compression="lz4",
+                          use_dictionary=_DICTIONARY) as writer:
+        for base, block in _blocks(path, start, stop):
+            events = _events(_parse(block, base, replicas), file, replicas)
+            if events.num_rows:
+                writer.write_table(events)
+                names.append(_names(events))
+    if not names:
+        return pa.table({k: [] for k in _NAME_KEYS}, schema=_NAMES_SCHEMA)
+    return pa.concat_tables(names).group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
+
+
+_NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
+                           ("rc", pa.bool_())])
+
+
+def _names(events: pa.Table) -> pa.Table:
+    """The distinct (client, topic, partition if a poll, read_committed poll or meta) rows."""
+    code = events["code"]
+    polled = pc.if_else(pc.equal(code, POLL), events["part"], pa.scalar(None, _L))
+    rc = pc.and_(pc.is_in(code, value_set=pa.array([POLL, META], pa.int32())),
+                 pc.not_equal(pc.bit_wise_and(events["flags"], ROW_RC), 0))
+    table = pa.table([events["client_h"], events["client"], events["topic_h"], events["topic"], polled, rc],
+                     schema=_NAMES_SCHEMA)
+    return table.group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
+
+
+def _blocks(path: str, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) blocks of whole lines: those that start in [start, stop)."""
+    with open(path, "rb") as fh:
+        pos = start
+        if start > 0:  # the line under way at start belongs to the split before
+            fh.seek(start - 1)
+            rest = fh.readline()
+            pos = start - 1 + len(rest)
+        fh.seek(pos)
+        while pos < stop:
+            data = fh.read(min(BLOCK_BYTES, stop - pos))
+            if not data:
+                return
+            if not data.endswith(b"\n"):  # finish the last line (it may run past stop)
+                data += fh.readline()
+            yield pos, data
+            pos += len(data)
+
+
+def _parse(block: bytes, base: int, replicas: bool) -> pa.Table:
+    """The block's lines that are read, as a table of the line schema plus ``_at`` (the
+    line's byte offset)."""
+    schema = _REPLICA_LINE if replicas else _HISTORY_LINE
+    parts = list(_parse_fast(block, base, schema, replicas))
+    return pa.concat_tables(parts) if parts else _empty(schema)
+
+
+def _empty(schema: pa.Schema) -> pa.Table:
+    return schema.append(pa.field("_at", _L)).empty_table()
+
+
+def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> Iterator[pa.Table]:
+    if b"\r" not in block:  # lines end at \n only: the table's rows are the non-blank lines
+        try:
+            table = pj.read_json(io.BytesIO(block), read_options=pj.ReadOptions(
+                use_threads=False, block_size=max(1 << 20, len(block) + 1)), parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"))
+        except (pa.ArrowInvalid, UnicodeDecodeError):
+            table = None
+        starts = None if table is None else _line_starts(block, table.num_rows)
+        if starts is not None:
+            yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L))
+            return
+    # Refused: halves (by lines), down to small groups read line by line.
+    breaks = [0, *[m.end() for m in BREAK.finditer(block)]]
+    if breaks[-1] != len(block):
+        breaks.append(len(block))
+    n = len(breaks) - 1
+    if n <= _SLOW_LINES:
+        yield _parse_slow(block, base, schema, replicas)
+        return
+    mid = breaks[n // 2]
+    yield from _parse_fast(block[:mid], base, schema, replicas)
+    yield from _parse_fast(block[mid:], base + mid, schema, replicas)
+
+
+def _line_starts(block: bytes, rows: int) -> np.ndarray | None:
+    """Byte offsets of the block's non-blank lines (\\n-ended) if there are ``rows`` of
+    them, else None (a line held more than one JSON value)."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], ends + 1))
+    if starts[-1] == len(buf):
+        starts = starts[:-1]
+    if len(starts) != rows:  # blank lines (only JSON whitespace: space, tab) give no row
+        stops = np.append(ends, len(buf))[: len(starts)]
+        solid = ~((buf == 32) | (buf == 9) | (buf == 10))
+        count = np.concatenate(([0], np.cumsum(solid, dtype=np.int64)))
+        starts = starts[(count[stops] - count[starts]) > 0]
+    return starts.astype(np.int64) if len(starts) == rows else None
+
+
+def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> pa.Table:
+    rows = []
+    for at, line in split_lines(block, base):
+        event = decode(line)
+        if event is None or not conform(event, replicas):
+            continue
+        row = {name: event.get(name) for name in schema.names}
+        for name in ANY_LISTS:  # counted, not read
+            if row.get(name) is not None:
+                row[name] = [None] * len(row[name])
+        row["_at"] = at
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=schema.append(pa.field("_at", _L)))
+
+
+def _events(table: pa.Table, file: int, replicas: bool) -> pa.Table:
+    """Lines to events (:data:`EVENTS_SCHEMA`): a batch line becomes its events in list
+    order (a record's field: its column's element, or the line's own field where the
+    column is null or absent); a batch whose columns differ in length, or have none,
+    gives none."""
+    n_lines = table.num_rows
+    types = table.column("type")
+    code_line = _filled(_lookup(types, REPLICA_TYPES if replicas else HISTORY_TYPES, pa.int32()), -1)
+    has_code = code_line >= 0
+    counts = has_code.astype(np.int64)
+    columns: dict[str, tuple[pa.Array, np.ndarray]] = {}
+    if not replicas and n_lines:
+        size = np.full(n_lines, -1, np.int64)
+        same = np.ones(n_lines, bool)
+        is_batch = np.zeros(n_lines, bool)
+        for batch_type, (_, fields) in BATCH_EVENTS.items():
+            rows = _eq(types, batch_type)
+            is_batch |= rows
+            for column in fields:
+                arr = table.column(column).combine_chunks()
+                length = _filled(pc.list_value_length(arr), -1)
+                present = rows & (length >= 0)
+                grown = np.maximum(size, length)
+                same &= ~present | (size < 0) | (length == size)
+                size = np.where(present, grown, size)
+                if column in _COLUMNS:
+                    use = present if column not in columns else columns[column][1] | present
+                    columns[column] = (arr, use)
+        ok = same & (size > 0)
+        counts = np.where(is_batch, np.where(ok, size, 0), counts)
+    line = np.repeat(np.arange(n_lines, dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts
+    index = np.arange(len(line), dtype=np.int64) - np.repeat(first, counts)
+    take = pa.array(line, _L)
+
+    def field(name: str) -> pa.Array:
+        own = table.column(name).take(take).combine_chunks() if n_lines else pa.nulls(0, _FIELD_TYPES[name])
+        column = next((c for c, f in _COLUMNS.items() if f == name), None)
+        if column is None or column not in columns:
+            return own
+        arr, use_line = columns[column]
+        use = use_line[line]
+        if not use.any():
+            return own
+        offsets = arr.offsets.to_numpy()
+        at = np.where(use, offsets[line] + index, 0)
+        values = arr.values.take(pa.array(at, _L))
+        return pc.if_else(pa.array(use), values, own)
+
+    part, offset, ledger, entry, batch = (field(n) for n in LONGS)
+    mid, topic = field("mid"), table.column("topic").take(take).combine_chunks()
+    code = pa.array(code_line[line].astype(np.int32), pa.int32())
+    pl, pe, pb = _position(part, offset, ledger, entry, batch)
+    out: dict[str, pa.Array] = {"code": code, "mid": mid, "topic": topic, "topic_h": _hash(topic),
+                                "part": part, "pl": pl, "pe": pe, "pb": pb}
+    n = len(line)
+    if replicas:
+        out.update(client=pa.nulls(n, _S), client_h=pa.nulls(n, _L), flags=pa.array(np.zeros(n, np.int32)),
+                   seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
+                   ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S))
+        return pa.table(out, schema=EVENTS_SCHEMA)
+    recovery = _eq(table.column("phase"), "recovery")
+    flags_line = (np.where(recovery, ROW_REC, 0) | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
+                  | np.where(_eq(table.column("isolation"), "read_committed"), ROW_RC, 0))
+    client = table.column("client").take(take).combine_chunks()
+    at = table.column("_at").to_numpy()
+    seq = (np.int64(file) << OFFSET_BITS) | (at[line] + index)
+    key = field("key")
+    # Key_Shared run polls (key-order): time, subscription and key; null on other rows.
+    ks_line = ((_eq(types, "poll") | _eq(types, "polls")) & ~recovery
+               & _eq(table.column("subscription_type"), "Key_Shared"))
+    ks = ks_line[line] & _valid(key) & _valid(mid)
+    ks_mask = pa.array(~ks)
+    out.update(client=client, client_h=_hash(client), flags=pa.array(flags_line[line].astype(np.int32)),
+               seq=pa.array(seq, _L), node=pa.nulls(n, _S),
+               ks_t=_masked(table.column("t").take(take).combine_chunks(), ks_mask),
+               ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
+               ks_key=_masked(key, ks_mask))
+    return pa.table(out, schema=EVENTS_SCHEMA)
+
+
+def _position(part: pa.Array, offset: pa.Array, ledger: pa.Array, entry: pa.Array,
+              batch: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The validated position (harness.history.position_key): Kafka (-1, offset, -1)
+    with offset >= 0, Pulsar (ledger, entry, batch or -1) with ledger, entry >= 0;
+    null without a partition or with a negative or missing part."""
+    kafka = _valid(offset)
+    off, led, ent = _filled(offset, -1), _filled(ledger, -1), _filled(entry, -1)
+    valid = _valid(part) & np.where(kafka, off >= 0, (led >= 0) & (ent >= 0) & _valid(ledger) & _valid(entry))
+    invalid = pa.array(~valid)
+    minus = np.full(len(off), -1, np.int64)
+    pl = np.where(kafka, minus, led)
+    pe = np.where(kafka, off, ent)
+    pb = np.where(kafka, minus, _filled(batch, -1))
+    return tuple(pc.if_else(invalid, pa.scalar(None, _L), pa.array(x, _L)) for x in (pl, pe, pb))
+
+
+def _valid(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return pc.is_valid(arr).to_numpy(zero_copy_only=False)
+
+
+def _filled(arr: pa.Array | pa.ChunkedArray, fill: Any) -> np.ndarray:
+    return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
+
+
+def _eq(arr: pa.Array | pa.ChunkedArray, value: str) -> np.ndarray:
+    """arr == value, false where null."""
+    return pc.fill_null(pc.equal(arr, value), False).to_numpy(zero_copy_only=False)
+
+
+def _masked(arr: pa.Array, mask: pa.Array) -> pa.Array:
+    """``arr`` with nulls where ``mask`` is true."""
+    return pc.if_else(mask, pa.scalar(None, arr.type), arr)
+
+
+def _lookup(arr: pa.Array | pa.ChunkedArray, mapping: dict[str, int], type_: pa.DataType) -> pa.Array:
+    """mapping[value] for each value (null where absent)."""
+    encoded = pc.dictionary_encode(arr).combine_chunks() if len(arr) else None
+    if encoded is None:
+        return pa.array([], type_)
+    table = pa.array([mapping.get(v) for v in encoded.dictionary.to_pylist()], type_)
+    return table.take(encoded.indices)
+
+
+def _hash(arr: pa.Array) -> pa.Array:
+    """A 64-bit hash of each string (BLAKE2b), null for null: names are few, so each
+    distinct one is hashed once."""
+    if not len(arr):
+        return pa.array([], _L)
+    encoded = pc.dictionary_encode(arr)
+    digests = [None if s is None else int.from_bytes(
+        hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+        for s in encoded.dictionary.to_pylist()]
+    return pa.array(digests, _L).take(encoded.indices)

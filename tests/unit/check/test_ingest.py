@@ -1,0 +1,218 @@
+"""The checker's ingest (PyArrow fast path, plain-Python slow path) reads every line
+as the history contract's reading (``harness.check.lines.read_lines``) does: the
+same events, fields and file order, whatever the block and split sizes. No Spark:
+the task kernel runs in this process."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.check import ingest
+from harness.check.lines import read_lines
+
+_TYPES = {**ingest.HISTORY_TYPES}
+_FLAGS = (("phase", "recovery", ingest.ROW_REC), ("txn", "aborted", ingest.ROW_ABORTED),
+          ("isolation", "read_committed", ingest.ROW_RC))
+
+
+def _expected(path: Path, replicas: bool = False) -> list[tuple[Any, ...]]:
+    """What ingest must give for ``path``, from the contract's reading, in file order."""
+    out = []
+    for _, ev in read_lines(path, replicas=replicas):
+        code = (ingest.REPLICA_TYPES if replicas else _TYPES).get(ev.get("type"))
+        if code is None:
+            continue
+        part, off, led, ent = (ev.get(k) for k in ("partition", "offset", "ledger", "entry"))
+        if part is None or (off is not None and off < 0) or (off is None and (led is None or ent is None
+                                                                               or led < 0 or ent < 0)):
+            pos = (None, None, None)
+        elif off is not None:
+            pos = (-1, off, -1)
+        else:
+            pos = (led, ent, -1 if ev.get("batch") is None else ev.get("batch"))
+        if replicas:
+            out.append((code, ev.get("mid"), ev.get("topic"), part, *pos, None, 0, ev.get("node"), None, None,
+                        None))
+            continue
+        flags = sum(bit for field, value, bit in _FLAGS if ev.get(field) == value)
+        ks = (ev.get("type") == "poll" and ev.get("phase") != "recovery"
+              and ev.get("subscription_type") == "Key_Shared" and ev.get("key") is not None
+              and ev.get("mid") is not None)
+        t = ev.get("t") if ks else None
+        out.append((code, ev.get("mid"), ev.get("topic"), part, *pos, ev.get("client"), flags, None,
+                    None if t is None or not math.isfinite(t) else t,
+                    ev.get("subscription") if ks else None, ev.get("key") if ks else None))
+    return out
+
+
+def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -> list[tuple[Any, ...]]:
+    out_dir = tmp / f"events-{split_bytes}"
+    out_dir.mkdir()
+    run = ingest.kernel(str(out_dir))
+    tasks = ingest.plan([] if replicas else [str(path)], [str(path)] if replicas else [], split_bytes)
+    names = pa.RecordBatch.from_pylist([dict(zip(("path", "file", "replicas", "start", "stop"), t))
+                                        for t in tasks]).schema.names
+    found = set()
+    for task in tasks:
+        for batch in run([pa.RecordBatch.from_pylist([dict(zip(names, task))])]):
+            found |= {(r["client"], r["topic"], r["polled"], r["rc"]) for r in batch.to_pylist()}
+    rows = pq.read_table(out_dir).to_pylist()
+    # the tasks' names: (client, topic, partition of a poll, read_committed poll or meta)
+    assert found == {(r["client"], r["topic"], r["part"] if r["code"] == ingest.POLL else None,
+                      r["code"] in (ingest.POLL, ingest.META) and bool(r["flags"] & ingest.ROW_RC))
+                     for r in rows}
+    seqs = [r["seq"] for r in rows]
+    if not replicas:
+        assert len(set(seqs)) == len(seqs), "two events at one place in file order"
+        rows.sort(key=lambda r: r["seq"])
+    ks_t = [r["ks_t"] for r in rows]
+    return [(r["code"], r["mid"], r["topic"], r["part"], r["pl"], r["pe"], r["pb"], r["client"], r["flags"],
+             r["node"], None if t is None or not math.isfinite(t) else t, r["ks_sub"], r["ks_key"])
+            for r, t in zip(rows, ks_t)]
+
+
+def _poll(**fields: Any) -> dict[str, Any]:
+    return {"type": "polls", "client": "c", "t": 1.5, "topic": "t", "phase": "run", **fields}
+
+
+ODD_LINES = [
+    json.dumps(_poll(partitions=[0, 1], offsets=[4, 5], mids=["a", "b"], epochs=[1, 1], tss=[1, 2])),
+    json.dumps(_poll(partition=3, offsets=[1, 2], mids=["c", None], keys=None)),
+    json.dumps(_poll(partitions=[0], offsets=None, ledgers=[7], entries=[2], batches=[None], mids=["d"])),
+    json.dumps(_poll(partitions=[0, 0], offsets=[1], mids=["e", "f"])),  # lengths differ
+    json.dumps(_poll(partitions=[], offsets=[], mids=[])),
+    json.dumps(_poll(partitions=[0], offsets=[1.5], mids=["g"])),
+    json.dumps(_poll(partitions=[0], offsets=[2], mids=["h"], tss=["x"], epochs=[None])),
+    json.dumps(_poll(partitions=[0], offsets=[2], mids=["i"], redeliveries={})),
+    json.dumps(_poll(partitions=[0], offsets=[3], mids=[5], keys=[{"k": 1}])),
+    json.dumps({"type": "invokes", "client": 7, "topic": "t", "mids": ["j", "k"], "keys": None,
+                "partitions": None, "offsets": [9]}),
+    json.dumps({"type": "oks", "client": "p", "mids": ["j"], "partitions": [1], "offsets": [9],
+                "epochs": [3], "txn": "aborted"}),
+    '{"type":"ok","client":"p","mid":"l","partition":1,"offset":-1}',
+    '{"type":"poll","client":"k","mid":"m","topic":"t","partition":0,"ledger":1,"entry":2,"batch":0,'
+    '"subscription":"s","subscription_type":"Key_Shared","key":"q","t":"12.5"}',
+    '{"type":"poll","client":"k","mid":"n","topic":"t","partition":0,"ledger":1,"entry":3,'
+    '"subscription":"s","subscription_type":"Key_Shared","key":"q","t":NaN}',
+    '{"type":"poll","client":"k","mid":"o","topic":"t","partition":0,"offset":1,"t":1e400}',
+    json.dumps(_poll(subscription="s", subscription_type="Key_Shared", partitions=[0, 0], ledgers=[1, 1],
+                     entries=[4, 5], mids=["ka", None], keys=[None, "q"])),
+    json.dumps(_poll(subscription="s", subscription_type="Key_Shared", phase="recovery", partitions=[0],
+                     ledgers=[1], entries=[6], mids=["kb"], keys=["q"])),
+    '{"type":"poll","client":"a","client":"b","mid":"p","partition":0,"offset":1}',
+    '{"type":"poll","mid":"q","partition":1}{"type":"poll","mid":"r","partition":1}',
+    '{"type":"poll","mid":"\\ud800","partition":99999999999999999999}',
+    '{"type":"poll","mid":"\\ud800s","partition":0,"offset":0}',
+    '{"type":"meta","client":"c","isolation":"read_committed"}',
+    '{"type":"reset","client":"c","topic":"t","partition":null}',
+    '[1,2]', '3', '', '   ', '{this is not json', '{"type":"poll","mid":"s","partition":0,"offset":01}',
+    '{"type":"poll","mid":"\u00e9\u4e2d","topic":"t","partition":true}',
+    '{"type":"poll","mid":"u","topic":"t","partition":2,"offset":0,"phase":"recovery"}',
+]
+
+
+@pytest.mark.parametrize("split_bytes", [1 << 20, 97, 31])
+@pytest.mark.parametrize("block_bytes", [1 << 20, 64, 7])
+def test_odd_lines_read_as_the_contract_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  split_bytes: int, block_bytes: int) -> None:
+    monkeypatch.setattr(ingest, "BLOCK_BYTES", block_bytes)
+    path = tmp_path / "h.jsonl"
+    body = "\n".join(ODD_LINES * 3) + "\r\n" + "\r".join(ODD_LINES[:3]) + "\n" + ODD_LINES[0][:40]
+    path.write_bytes(body.encode("utf-8", errors="surrogatepass") + b"\n\xff\xfe{\"type\":\"poll\",\"mid\":\"\xe9\"}")
+    expected = _expected(path)
+    assert len(expected) > 20
+    assert _ingested(tmp_path, path, split_bytes) == expected
+
+
+def test_replica_lines(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    lines = [{"type": "replica", "node": "kafka-1", "mid": "a", "topic": "t", "partition": 0, "offset": 3},
+             {"type": "replica", "node": 2, "mid": "b", "topic": "t", "partition": 0, "ledger": 1, "entry": 0},
+             {"type": "replica", "node": "kafka-1", "partitions": "not read", "partition": 1, "offset": 1},
+             {"type": "other", "node": "x", "partition": 0, "offset": 1},
+             {"type": "replica", "node": "kafka-1", "partition": 0, "offset": 1.5}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    expected = _expected(path, replicas=True)
+    assert len(expected) == 3
+    assert _ingested(tmp_path, path, 1 << 20, replicas=True) == expected
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(-(1 << 70), 1 << 70),
+                     st.floats(allow_nan=True), st.sampled_from(["", "a", "run", "recovery", "aborted",
+                                                                 "read_committed", "Key_Shared", "1.5"]),
+                     st.text(max_size=3))
+_VALUES = st.one_of(_SCALARS, st.lists(_SCALARS, max_size=3), st.dictionaries(st.text(max_size=2), _SCALARS,
+                                                                              max_size=2))
+_KEYS = st.sampled_from(["type", "client", "mid", "topic", "partition", "offset", "ledger", "entry", "batch",
+                         "phase", "txn", "isolation", "key", "t", "subscription", "subscription_type",
+                         "partitions", "offsets", "ledgers", "entries", "batches", "mids", "keys", "epochs",
+                         "tss", "redeliveries", "other"])
+_LINE = st.one_of(
+    st.dictionaries(_KEYS, _VALUES, max_size=8).map(
+        lambda d: {**d, "type": d.get("type", "polls")}),
+    st.fixed_dictionaries({"type": st.sampled_from(["polls", "oks", "invokes", "poll", "ok", "invoke", "fail"]),
+                           "partitions": st.lists(st.integers(0, 2), min_size=1, max_size=3),
+                           "offsets": st.lists(st.integers(-1, 9), min_size=1, max_size=3),
+                           "mids": st.lists(st.text(max_size=2), min_size=1, max_size=3)},
+                          optional={"ledgers": st.lists(st.integers(0, 3), max_size=3), "partition": _SCALARS,
+                                    "offset": _SCALARS, "mid": _SCALARS, "phase": _SCALARS}))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_LINE, max_size=40), st.integers(1, 400), st.integers(1, 300))
+def test_any_lines_read_as_the_contract_reads_them(tmp_path_factory: pytest.TempPathFactory,
+                                                   lines: list[dict[str, Any]], split_bytes: int,
+                                                   block_bytes: int) -> None:
+    tmp = tmp_path_factory.mktemp("ingest")
+    path = tmp / "h.jsonl"
+    path.write_bytes("".join(json.dumps(x) + "\n" for x in lines).encode("utf-8", errors="surrogatepass"))
+    old = ingest.BLOCK_BYTES
+    ingest.BLOCK_BYTES = block_bytes
+    try:
+        assert _ingested(tmp, path, split_bytes) == _expected(path)
+    finally:
+        ingest.BLOCK_BYTES = old
+
+
+def test_kernels_run_without_this_package(tmp_path: Path) -> None:
+    """On a Spark cluster the executors have NumPy and PyArrow, not this package: the
+    ingest and placed kernels, pickled as the session ships them, run in a Python
+    where ``harness`` cannot be imported."""
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+
+    from harness.check import spark_job
+
+    spark_job.session()  # registers the kernel modules for pickling by value
+    out = tmp_path / "events"
+    out.mkdir()
+    history = tmp_path / "h.jsonl"
+    history.write_text("\n".join(ODD_LINES) + "\n")
+    (tmp_path / "k.pkl").write_bytes(cloudpickle.dumps(ingest.kernel(str(out))))
+    code = f"""
+import importlib.abc, pickle, sys
+class NoHarness(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "harness":
+            raise ImportError(name)
+sys.meta_path.insert(0, NoHarness())
+import pyarrow as pa
+run = pickle.load(open({str(tmp_path / "k.pkl")!r}, "rb"))
+task = dict(path={str(history)!r}, file=0, replicas=False, start=0, stop={history.stat().st_size})
+print(sum(b.num_rows for b in run([pa.RecordBatch.from_pylist([task])])), "harness" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1] == "False"
+    assert pq.read_table(out).num_rows == len(_expected(history))
