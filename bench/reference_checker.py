@@ -24,7 +24,6 @@ from __future__ import annotations
 import bisect
 import json
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
