@@ -9,7 +9,13 @@ down to small groups that go through :mod:`harness.check.lines`, the contract's
 plain-Python reading (what the reference checker uses). So the slow path runs only
 near odd lines, and both paths read a line the same way. Batch lines (``polls``,
 ``oks``, ``invokes``) then become their events with NumPy index arithmetic, and the
-task writes its events as one Parquet file.
+task writes its events as Parquet files in three places under the output directory:
+``p/<topic hash>_<partition>/`` the rows with a place in a partition (polls with a
+position, replica records with an id and a position), one directory per
+(topic, partition), so that the position and sequence step reads a partition's rows
+without a shuffle (like a table partitioned on write); ``r/`` the resets; ``o/`` all
+other events. Every file has :data:`EVENTS_SCHEMA`: read together they are the
+events table.
 
 ``seq``, an event's place in file order, is ``file index << 50 | (byte offset of its
 line + its index in the batch)``: a batch of k events takes more than k bytes, so
@@ -34,7 +40,8 @@ from harness.check.lines import (ANY_LISTS, BREAK, LONG_LISTS, LONGS, STRING_LIS
                                  split_lines)
 from harness.history import BATCH_EVENTS
 
-__all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "plan"]
+__all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "place_dir",
+           "place_pair", "plan"]
 
 # Event type codes.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
@@ -72,6 +79,19 @@ TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
 #: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
 RESULT_SCHEMA = "client_h long, client string, topic_h long, topic string, polled long, rc boolean"
 _NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
+# Where a task writes: see the module docstring.
+PLACED, RESETS, OTHER = "p", "r", "o"
+
+
+def place_dir(topic_h: int, part: int) -> str:
+    """The directory (under :data:`PLACED`) of one (topic hash, partition)'s rows."""
+    return f"{topic_h}_{part}"
+
+
+def place_pair(name: str) -> tuple[int, int]:
+    """The (topic hash, partition) of a :func:`place_dir` name."""
+    topic_h, part = name.rsplit("_", 1)
+    return int(topic_h), int(part)
 
 
 def plan(history: Sequence[str], replicas: Sequence[str], split_bytes: int | None = None) -> list[tuple[Any, ...]]:
@@ -103,16 +123,67 @@ def kernel(out_dir: str) -> Any:
 def _ingest_split(out_dir: str, path: str, file: int, replicas: bool, start: int, stop: int) -> pa.Table:
     name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
     names = []
-    with pq.ParquetWriter(os.path.join(out_dir, name), EVENTS_SCHEMA, compression="lz4",
-                          use_dictionary=_DICTIONARY) as writer:
+    with _Writers(out_dir, name) as writers:
         for base, block in _blocks(path, start, stop):
             events = _events(_parse(block, base, replicas), file, replicas)
             if events.num_rows:
-                writer.write_table(events)
+                writers.write(events)
                 names.append(_names(events))
     if not names:
         return pa.table({k: [] for k in _NAME_KEYS}, schema=_NAMES_SCHEMA)
     return pa.concat_tables(names).group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
+
+
+class _Writers:
+    """One split's Parquet writers, opened as rows come: ``o/`` (always, so that every
+    split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``."""
+
+    def __init__(self, out_dir: str, name: str) -> None:
+        self.out_dir, self.name = out_dir, name
+        self.open: dict[str, pq.ParquetWriter] = {}
+        self._writer(OTHER)
+
+    def _writer(self, where: str) -> pq.ParquetWriter:
+        writer = self.open.get(where)
+        if writer is None:
+            directory = os.path.join(self.out_dir, where)
+            os.makedirs(directory, exist_ok=True)
+            writer = self.open[where] = pq.ParquetWriter(os.path.join(directory, self.name), EVENTS_SCHEMA,
+                                                         compression="lz4", use_dictionary=_DICTIONARY)
+        return writer
+
+    def write(self, events: pa.Table) -> None:
+        code = _filled(events["code"], -1)
+        located = _valid(events["pl"]) & _valid(events["topic_h"])
+        placed = located & ((code == POLL) | ((code == REPLICA) & _valid(events["mid"])))
+        reset = code == RESET
+        other = ~placed & ~reset
+        if other.all():
+            self._writer(OTHER).write_table(events)
+            return
+        if other.any():
+            self._writer(OTHER).write_table(events.filter(pa.array(other)))
+        if reset.any():
+            self._writer(RESETS).write_table(events.filter(pa.array(reset)))
+        rows = np.flatnonzero(placed)
+        if not rows.size:
+            return
+        topic_h = _filled(events["topic_h"], 0)[rows]  # no nulls in these rows
+        part = _filled(events["part"], 0)[rows]
+        order = np.lexsort((part, topic_h))
+        rows, topic_h, part = rows[order], topic_h[order], part[order]
+        change = np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
+        taken = events.take(pa.array(rows))
+        for lo, hi in zip([0, *change], [*change, rows.size]):
+            where = os.path.join(PLACED, place_dir(int(topic_h[lo]), int(part[lo])))
+            self._writer(where).write_table(taken.slice(lo, hi - lo))
+
+    def __enter__(self) -> _Writers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for writer in self.open.values():
+            writer.close()
 
 
 _NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
@@ -351,3 +422,4 @@ def _hash(arr: pa.Array) -> pa.Array:
         hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
         for s in encoded.dictionary.to_pylist()]
     return pa.array(digests, _L).take(encoded.indices)
+

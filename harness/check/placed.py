@@ -1,15 +1,17 @@
 """The position and sequence anomalies of one Spark partition, in NumPy (the checker's
 ``mapInArrow`` kernel; no Spark here, so it is tested on its own).
 
-The job shuffles every row that has a place in a partition (polls, acks, replica
-records, resets; see ``spark_job._Job._placed``) by (topic, partition) and hands
-each Spark partition's rows to :func:`kernel` as Arrow batches. Per (topic,
+One Spark task per (topic, partition) (:func:`pair_kernel`) reads that partition's
+rows: its polls and replica records (the ingest wrote them to a directory of their
+own, like a table partitioned on write, so no shuffle gathers them), its acks (from
+the per-id table), and its resets (one row for each phase they cover). Per (topic,
 partition) the rows are put in position order, then in file order per sequence,
 and compared with whole-array operations: the same definitions as
 docs/checker.md, without Spark's window operator (which buffered and copied every
 row of a partition for each of its passes: two thirds of the step's CPU).
 
-Columns in (all 64-bit integers, nullable): ``client_h``, ``grp`` (0 run polls, 1
+The rows, as the kernel takes them (:func:`kernel` takes Arrow batches, as a
+``mapInArrow`` function would get them), are columns (all 64-bit integers, nullable): ``client_h``, ``grp`` (0 run polls, 1
 recovery polls, 2 acks, null replica records), ``topic_h``, ``part``, ``pl``,
 ``pe``, ``pb`` (the position; null for resets), ``mh`` (the id's hash), ``seq``
 (file order; an ack's is its invoke's) and ``tag`` (``TAG_*``). Out: one row
@@ -23,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.check.ingest import POLL, ROW_REC
+
 # Row tags (as spark_job): recovery polls sort first among the rows of one position.
 TAG_RPOLL, TAG_POLL, TAG_ACK, TAG_REPLICA, TAG_RESET = range(5)
 IN_COLUMNS = ("client_h", "grp", "topic_h", "part", "pl", "pe", "pb", "mh", "seq", "tag")
@@ -35,17 +39,87 @@ Columns = dict[str, np.ndarray]
 
 
 def kernel(batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` function: Arrow batches of one Spark partition in, anomaly batches out."""
+    """Arrow batches of rows (:data:`IN_COLUMNS`) in, one batch of anomaly rows out."""
     import pyarrow as pa
 
-    chunks: list[Any] = []
-    for batch in batches:
-        if batch.num_rows:
-            chunks.append(batch)
-    if not chunks:
-        return
-    table = pa.Table.from_batches(chunks)
-    del chunks
+    chunks = [batch for batch in batches if batch.num_rows]
+    if chunks:
+        yield from _run(pa.Table.from_batches(chunks))
+
+
+def pair_kernel(resets_dir: str | None) -> Any:
+    """The ``mapInArrow`` function for task rows of :data:`PAIR_SCHEMA`: per (topic hash,
+    partition), the anomalies of its rows. ``path``: the directory of its polls and
+    replica records (events, as the ingest wrote them), ``acks``: the directory of its
+    rows of the per-id table, each null if none; ``polled``: whether polls read it
+    (resets cover only those). Resets come from the events in ``resets_dir`` (null:
+    none)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for task in batch.to_pylist():
+                table = _pair_rows(resets_dir, **task)
+                if table.num_rows:
+                    yield from _run(table)
+
+    return run
+
+
+PAIR_SCHEMA = "topic_h long, part long, polled boolean, path string, acks string"
+
+
+def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: bool, path: str | None,
+               acks: str | None) -> Any:
+    """One (topic, partition)'s rows, in :data:`IN_COLUMNS`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    i64 = pa.int64()
+
+    def const(value: int | None, n: int) -> Any:
+        return pa.nulls(n, i64) if value is None else pa.array(np.full(n, value, np.int64), i64)
+
+    parts = []
+    if path is not None:  # polls and replica records
+        ev = ds.dataset(path, format="parquet").to_table(
+            columns=["code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "mid", "seq"])
+        poll = pc.equal(ev["code"], POLL)
+        rec = pc.not_equal(pc.bit_wise_and(ev["flags"], ROW_REC), 0)
+        parts.append(pa.table({
+            "client_h": ev["client_h"], "grp": pc.if_else(poll, pc.if_else(rec, 1, 0).cast(i64), pa.scalar(None, i64)),
+            "topic_h": ev["topic_h"], "part": ev["part"], "pl": ev["pl"], "pe": ev["pe"], "pb": ev["pb"],
+            "mh": id_hash(ev["mid"]), "seq": ev["seq"],
+            "tag": pc.if_else(poll, pc.if_else(rec, TAG_RPOLL, TAG_POLL), TAG_REPLICA).cast(i64)}))
+    if acks is not None:  # the first ack of each id, with its first invoke's client and place in file order
+        ack = ds.dataset(acks, format="parquet").to_table(
+            columns=["inv_client", "ack_pl", "ack_pe", "ack_pb", "mid", "inv_seq"],
+            filter=pc.field("ack_pl").is_valid())
+        n = ack.num_rows
+        parts.append(pa.table({
+            "client_h": ack["inv_client"], "grp": const(2, n), "topic_h": const(topic_h, n), "part": const(part, n),
+            "pl": ack["ack_pl"], "pe": ack["ack_pe"], "pb": ack["ack_pb"], "mh": id_hash(ack["mid"]),
+            "seq": ack["inv_seq"], "tag": const(TAG_ACK, n)}))
+    if polled and resets_dir is not None:  # a reset without topic or partition covers all those polls read
+        resets = ds.dataset(resets_dir, format="parquet").to_table(
+            columns=["client_h", "seq"],
+            filter=(pc.field("topic_h").is_null() | (pc.field("topic_h") == topic_h))
+            & (pc.field("part").is_null() | (pc.field("part") == part)))
+        n = resets.num_rows
+        for grp in (0, 1):  # each phase of its client
+            parts.append(pa.table({
+                "client_h": resets["client_h"], "grp": const(grp, n), "topic_h": const(topic_h, n),
+                "part": const(part, n), "pl": const(None, n), "pe": const(None, n), "pb": const(None, n),
+                "mh": const(None, n), "seq": resets["seq"], "tag": const(TAG_RESET, n)}))
+    schema = pa.schema([(c, i64) for c in IN_COLUMNS])
+    if not parts:
+        return schema.empty_table()
+    return pa.concat_tables([t.select(list(IN_COLUMNS)).cast(schema) for t in parts])
+
+
+def _run(table: Any) -> Iterator[Any]:
+    import pyarrow as pa
+
     values, valid = {}, {}
     for name in IN_COLUMNS:  # column by column, each batch's copy freed as its column is made
         col = table.column(name).combine_chunks()
@@ -79,7 +153,9 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
     # topic or partition is a group of its own, a null position (a reset) sorts first.
     keys = (values["tag"], values["pb"], values["pe"], values["pl"], valid["pl"],
             values["part"], valid["part"], values["topic_h"], valid["topic_h"])
-    order = np.lexsort(keys)
+    # (a key that holds one value, as topic and partition in a task of one partition
+    # do, orders nothing: left out)
+    order = np.lexsort([k for k in keys if k.min() != k.max()] or [keys[0]])
     del keys
     for columns in (values, valid):  # one column at a time: memory for one more, not all
         for c in list(columns):
@@ -124,9 +200,12 @@ def _group(v: Columns, ok: Columns) -> Columns:
     member = (tag != TAG_REPLICA) & ok["seq"]
     rows = np.flatnonzero(member)
     if rows.size:
-        key = (v["seq"][rows], v["grp"][rows], ok["grp"][rows], v["client_h"][rows], ok["client_h"][rows])
-        rows = rows[np.lexsort(key)]
-        del key
+        # Each sequence's rows together (sequences in any order), in file order: a stable
+        # sort by seq, then by a small sequence number (NumPy's radix sort)
+        rows = rows[np.argsort(v["seq"][rows], kind="stable")]
+        sequence = _sequence_numbers(v, ok, rows)
+        rows = rows[np.argsort(sequence, kind="stable")]
+        del sequence
         first = np.zeros(rows.size, dtype=bool)
         first[0] = True
         for k in (v["grp"], ok["grp"], v["client_h"], ok["client_h"]):
@@ -153,6 +232,23 @@ def _group(v: Columns, ok: Columns) -> Columns:
             out.append(_rows(v, ok, cur[pick], kind, before[pick],
                              skipped[pick] if kind == "poll-skip" else None))
     return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
+
+
+def _sequence_numbers(v: Columns, ok: Columns, rows: np.ndarray) -> np.ndarray:
+    """A number per sequence (client, phase) of the rows, as small an integer type as
+    holds them (the values are hashed, not sorted)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def index(name: str) -> tuple[np.ndarray, int]:
+        encoded = pc.dictionary_encode(pa.array(v[name][rows], mask=~ok[name][rows]))
+        count = len(encoded.dictionary)  # a null is one more value
+        return encoded.indices.fill_null(count).to_numpy(zero_copy_only=False).astype(np.int64), count + 1
+
+    (client, clients), (grp, grps) = index("client_h"), index("grp")
+    top = clients * grps
+    number = client * grps + grp
+    return number.astype(np.int16 if top <= (1 << 15) else np.int32 if top <= (1 << 31) else np.int64)
 
 
 def _distinct(mh: np.ndarray, use: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -204,3 +300,54 @@ def _rows(v: Columns, ok: Columns, at: np.ndarray, kind: str, before: np.ndarray
 def _empty() -> Columns:
     none = np.zeros(0, np.int64)
     return _rows({c: none for c in IN_COLUMNS}, {c: np.zeros(0, bool) for c in IN_COLUMNS}, none, "")
+
+
+# id_hash: 64-bit arithmetic that wraps (NumPy's unsigned integers).
+_U64 = np.uint64
+_SEED, _K = _U64(0x2545F4914F6CDD1D), _U64(0x9E3779B97F4A7C15)
+_ALL = _U64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer: a bijection of 64-bit values that spreads every bit."""
+    h = (h ^ (h >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return h ^ (h >> _U64(31))
+
+
+def id_hash(arr: Any) -> Any:
+    """A 64-bit hash of each string's UTF-8 bytes (null for null), in whole-array steps:
+    the length, then each 8-byte word in turn, each step a bijection of the state. It
+    stands for a message id where ids are compared by the million (the position step:
+    two ids at one position); distinct ids collide with probability about 2^-64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    if n == 0:
+        return pa.array([], pa.int64())
+    buffers = arr.buffers()
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(buffers[1], width)[arr.offset:arr.offset + n + 1].astype(np.int64)
+    start, length = offsets[:-1], offsets[1:] - offsets[:-1]
+    data = buffers[2]
+    padded = np.zeros((0 if data is None else data.size) + 8, np.uint8)
+    if data is not None and data.size:
+        padded[:-8] = np.frombuffer(data, np.uint8)
+    # a little-endian 64-bit word at every byte offset (unaligned reads)
+    words = np.ndarray((padded.size - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    h = _mix(length.astype(_U64) ^ _SEED)
+    for w in range(int(-(-length.max() // 8))):
+        rest = length - 8 * w
+        rows = None if rest.min() > 0 else np.flatnonzero(rest > 0)  # the strings still going
+        if rows is not None:
+            rest = rest[rows]
+        word = words[(start if rows is None else start[rows]) + 8 * w]
+        word &= np.where(rest >= 8, _ALL, (_U64(1) << (np.minimum(rest, 7) * 8).astype(_U64)) - _U64(1))
+        if rows is None:
+            h = _mix((h ^ word) * _K)
+        else:
+            h[rows] = _mix((h[rows] ^ word) * _K)
+    return pa.array(h.view(np.int64), pa.int64(), mask=pc.is_null(arr).to_numpy(zero_copy_only=False))

@@ -8,15 +8,17 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    (``polls``, ``oks``, ``invokes``) becomes its events) into compact columns: a
    type code, 64-bit hashes of client and topic, a validated position ``(pl, pe,
    pb)`` (``harness.history.position_key``), row flags, ``seq``, the event's place
-   in file order, and for Key_Shared run polls their time, subscription and key.
+   in file order, and for Key_Shared run polls their time, subscription and key. Polls and replica records are written in one directory
+   per (topic, partition), resets in one of their own.
 2. names: the client and topic names behind the hashes, the read_committed
    clients and the polled partitions, from the distinct rows the ingest tasks
    return.
 3. per message id (hash aggregate, fixed-width buffers only, no map-side partial
    aggregate): outcome and read flags, first invoke, first ack, and whether the
    id sits at more than one position.
-4. anomalies: id anomalies are filters of step 3. Polls, acks, replica records
-   and resets go through one shuffle by (topic, partition) into the NumPy kernel of
+4. anomalies: id anomalies are filters of step 3. One task per (topic, partition)
+   reads its polls and replica records (its directory from step 1: no shuffle), its
+   acks (step 3) and resets, and runs the NumPy kernel of
    ``harness.check.placed`` (``mapInArrow``): in position order, the recovery
    positions at or below each row and the ids bound to each position; in file order
    per sequence (client, phase and partition, or producer and partition), each poll
@@ -30,21 +32,20 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import sys
 import tempfile
 import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.check import ingest
 from harness.check import placed as placed_kernel
-from harness.check.placed import TAG_ACK, TAG_REPLICA, TAG_RESET  # row tags of the placed rows
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
 from harness.errors import CheckError
 from harness.history import history_files
@@ -223,18 +224,23 @@ class _Job:
 
     # -- helpers ---------------------------------------------------------------
 
-    def _stage(self, name: str, df: DataFrame, dictionary: Sequence[str] = ()) -> DataFrame:
+    def _stage(self, name: str, df: DataFrame, dictionary: Sequence[str] = (),
+               partition_by: Sequence[str] = ()) -> DataFrame:
         """Write ``df`` as Parquet in the scratch directory and read it back.
 
         Dictionaries do not pay for mostly distinct values (ids, positions, seq): only the
         ``dictionary`` columns (a few distinct values: names, codes, flags) get one.
+        ``partition_by``: a directory per value of these columns (Hive's layout), read
+        back with their types.
         """
         path = str(self.scratch / name)
         writer = df.write.option("parquet.enable.dictionary", "false")
         for col in dictionary:
             writer = writer.option(f"parquet.enable.dictionary#{col}", "true")
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
         writer.parquet(path)
-        return self.spark.read.parquet(path)
+        return self.spark.read.schema(df.schema).parquet(path)
 
     def _has(self, col: str, bits: int) -> Column:
         return self.F.col(col).bitwiseAND(bits) != 0
@@ -270,11 +276,7 @@ class _Job:
         splits = self.spark.createDataFrame(self.spark.sparkContext.parallelize(tasks, len(tasks)),
                                             ingest.TASK_SCHEMA)
         names = splits.mapInArrow(ingest.kernel(str(out)), ingest.RESULT_SCHEMA).collect()
-        return self.spark.read.parquet(str(out)), names
-
-    def _hash(self, col: str) -> Column:
-        F = self.F
-        return F.when(F.col(col).isNotNull(), F.xxhash64(col))
+        return self.spark.read.option("recursiveFileLookup", "true").parquet(str(out)), names
 
     # -- 2. names --------------------------------------------------------------
 
@@ -324,18 +326,29 @@ class _Job:
         # partial aggregate hardly reduces the rows (38M to 28M at 10M records) and costs more
         # than it saves (47 -> 29 CPU-s at 10M): the rows go to the shuffle as they are. (A
         # Spark without this setting ignores it.)
-        conf = self.spark.conf
-        before = conf.get(_BYPASS_PARTIAL, None)
-        conf.set(_BYPASS_PARTIAL, "true")
-        try:
+        # Staged in a directory per (ack topic, ack partition): step 4 reads a partition's
+        # acks from its own directory; a task writes its partitions' files at once (no sort).
+        with self._conf({_BYPASS_PARTIAL: "true", "spark.sql.maxConcurrentOutputFileWriters": "64"}):
             return self._stage("mids", agg.select(
                 "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
-                "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
+                "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"),
+                partition_by=("ack_topic", "ack_part"))
+
+    @contextlib.contextmanager
+    def _conf(self, settings: Mapping[str, str]) -> Iterator[None]:
+        """Spark SQL settings for the duration of one step."""
+        conf = self.spark.conf
+        before = {key: conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            conf.set(key, value)
+        try:
+            yield
         finally:
-            if before is None:
-                conf.unset(_BYPASS_PARTIAL)
-            else:
-                conf.set(_BYPASS_PARTIAL, before)
+            for key, value in before.items():
+                if value is None:
+                    conf.unset(key)
+                else:
+                    conf.set(key, value)
 
     def _bits(self, conditions: Mapping[int, Column]) -> Column:
         F = self.F
@@ -357,7 +370,7 @@ class _Job:
         F = self.F
         ranks = _Ranks(F, names)
         rows = (self._mid_rows(mids)
-                .unionByName(self._placed_rows(self._placed(events, mids, ranks), ranks))
+                .unionByName(self._placed_rows(self._by_pair(names), ranks))
                 .unionByName(self._key_order_rows(events, ranks))
                 .unionByName(self._count_rows(mids)))
         kind = Window.partitionBy("kind")
@@ -388,55 +401,34 @@ class _Job:
         return found.select(*self._uniform(F.col("kind"), {"s": F.col("mid")},
                                            {"mid": F.col("mid"), **ack}))
 
-    def _placed(self, events: DataFrame, mids: DataFrame, ranks: _Ranks) -> DataFrame:
-        """Everything that has a place in a partition, in one shuffle by (topic, partition):
-        polls, acks (with their invoke's client and file order), replica records, and
-        resets (one row per partition and phase they cover). ``grp`` is the sequence a row
-        belongs to: 0 run polls, 1 recovery polls, 2 acks; ``tag`` its kind, recovery polls
-        first so that they lead the rows of their position."""
-        F = self.F
-        pos = ("pl", "pe", "pb")
-        none_l, none_i = F.lit(None).cast(_L), F.lit(None).cast("int")
-        rec = self._has("flags", ROW_REC).cast("int")
-        mid_h = self._hash("mid").alias("mh")
-        polls = events.where((F.col("code") == POLL) & F.col("pl").isNotNull()
-                             & F.col("topic_h").isNotNull()).select(
-            "client_h", rec.alias("grp"), "topic_h", "part", *pos, mid_h, "seq", (1 - rec).alias("tag"))
-        acks = mids.where(F.col("ack_pl").isNotNull()).select(
-            F.col("inv_client").alias("client_h"), F.lit(2).alias("grp"), F.col("ack_topic").alias("topic_h"),
-            F.col("ack_part").alias("part"), *[F.col(f"ack_{c}").alias(c) for c in pos], mid_h,
-            F.col("inv_seq").alias("seq"), F.lit(TAG_ACK).alias("tag"))
-        placed = polls.unionByName(acks)
-        if self.inputs.replicas:
-            placed = placed.unionByName(events.where(
-                (F.col("code") == REPLICA) & F.col("pl").isNotNull() & F.col("topic_h").isNotNull()
-                & F.col("mid").isNotNull()).select(
-                none_l.alias("client_h"), none_i.alias("grp"), "topic_h", "part", *pos, mid_h,
-                none_l.alias("seq"), F.lit(TAG_REPLICA).alias("tag")))
-        if ranks.partitions:  # a reset without topic or partition covers all those polls read
-            pairs = F.array(*[F.struct(F.lit(t).cast(_L).alias("t"), F.lit(p).cast(_L).alias("p"))
-                              for t, p in ranks.partitions])
-            covered = F.filter(pairs, lambda x: (F.col("topic_h").isNull() | (x.t == F.col("topic_h")))
-                               & (F.col("part").isNull() | (x.p == F.col("part"))))
-            placed = placed.unionByName(
-                events.where(F.col("code") == RESET).select("client_h", "seq", F.explode(covered).alias("at"))
-                .select("client_h", F.explode(F.array(F.lit(0), F.lit(1))).alias("grp"),
-                        F.col("at.t").alias("topic_h"), F.col("at.p").alias("part"),
-                        *[none_l.alias(c) for c in pos], none_l.alias("mh"), "seq",
-                        F.lit(TAG_RESET).alias("tag")))
-        return placed
+    def _by_pair(self, names: _Names) -> DataFrame:
+        """The kernel of ``harness.check.placed``, one task per (topic, partition) that
+        has a poll, a replica record or an ack: its polls and replica records are the
+        ingest's directory of that pair, its acks the per-id table's, its resets are read
+        from the ingest's directory of resets. Only anomaly rows come back."""
+        events, mids = self.scratch / "events", self.scratch / "mids"
+        placed = events / ingest.PLACED
+        places = {ingest.place_pair(d.name): str(d) for d in placed.iterdir()} if placed.is_dir() else {}
+        acks = {}
+        for topic_dir in mids.glob("ack_topic=*"):
+            for part_dir in topic_dir.glob("ack_part=*"):
+                topic, part = (_hive_value(d.name) for d in (topic_dir, part_dir))
+                if part is not None:  # else rows without an ack position
+                    acks[(topic, part)] = str(part_dir)
+        polled = set(names.partitions)
+        pairs = sorted(places.keys() | acks.keys(), key=lambda tp: (tp[0] is not None, tp[0] or 0, tp[1]))
+        tasks = [(t, p, (t, p) in polled, places.get((t, p)), acks.get((t, p))) for t, p in pairs]
+        if not tasks:
+            return self.spark.createDataFrame([], placed_kernel.OUT_SCHEMA)
+        resets = events / ingest.RESETS
+        run = placed_kernel.pair_kernel(str(resets) if resets.is_dir() else None)
+        return (self.spark.createDataFrame(self.spark.sparkContext.parallelize(tasks, len(tasks)),
+                                           placed_kernel.PAIR_SCHEMA)
+                .mapInArrow(run, placed_kernel.OUT_SCHEMA))
 
-    def _placed_rows(self, placed: DataFrame, ranks: _Ranks) -> DataFrame:
-        """Position and sequence anomalies: one shuffle by (topic, partition), then each
-        Spark partition's rows go to the NumPy kernel of ``harness.check.placed`` (in
-        position order: the recovery positions at or below each row and the ids bound to
-        each position; in file order per sequence (client, phase and partition for polls;
-        producer and partition for acks): each poll or ack against the one before it).
-        Only anomaly rows come back."""
+    def _placed_rows(self, rows: DataFrame, ranks: _Ranks) -> DataFrame:
+        """The kernel's anomaly rows (position and sequence anomalies) as uniform rows."""
         F = self.F
-        rows = (placed.select(*[F.col(c).cast(_L).alias(c) for c in placed_kernel.IN_COLUMNS])
-                .repartition(self._spread(ranks.partitions), "topic_h", "part")
-                .mapInArrow(placed_kernel.kernel, placed_kernel.OUT_SCHEMA))
         pos = ("pl", "pe", "pb")
         at_position = self._uniform(F.col("kind"), {
             "a": ranks.topic("topic_h"), "b": F.col("part"), "c": F.col("pl"), "d": F.col("pe"),
@@ -450,26 +442,6 @@ class _Job:
         of_position = F.col("kind").isin(*_POS_KINDS)
         return rows.select(*[F.when(of_position, a).otherwise(b).alias(name)
                              for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"))])
-
-    def _spread(self, pairs: Sequence[tuple[int, int]]) -> int:
-        """A task count under which the (topic hash, partition) pairs polls read fall in
-        different tasks when they can (one kernel call per partition: hashed into the
-        default count, two of six partitions often share a task while a core idles). The
-        task of a pair is Spark's hash partitioning: pmod(hash(topic_h, part), n)."""
-        default = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-        if not pairs:
-            return default
-        from pyspark.sql.types import LongType, StructField, StructType
-
-        schema = StructType([StructField("t", LongType()), StructField("p", LongType())])
-        hashes = [r.h for r in self.spark.createDataFrame(list(pairs), schema)
-                  .select(self.F.hash("t", "p").alias("h")).collect()]
-        k = len(hashes)
-
-        def load(n: int) -> int:  # the most pairs in one task
-            return max(Counter(h % n for h in hashes).values())
-
-        return min(range(k, 4 * k + 1), key=lambda n: (load(n), n))
 
     def _key_order_rows(self, events: DataFrame, ranks: _Ranks) -> DataFrame:
         """key-order: Key_Shared run polls (``ks_t`` set at ingest) with a position; per
@@ -671,6 +643,12 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
              if (a.ack_topic, a.ack_part, a.ack_pl, a.ack_pe, a.ack_pb) == place}
     mids = sorted({r.mid for r in here} | acked)
     return example(topic=topic, partition=ex.part, pos=pos, mids=mids[:MAX_EXAMPLES])
+
+
+def _hive_value(name: str) -> int | None:
+    """The value of a Hive-style directory name ``column=value`` of a long column."""
+    value = name.split("=", 1)[1]
+    return None if value == "__HIVE_DEFAULT_PARTITION__" else int(value)
 
 
 def _none_first(item: tuple[Any, ...]) -> tuple[Any, ...]:
