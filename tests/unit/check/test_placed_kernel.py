@@ -20,6 +20,7 @@ from harness.check.placed import (
     TAG_RESET,
     TAG_RPOLL,
     anomalies,
+    id_hash,
     kernel,
 )
 
@@ -144,3 +145,19 @@ def test_the_arrow_entry_point_reads_nulls_and_writes_the_schema() -> None:
     got = out[0].to_pylist()
     assert [(r["kind"], r["pe"], r["seq2"]) for r in got] == [("inconsistent-offsets", 1, None)]
     assert list(kernel(iter([]))) == []
+
+
+def test_the_id_hash_is_the_string_s_and_tells_ids_apart() -> None:
+    """Any string (lengths 0 to 40, NUL bytes, non-ASCII): the same hash in any array
+    (sliced, chunked, large strings), null for null; no two of 300k distinct ids alike."""
+    odd = ["", "a", "a\x00", "\x00", "é", "x" * 7, "x" * 8, "x" * 9, "x" * 39 + "y", "x" * 40, None]
+    ids = odd + [f"p{i % 7}-{i}" for i in range(200_000)] + [f"{i:x}" * (i % 5) for i in range(1, 100_000)]
+    whole = id_hash(pa.array(ids)).to_pylist()
+    assert whole[odd.index(None)] is None
+    assert len(set(whole)) == len(set(ids))  # one per distinct string (None's hash: None)
+    single = {s: id_hash(pa.array([s], pa.string())).to_pylist()[0] for s in odd}
+    assert [single[s] for s in odd] == whole[:len(odd)]
+    assert id_hash(pa.array(ids).slice(3, 1000)).to_pylist() == whole[3:1003]
+    assert id_hash(pa.chunked_array([ids[:5], ids[5:50]])).to_pylist() == whole[:50]
+    assert id_hash(pa.array(ids, pa.large_string())).to_pylist() == whole
+    assert id_hash(pa.array([], pa.string())).to_pylist() == []
