@@ -1,5 +1,5 @@
-"""The position and sequence anomalies of one Spark partition, in NumPy (the checker's
-``mapInArrow`` kernel; no Spark here, so it is tested on its own).
+"""The position and sequence anomalies of one (topic, partition), in NumPy (the
+checker's ``mapInArrow`` kernel; no Spark here, so it is tested on its own).
 
 One Spark task per (topic, partition) (:func:`pair_kernel`) reads that partition's
 rows: its polls and replica records (the ingest wrote them to a directory of their
@@ -10,9 +10,9 @@ and compared with whole-array operations: the same definitions as
 docs/checker.md, without Spark's window operator (which buffered and copied every
 row of a partition for each of its passes: two thirds of the step's CPU).
 
-The rows, as the kernel takes them (:func:`kernel` takes Arrow batches, as a
-``mapInArrow`` function would get them), are columns (all 64-bit integers, nullable): ``client_h``, ``grp`` (0 run polls, 1
-recovery polls, 2 acks, null replica records), ``topic_h``, ``part``, ``pl``,
+The rows, as the kernel takes them (:func:`kernel` also takes them as Arrow
+batches), are columns (all 64-bit integers, nullable): ``client_h``, ``grp`` (0
+run polls, 1 recovery polls, 2 acks, null replica records), ``topic_h``, ``part``, ``pl``,
 ``pe``, ``pb`` (the position; null for resets), ``mh`` (the id's hash), ``seq``
 (file order; an ack's is its invoke's) and ``tag`` (``TAG_*``). Out: one row
 per anomaly, :data:`OUT_SCHEMA`.
@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.check.ingest import POLL, ROW_REC
 
-# Row tags (as spark_job): recovery polls sort first among the rows of one position.
+# Row tags: recovery polls sort first among the rows of one position.
 TAG_RPOLL, TAG_POLL, TAG_ACK, TAG_REPLICA, TAG_RESET = range(5)
 IN_COLUMNS = ("client_h", "grp", "topic_h", "part", "pl", "pe", "pb", "mh", "seq", "tag")
 OUT_COLUMNS = ("kind", "client_h", "grp", "topic_h", "part", "pl", "pe", "pb", "seq", "seq2", "ql", "qe",
