@@ -44,7 +44,9 @@ def kernel(batches: Iterator[Any]) -> Iterator[Any]:
 
     chunks = [batch for batch in batches if batch.num_rows]
     if chunks:
-        yield from _run(pa.Table.from_batches(chunks))
+        box = [pa.Table.from_batches(chunks)]
+        del chunks
+        yield from _run(box)
 
 
 def pair_kernel(resets_dir: str | None) -> Any:
@@ -58,9 +60,7 @@ def pair_kernel(resets_dir: str | None) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
             for task in batch.to_pylist():
-                table = _pair_rows(resets_dir, **task)
-                if table.num_rows:
-                    yield from _run(table)
+                yield from _run([_pair_rows(resets_dir, **task)])
 
     return run
 
@@ -117,9 +117,12 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
     return pa.concat_tables([t.select(list(IN_COLUMNS)).cast(schema) for t in parts])
 
 
-def _run(table: Any) -> Iterator[Any]:
+def _run(box: list[Any]) -> Iterator[Any]:
+    """The anomaly rows of the table in ``box``, which is taken out of it: the table's
+    columns are freed one by one as their arrays are made."""
     import pyarrow as pa
 
+    table = box.pop()
     values, valid = {}, {}
     for name in IN_COLUMNS:  # column by column, each batch's copy freed as its column is made
         col = table.column(name).combine_chunks()
