@@ -422,4 +422,3 @@ def _hash(arr: pa.Array) -> pa.Array:
         hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
         for s in encoded.dictionary.to_pylist()]
     return pa.array(digests, _L).take(encoded.indices)
-

@@ -8,8 +8,9 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    (``polls``, ``oks``, ``invokes``) becomes its events) into compact columns: a
    type code, 64-bit hashes of client and topic, a validated position ``(pl, pe,
    pb)`` (``harness.history.position_key``), row flags, ``seq``, the event's place
-   in file order, and for Key_Shared run polls their time, subscription and key. Polls and replica records are written in one directory
-   per (topic, partition), resets in one of their own.
+   in file order, and for Key_Shared run polls their time, subscription and key.
+   Polls and replica records are written in one directory per (topic, partition),
+   resets in one of their own.
 2. names: the client and topic names behind the hashes, the read_committed
    clients and the polled partitions, from the distinct rows the ingest tasks
    return.
@@ -558,12 +559,10 @@ class _Job:
 
 
 class _Ranks:
-    """Sort ranks of client and topic hashes (their names' order), as Spark columns; the
-    polled partitions."""
+    """Sort ranks of client and topic hashes (their names' order), as Spark columns."""
 
     def __init__(self, F: Any, names: _Names) -> None:
         self.F = F
-        self.partitions = names.partitions
         self._clients = names.rank(names.clients)
         self._topics = names.rank(names.topics)
 
