@@ -13,7 +13,8 @@ at the boundary (``raise BackendError(...) from exc``).
     ├── SystemError_       a Kafka/Pulsar admin call failed or a role cannot be resolved
     ├── FaultError         a fault could not be applied or healed
     ├── WaitTimeout        a condition was not met in time (says what, shows logs)
-    └── CheckError         the checker could not read or judge a history
+    ├── CheckError         the checker could not read or judge a history
+    └── ResultError        a run's result.json is missing, not JSON or has a field of the wrong type
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "FaultError",
     "WaitTimeout",
     "CheckError",
+    "ResultError",
 ]
 
 
@@ -79,3 +81,7 @@ class WaitTimeout(HarnessError):
 
 class CheckError(HarnessError):
     """A history could not be read or checked."""
+
+
+class ResultError(HarnessError):
+    """A run directory's ``result.json`` is missing, unreadable or malformed (names the field)."""

@@ -1,0 +1,309 @@
+"""The result of one run: what ``result.json`` holds, typed.
+
+:class:`RunResult` is written by the run (``harness.run``), and read by the
+report, the CLI and the pytest plugin; nothing else parses ``result.json``.
+Its schema is documented once, in ``docs/result.md``; ``schema`` is bumped
+whenever a field changes meaning or type.
+
+Reading is tolerant of what a crashed or errored run leaves out (every field
+has a default), and strict about what is there: a field of the wrong type is a
+:class:`~harness.errors.ResultError` naming the file and the field, never a
+traceback deep inside a renderer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ResultError
+
+__all__ = ["SCHEMA", "VERDICTS", "Expectation", "InjectionSummary", "Recovery", "RunResult",
+           "StepRecord"]
+
+#: The version of ``result.json``'s layout (1: the untyped dict of round 1).
+SCHEMA = 2
+#: A run's verdict: its expectations held (pass), did not (fail), or it could not be judged.
+VERDICTS = ("pass", "fail", "error")
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class Expectation:
+    """One judged expectation: ``observed`` against ``expected``."""
+
+    name: str
+    expected: str | bool
+    observed: int | bool | str
+    ok: bool
+
+
+@dataclass
+class StepRecord:
+    """One step of the case as it ran (``detail``: what the step returned)."""
+
+    index: int
+    action: str
+    label: str
+    line: int | None
+    t: float
+    status: str = "start"  # start | done | error
+    error: str | None = None
+    duration_s: float | None = None
+    detail: Any = None
+
+
+@dataclass
+class InjectionSummary:
+    """The last armed crash-timing point and whether its interleaving happened."""
+
+    point: str
+    n: int
+    leader: str | None = None
+    follower: str | None = None
+    hit: bool = False
+    node: str | None = None
+    detail: dict[str, Any] | None = None  # the HIT line's fields
+    kill: dict[str, Any] | None = None  # the fault that landed while it held
+    meaning: str | None = None
+    seed: str | None = None  # what the seed article says of this point
+    expected: str | None = None
+    observed: str | None = None
+
+
+@dataclass
+class Recovery:
+    """The recovery phase: convergence time, the final read, remedies applied."""
+
+    converged_s: float | None = None
+    read: dict[str, Any] | None = None  # the recovery consumer's stats
+    lock_loops: dict[str, int] = field(default_factory=dict)
+    observations: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)  # repairs the harness made, and why
+
+
+@dataclass
+class RunResult:
+    """Everything a run decided and observed (see ``docs/result.md``)."""
+
+    run_id: str
+    case: str | None = None
+    case_file: str | None = None
+    description: str | None = None
+    system: str | None = None
+    cluster: str | None = None
+    version: str | None = None
+    topic: str | None = None
+    started: str | None = None  # ISO 8601, UTC
+    finished: str | None = None
+    duration_s: float | None = None
+    verdict: str = "error"
+    expected_verdict: str = "pass"
+    as_expected: bool = False
+    error: str | None = None
+    observed: list[str] = field(default_factory=list)  # informational anomalies the case watches
+    anomalies: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    expectations: list[Expectation] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    recovery: Recovery | None = None
+    injection: InjectionSummary | None = None
+    truncations: list[dict[str, Any]] = field(default_factory=list)
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+    collect_problems: list[str] = field(default_factory=list)
+    story: list[str] = field(default_factory=list)
+    files: dict[str, Any] = field(default_factory=lambda: {"case": "case.yaml", "logs": []})
+    schema: int = SCHEMA
+
+    @property
+    def exit_code(self) -> int:
+        """0 as expected, 1 expectations not met, 2 error."""
+        if self.verdict == "error":
+            return 2
+        return 0 if self.as_expected else 1
+
+    @property
+    def checked(self) -> bool:
+        """Whether the checker's counts are in (an errored run may lack them)."""
+        return bool(self.counts)
+
+    # -- JSON -----------------------------------------------------------------------------
+    def to_json(self) -> JSON:
+        """A JSON-ready dict (``json.dumps`` of it is ``result.json``)."""
+        return _plain(asdict(self))
+
+    def write(self, run_dir: Path) -> Path:
+        path = Path(run_dir) / "result.json"
+        path.write_text(json.dumps(self.to_json(), indent=2, default=str))
+        return path
+
+    @classmethod
+    def from_json(cls, raw: Any, *, source: str = "result.json") -> RunResult:
+        """A result from its JSON form; missing keys take their defaults, a key of the wrong
+        type is a :class:`ResultError` naming ``source`` and the key."""
+        if not isinstance(raw, dict):
+            raise ResultError(f"{source}: not a JSON object")
+        if not isinstance(raw.get("run_id"), str) or not raw["run_id"]:
+            raise ResultError(f"{source}: run_id: missing or not a string")
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in raw or raw[f.name] is None and f.name in _NOT_NULL:
+                continue
+            kwargs[f.name] = _read_field(f.name, raw[f.name], source)
+        return cls(**kwargs)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunResult:
+        """``run_dir/result.json``; :class:`ResultError` when it is missing or unreadable."""
+        path = Path(run_dir) / "result.json"
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise ResultError(f"{path}: missing (the run did not finish writing its result)") \
+                from None
+        except OSError as exc:
+            raise ResultError(f"{path}: unreadable: {exc.strerror or exc}") from None
+        try:
+            raw = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ResultError(f"{path}: not JSON: {exc}") from None
+        return cls.from_json(raw, source=str(path))
+
+
+_NOT_NULL = frozenset({"observed", "anomalies", "examples", "counts", "expectations", "steps",
+                       "truncations", "replicas", "collect_problems", "story", "files",
+                       "verdict", "expected_verdict", "as_expected", "schema"})
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: non-finite floats become None (``json`` would write NaN, which is not JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _expect(ok: bool, source: str, key: str, want: str) -> None:
+    if not ok:
+        raise ResultError(f"{source}: {key}: expected {want}")
+
+
+def _str_list(v: Any, source: str, key: str) -> list[str]:
+    _expect(isinstance(v, list) and all(isinstance(x, str) for x in v), source, key,
+            "a list of strings")
+    return list(v)
+
+
+def _dict_list(v: Any, source: str, key: str) -> list[dict[str, Any]]:
+    _expect(isinstance(v, list) and all(isinstance(x, dict) for x in v), source, key,
+            "a list of objects")
+    return [dict(x) for x in v]
+
+
+def _int_map(v: Any, source: str, key: str) -> dict[str, int]:
+    _expect(isinstance(v, dict) and all(_is_number(x) for x in v.values()), source, key,
+            "an object of numbers")
+    return {str(k): int(x) for k, x in v.items()}
+
+
+def _opt(v: Any, kind: type | tuple[type, ...], source: str, key: str, want: str) -> Any:
+    if v is None:
+        return None
+    _expect(isinstance(v, kind) and not (isinstance(v, bool) and bool not in _tuple(kind)),
+            source, key, want)
+    if isinstance(v, float):
+        _expect(math.isfinite(v), source, key, want)
+    return v
+
+
+def _tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _record(cls: type, v: Any, source: str, key: str) -> Any:
+    """A nested dataclass from its dict: known keys only, each type-checked by its annotation."""
+    _expect(isinstance(v, dict), source, key, "an object")
+    kwargs = {}
+    for f in fields(cls):
+        if f.name not in v:
+            continue
+        kwargs[f.name] = _typed(str(f.type), v[f.name], source, f"{key}.{f.name}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required key is missing
+        raise ResultError(f"{source}: {key}: {exc}") from None
+
+
+def _typed(annotation: str, v: Any, source: str, key: str) -> Any:
+    """Checks ``v`` against one of the simple annotations used by the nested records."""
+    if annotation == "Any":
+        return v
+    optional = annotation.endswith("| None")
+    base = annotation.removesuffix(" | None")
+    if v is None:
+        _expect(optional, source, key, base)
+        return None
+    if base == "str":
+        return _opt(v, str, source, key, "a string")
+    if base in ("int",):
+        _expect(_is_number(v) and float(v).is_integer(), source, key, "an integer")
+        return int(v)
+    if base == "float":
+        _expect(_is_number(v), source, key, "a number")
+        return float(v)
+    if base == "bool":
+        return _opt(v, bool, source, key, "true or false")
+    if base == "str | bool":
+        return _opt(v, (str, bool), source, key, "a string or a boolean")
+    if base == "int | bool | str":
+        _expect(isinstance(v, (str, bool)) or _is_number(v), source, key,
+                "a number, a string or a boolean")
+        return v
+    if base == "list[str]":
+        return _str_list(v, source, key)
+    if base == "dict[str, int]":
+        return _int_map(v, source, key)
+    if base == "dict[str, Any]":
+        return _opt(v, dict, source, key, "an object")
+    return v  # Any
+
+
+def _read_field(name: str, v: Any, source: str) -> Any:
+    """One top-level field of ``result.json``, type-checked."""
+    if name == "expectations":
+        _expect(isinstance(v, list), source, name, "a list")
+        return [_record(Expectation, x, source, f"{name}[{i}]") for i, x in enumerate(v)]
+    if name == "steps":
+        _expect(isinstance(v, list), source, name, "a list")
+        return [_record(StepRecord, x, source, f"{name}[{i}]") for i, x in enumerate(v)]
+    if name == "recovery":
+        return None if v is None else _record(Recovery, v, source, name)
+    if name == "injection":
+        return None if v is None else _record(InjectionSummary, v, source, name)
+    if name == "examples":
+        _expect(isinstance(v, dict), source, name, "an object")
+        return {str(k): _dict_list(x, source, f"{name}.{k}") for k, x in v.items()}
+    if name in ("truncations", "replicas"):
+        return _dict_list(v, source, name)
+    if name == "files":
+        return _opt(v, dict, source, name, "an object")
+    if name == "verdict":
+        _expect(v in VERDICTS, source, name, " or ".join(VERDICTS))
+        return v
+    if name == "expected_verdict":
+        _expect(v in ("pass", "fail"), source, name, "pass or fail")
+        return v
+    annotation = {f.name: str(f.type) for f in fields(RunResult)}[name]
+    return _typed(annotation, v, source, name)
