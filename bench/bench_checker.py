@@ -25,15 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "bench"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+if str(ROOT) not in sys.path:  # run from a checkout without ``pip install -e .``
+    sys.path.insert(0, str(ROOT))
 
-import reference_checker  # noqa: E402
-
-from harness.check import ANOMALIES, check_run  # noqa: E402
-from harness.check import spark_job  # noqa: E402
-from harness.check.synthetic import Profile, generate  # noqa: E402
+from harness.check import (  # noqa: E402
+    ANOMALIES,
+    check_run,
+    spark_job,  # noqa: E402
+)
+from harness.clusters import SYSTEMS  # noqa: E402
+from harness.testing import reference_checker  # noqa: E402
+from harness.testing.synthetic import Profile, generate  # noqa: E402
 
 REFERENCE_MAX = 1_000_000  # the reference needs about 1 GB per million records
 
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="checks of each generated history (default 1; the reference runs once)")
     parser.add_argument("--replicas", type=int, default=0, help="replica dumps per history (default 0)")
     parser.add_argument("--partitions", type=int, default=6, help="partitions of the topic (default 6)")
-    parser.add_argument("--system", choices=("kafka", "pulsar"), default="kafka",
+    parser.add_argument("--system", choices=SYSTEMS, default="kafka",
                         help="history to generate (default kafka; pulsar: a Key_Shared subscription)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes generating the history")
@@ -200,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for n in args.records for row in bench(n, args)]
     widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(HEADER)]
     print()
-    print("  ".join(h.rjust(w) for h, w in zip(HEADER, widths)))
+    print("  ".join(h.rjust(w) for h, w in zip(HEADER, widths, strict=False)))
     for row in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(row.cells(), widths)))
+        print("  ".join(c.rjust(w) for c, w in zip(row.cells(), widths, strict=False)))
     return 0 if all(r.correct for r in rows) else 1
 
 

@@ -31,8 +31,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from harness.backend.cluster import Cluster
 from harness.backend.docker import Engine
-from harness.clients.kafka import (KafkaConsumerClient, KafkaProducerClient, consumer_config,
-                                   producer_config)
+from harness.clients.kafka import KafkaConsumerClient, KafkaProducerClient, consumer_config, producer_config
 from harness.history import HistoryWriter, make_value
 from harness.systems.kafka import KafkaSystem
 

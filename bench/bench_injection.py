@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.backend.cluster import this_owner
 from harness.backend.docker import LABEL_OWNER, Engine
 from harness.case import load_case
-from harness.runner import run_case
+from harness.run import run_case
 
 CASES = Path(__file__).resolve().parent.parent / "cases" / "kafka"
 
@@ -40,10 +40,9 @@ def main() -> None:
                     times = []
                     for _ in range(args.reps):
                         t0 = time.monotonic()
-                        outcome = run_case(case, reports_dir=Path(reports), keep_cluster=True,
-                                           progress=lambda m: None)
+                        outcome = run_case(case, reports_dir=Path(reports), keep_cluster=True)
                         times.append(time.monotonic() - t0)
-                        hits += bool((outcome.result.get("injection") or {}).get("hit"))
+                        hits += bool(outcome.result.injection and outcome.result.injection.hit)
                         passes += outcome.exit_code == 0
                     rows.append((name, mode, hits, passes, statistics.median(times)))
                     print(f"{name:4} {mode:12} hit {hits}/{args.reps}  pass {passes}/{args.reps}  "

@@ -7,22 +7,22 @@ clear message, no traceback), 130 interrupted (after cleanup).
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .clusters import CASES_DIR, REPORTS_DIR, SYSTEMS
 from .errors import HarnessError
+from .run.events import console
 
 __all__ = ["main"]
 
-DEFAULT_CASE = Path(__file__).resolve().parent.parent / "cases" / "kafka" / "zk-kill-leader.yaml"
+log = logging.getLogger("harness.cli")
 
-
-def progress(msg: str) -> None:
-    """One timestamped progress line on stderr."""
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+DEFAULT_CASE = CASES_DIR / "kafka" / "zk-kill-leader.yaml"
 
 
 def _engine():  # type: ignore[no-untyped-def]
@@ -33,7 +33,7 @@ def _engine():  # type: ignore[no-untyped-def]
 
 # -- images / cluster / clean ----------------------------------------------------------
 def cmd_images_build(args: argparse.Namespace) -> int:
-    from .backend.images import SYSTEMS, ensure_images
+    from .backend.images import ensure_images
     from .clusters import KAFKA_VERSIONS, PULSAR_VERSIONS
 
     defaults = {"kafka": KAFKA_VERSIONS[0], "pulsar": PULSAR_VERSIONS[0]}
@@ -42,8 +42,8 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     for system in systems:
         version = args.version or defaults.get(system, "")
         t0 = time.monotonic()
-        tag = ensure_images(engine, system, version, progress=progress, force=args.force)
-        progress(f"{tag} ready ({time.monotonic() - t0:.1f}s)")
+        tag = ensure_images(engine, system, version, force=args.force)
+        log.info(f"{tag} ready ({time.monotonic() - t0:.1f}s)")
     return 0
 
 
@@ -55,12 +55,12 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     cluster = Cluster.named(engine, args.name, args.version, owner="keep")
     t0 = time.monotonic()
     try:
-        cluster.up(progress)
+        cluster.up()
         open_system(cluster).wait_ready(timeout=args.timeout)
     except BaseException:
         cluster.down()
         raise
-    progress(f"{args.name} ready in {time.monotonic() - t0:.1f}s; bootstrap {cluster.spec.bootstrap}")
+    log.info(f"{args.name} ready in {time.monotonic() - t0:.1f}s; bootstrap {cluster.spec.bootstrap}")
     return 0
 
 
@@ -68,7 +68,7 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     from .backend.cluster import Cluster
 
     Cluster.named(_engine(), args.name).down()
-    progress(f"{args.name} removed")
+    log.info(f"{args.name} removed")
     return 0
 
 
@@ -89,7 +89,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
     containers, networks = _engine().remove_labelled({LABEL_MANAGED: "true"})
     if not args.quiet or containers or networks:
-        progress(f"clean: removed {containers} container(s) and {networks} network(s)")
+        log.info(f"clean: removed {containers} container(s) and {networks} network(s)")
     return 0
 
 
@@ -97,7 +97,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from .case import find_case_files, validate_paths
 
-    paths = args.paths or [str(DEFAULT_CASE.parent.parent)]
+    paths = args.paths or [str(CASES_DIR)]
     errors = validate_paths(paths)
     for err in errors:
         print(err, file=sys.stderr)
@@ -109,7 +109,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .case import find_case_files, load_case
 
-    for path in find_case_files(args.paths or [str(DEFAULT_CASE.parent.parent)]):
+    for path in find_case_files(args.paths or [str(CASES_DIR)]):
         try:
             case = load_case(path)
         except HarnessError as exc:
@@ -122,19 +122,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .case import load_case
-    from .runner import run_case
+    from .report.text import format_result
+    from .run import run_case
 
     case = load_case(args.case or DEFAULT_CASE, cluster=args.cluster, version=args.version)
-    outcome = run_case(case, reports_dir=Path(args.reports), progress=progress,
-                       keep_cluster=args.keep_cluster, spark_master=args.spark_master,
+    outcome = run_case(case, reports_dir=Path(args.reports), keep_cluster=args.keep_cluster,
+                       spark_master=args.spark_master,
                        owner="keep" if args.keep_cluster else None)
-    res = outcome.result
-    anomalies = {k: v for k, v in (res.get("anomalies") or {}).items() if v}
-    print(f"verdict: {res['verdict']} (expected {res.get('expected_verdict')})"
-          f"  anomalies: {anomalies or 'none'}")
-    if res.get("error"):
-        print(f"error: {res['error'].splitlines()[0]}")
-    print(f"report: {outcome.report}")
+    print(format_result(outcome.result, outcome.run_dir))
     return outcome.exit_code
 
 
@@ -166,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     images = sub.add_parser("images", help="build the cluster images").add_subparsers(
         dest="images_command", required=True)
     build = images.add_parser("build", help="build (or reuse cached) images")
-    build.add_argument("--system", choices=["kafka", "pulsar"])
+    build.add_argument("--system", choices=SYSTEMS)
     build.add_argument("--version", help="system version (default: the cluster default)")
     build.add_argument("--force", action="store_true", help="rebuild even when inputs are unchanged")
     build.set_defaults(fn=cmd_images_build)
@@ -190,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one case (default: a Kafka leader kill)")
     run.add_argument("case", nargs="?", help=f"case file (default: {DEFAULT_CASE.name})")
-    run.add_argument("--reports", default=str(DEFAULT_CASE.parent.parent.parent / "reports"),
+    run.add_argument("--reports", default=str(REPORTS_DIR),
                      help="where run directories go (default: reports/)")
     run.add_argument("--cluster", help="run on this cluster instead of the case's (same system)")
     run.add_argument("--version", help="run on this version instead of the case's")
@@ -228,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        return int(args.fn(args))
+        with console():
+            return int(args.fn(args))
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return exc.exit_code

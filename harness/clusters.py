@@ -10,12 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR",
-           "KAFKA_VERSIONS", "PULSAR_VERSIONS"]
+__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR", "CASES_DIR",
+           "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "compose"
+#: where run directories go by default, and the shipped case files
+REPORTS_DIR = ROOT / "reports"
+CASES_DIR = ROOT / "cases"
 
+#: The systems the harness runs (a case's ``system``, a cluster's ``system``).
+SYSTEMS = ("kafka", "pulsar")
 #: Versions with a resolvable Maven build; first is the default.
 KAFKA_VERSIONS = ("3.9.2", "4.1.2")
 PULSAR_VERSIONS = ("4.0.7",)
@@ -34,6 +39,10 @@ class NodeDef:
     node_id: int
     host_port: int | None = None
     admin_port: int | None = None
+
+
+#: system -> the kind of node clients connect to, and the scheme of its bootstrap address
+_CLIENT_NODES = {"kafka": ("broker", ""), "pulsar": ("pulsar-broker", "pulsar://")}
 
 
 @dataclass(frozen=True)
@@ -65,10 +74,8 @@ class ClusterDef:
     @property
     def bootstrap(self) -> str:
         """Client bootstrap address (Kafka) or service URL (Pulsar) on loopback."""
-        if self.system == "kafka":
-            return ",".join(f"127.0.0.1:{n.host_port}" for n in self.nodes_of("broker"))
-        brokers = self.nodes_of("pulsar-broker")
-        return "pulsar://" + ",".join(f"127.0.0.1:{n.host_port}" for n in brokers)
+        kind, scheme = _CLIENT_NODES[self.system]
+        return scheme + ",".join(f"127.0.0.1:{n.host_port}" for n in self.nodes_of(kind))
 
     @property
     def admin_urls(self) -> tuple[str, ...]:

@@ -10,8 +10,10 @@ at the boundary (``raise BackendError(...) from exc``).
     ├── CaseError          a case file is malformed (names file, line, field)
     ├── BackendError       Docker engine, images, compose, containers
     │   └── ImageError     an image or its inputs (Maven coordinates) cannot be built
-    ├── SystemError_       a Kafka/Pulsar admin call failed or a role cannot be resolved
+    ├── AdminError         a Kafka/Pulsar admin call failed or a role cannot be resolved
     ├── FaultError         a fault could not be applied or healed
+    ├── InjectError        a crash-timing point could not be armed, submitted or awaited
+    ├── WorkloadError      a client workload failed or did not stop
     ├── WaitTimeout        a condition was not met in time (says what, shows logs)
     ├── CheckError         the checker could not read or judge a history
     └── ResultError        a run's result.json is missing, not JSON or has a field of the wrong type
@@ -24,8 +26,10 @@ __all__ = [
     "CaseError",
     "BackendError",
     "ImageError",
-    "SystemError_",
+    "AdminError",
     "FaultError",
+    "InjectError",
+    "WorkloadError",
     "WaitTimeout",
     "CheckError",
     "ResultError",
@@ -67,12 +71,21 @@ class ImageError(BackendError):
     """An image could not be built, or its inputs could not be resolved."""
 
 
-class SystemError_(HarnessError):  # trailing underscore: do not shadow the builtin
+class AdminError(HarnessError):
     """A Kafka or Pulsar admin operation failed, or a role could not be resolved."""
 
 
 class FaultError(HarnessError):
     """A fault could not be applied or healed."""
+
+
+class InjectError(HarnessError):
+    """A crash-timing point could not be armed (no rule, Byteman refused it), or was not armed
+    when awaited."""
+
+
+class WorkloadError(HarnessError):
+    """A client workload failed, or did not stop when asked."""
 
 
 class WaitTimeout(HarnessError):

@@ -87,9 +87,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 __all__ = [
+    "Recorder",
     "CLIENT_TYPES",
     "TIMELINE_TYPES",
     "HistoryWriter",
@@ -164,6 +165,13 @@ def position_key(event: dict[str, Any]) -> tuple[int, int, int]:
 
 #: how long the hot paths reuse one rendered time stamp (see HistoryWriter.head)
 STAMP_S = 0.0005
+
+
+class Recorder(Protocol):
+    """Anything that records timeline events: a :class:`HistoryWriter`, or the run's event
+    hook (``harness.run.events.RunEvents``), which also tells the console and listeners."""
+
+    def record(self, type_: str, **fields: Any) -> dict[str, Any]: ...
 
 
 class HistoryWriter:

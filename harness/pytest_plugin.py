@@ -18,9 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from .clusters import SYSTEMS
+
+if TYPE_CHECKING:
+    from .case import Case
+    from .run import RunOutcome
 
 MARKERS = {
     "docker": "needs a running Docker engine and the cluster images",
@@ -54,7 +60,7 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
 
 
 def _reports_dir(config: pytest.Config) -> Path:
-    from .runner import DEFAULT_REPORTS
+    from .run import DEFAULT_REPORTS
 
     opt = config.getoption("--chaos-reports")
     return Path(opt) if opt else DEFAULT_REPORTS
@@ -121,36 +127,28 @@ def _peek_system(path: Path) -> str | None:
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("system:"):
                 value = line.split(":", 1)[1].split("#")[0].strip()
-                return value if value in ("kafka", "pulsar") else None
+                return value if value in SYSTEMS else None
     except OSError:
         return None
     return None
 
 
-def _run(config: pytest.Config, case: Any) -> Any:
-    from .runner import run_case
+def _run(config: pytest.Config, case: Case) -> RunOutcome:
+    import sys
+
+    from .run import run_case
+    from .run.events import console
 
     config._chaos_used_docker = True  # type: ignore[attr-defined]
-    return run_case(case, reports_dir=_reports_dir(config), keep_cluster=True,
-                    spark_master=config.getoption("--chaos-spark-master"),
-                    progress=lambda msg: print(f"  {msg}", flush=True))
+    with console(sys.stdout, prefix="  ", stamp=False):
+        return run_case(case, reports_dir=_reports_dir(config), keep_cluster=True,
+                        spark_master=config.getoption("--chaos-spark-master"))
 
 
-def _summary(outcome: Any) -> str:
-    res = outcome.result
-    lines = [f"verdict {res.get('verdict')} (expected {res.get('expected_verdict')}) "
-             f"for case {res.get('case')}"]
-    if res.get("error"):
-        lines.append(f"error: {res['error']}")
-    for row in res.get("expectations") or []:
-        if not row.get("ok"):
-            lines.append(f"  {row['name']}: expected {row['expected']}, observed {row['observed']}")
-    for name, examples in (res.get("examples") or {}).items():
-        if examples and (res.get("anomalies") or {}).get(name):
-            lines.append(f"  {name} e.g. {examples[0]}")
-    lines.append(f"run directory: {outcome.run_dir}")
-    lines.append(f"report: {outcome.report}")
-    return "\n".join(lines)
+def _summary(outcome: RunOutcome) -> str:
+    from .report.text import format_result
+
+    return format_result(outcome.result, outcome.run_dir, verbose=True)
 
 
 # -- fixtures ------------------------------------------------------------------------------
@@ -184,10 +182,10 @@ def _system_fixture(request: pytest.FixtureRequest, name: str) -> Iterator[Any]:
 
     request.config._chaos_used_docker = True  # type: ignore[attr-defined]
     cluster = Cluster.named(Engine(), name)
-    reused = cluster.up(lambda msg: None)
+    reused = cluster.up()
     system = open_system(cluster)
     system.wait_ready(timeout=180)
-    if reused and not fit_for_reuse(system, cluster, lambda msg: None):
+    if reused and not fit_for_reuse(system, cluster):
         system.wait_ready(timeout=180)
     yield system
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+import os
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -138,14 +139,19 @@ class RunResult:
         return _plain(asdict(self))
 
     def write(self, run_dir: Path) -> Path:
+        """Writes ``run_dir/result.json`` through a temporary file, so that a reader (the index
+        of a concurrent run) never sees half of it; returns its path."""
         path = Path(run_dir) / "result.json"
-        path.write_text(json.dumps(self.to_json(), indent=2, default=str))
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2, default=str), encoding="utf-8")
+        os.replace(tmp, path)
         return path
 
     @classmethod
     def from_json(cls, raw: Any, *, source: str = "result.json") -> RunResult:
         """A result from its JSON form; missing keys take their defaults, a key of the wrong
-        type is a :class:`ResultError` naming ``source`` and the key."""
+        type is a :class:`ResultError` naming ``source`` and the key. A file without
+        ``schema`` is of schema 1 (round 1 wrote none; every later writer writes it)."""
         if not isinstance(raw, dict):
             raise ResultError(f"{source}: not a JSON object")
         if not isinstance(raw.get("run_id"), str) or not raw["run_id"]:
@@ -155,6 +161,7 @@ class RunResult:
             if f.name not in raw or raw[f.name] is None and f.name in _NOT_NULL:
                 continue
             kwargs[f.name] = _read_field(f.name, raw[f.name], source)
+        kwargs.setdefault("schema", 1)
         return cls(**kwargs)
 
     @classmethod
@@ -192,7 +199,18 @@ def _plain(value: Any) -> Any:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite JSON number (an integer too large for a float is not one: it cannot be shown)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _is_int(v: Any) -> bool:
+    """An integral JSON number (``3`` or ``3.0``)."""
+    return _is_number(v) and float(v).is_integer()
 
 
 def _expect(ok: bool, source: str, key: str, want: str) -> None:
@@ -213,8 +231,8 @@ def _dict_list(v: Any, source: str, key: str) -> list[dict[str, Any]]:
 
 
 def _int_map(v: Any, source: str, key: str) -> dict[str, int]:
-    _expect(isinstance(v, dict) and all(_is_number(x) for x in v.values()), source, key,
-            "an object of numbers")
+    _expect(isinstance(v, dict) and all(_is_int(x) for x in v.values()), source, key,
+            "an object of integers")
     return {str(k): int(x) for k, x in v.items()}
 
 
@@ -237,13 +255,11 @@ def _record(cls: type, v: Any, source: str, key: str) -> Any:
     _expect(isinstance(v, dict), source, key, "an object")
     kwargs = {}
     for f in fields(cls):
-        if f.name not in v:
-            continue
-        kwargs[f.name] = _typed(str(f.type), v[f.name], source, f"{key}.{f.name}")
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:  # a required key is missing
-        raise ResultError(f"{source}: {key}: {exc}") from None
+        if f.name in v:
+            kwargs[f.name] = _typed(str(f.type), v[f.name], source, f"{key}.{f.name}")
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise ResultError(f"{source}: {key}.{f.name}: missing")
+    return cls(**kwargs)
 
 
 def _typed(annotation: str, v: Any, source: str, key: str) -> Any:
@@ -258,7 +274,7 @@ def _typed(annotation: str, v: Any, source: str, key: str) -> Any:
     if base == "str":
         return _opt(v, str, source, key, "a string")
     if base in ("int",):
-        _expect(_is_number(v) and float(v).is_integer(), source, key, "an integer")
+        _expect(_is_int(v), source, key, "an integer")
         return int(v)
     if base == "float":
         _expect(_is_number(v), source, key, "a number")

@@ -44,7 +44,7 @@ def wait_until(condition: Callable[[], T], *, timeout: float, what: str,
                         wait=wait_exponential(multiplier=interval, max=max_interval),
                         retry=retry_if_result(lambda v: not v), reraise=False)
     try:
-        return retrying(attempt)  # type: ignore[no-any-return]
+        return retrying(attempt)
     except RetryError:
         pass
     msg = f"timed out after {timeout:.0f}s waiting for {what}"

@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..clusters import ClusterDef, NodeDef, get_cluster
 from ..errors import BackendError
 from .compose import compose
-from .docker import LABEL_CLUSTER, LABEL_MANAGED, LABEL_OWNER, Container, Engine
-from .images import ensure_images
+from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
+from .images import ensure_images, image_tag
 
 __all__ = ["Cluster", "Node", "LABEL_CONFIG", "this_owner", "owner_alive", "remove_leftovers"]
 
-LABEL_CONFIG = "io.chaosharness.config"
+log = logging.getLogger(__name__)
 
 
 def this_owner() -> str:
@@ -130,11 +131,11 @@ class Cluster:
             return "mismatch"
         return "reusable"
 
-    def up(self, progress: Callable[[str], None] = print, *, reuse: bool = True) -> bool:
+    def up(self, *, reuse: bool = True) -> bool:
         """Creates the cluster's containers (building images first); True if it reused them."""
         state = self.state()
         if state == "reusable" and reuse:
-            progress(f"{self.spec.name}: reusing the running cluster")
+            log.info("%s: reusing the running cluster", self.spec.name)
             for c in self.containers():
                 if c.status == "paused":
                     c.unpause()
@@ -142,11 +143,11 @@ class Cluster:
                     c.start()
             return True
         if state != "absent":
-            progress(f"{self.spec.name}: removing the existing cluster ({state})")
+            log.info("%s: removing the existing cluster (%s)", self.spec.name, state)
             self.down()
-        ensure_images(self.engine, self.spec.system, self.version, progress=progress)
-        progress(f"{self.spec.name}: starting {len(self.spec.nodes)} containers "
-                 f"({self.spec.system} {self.version})")
+        ensure_images(self.engine, self.spec.system, self.version)
+        log.info("%s: starting %d containers (%s %s)", self.spec.name, len(self.spec.nodes),
+                 self.spec.system, self.version)
         try:
             compose(self.project, self.spec.compose_file, ["up", "-d", "--no-color"], self._env())
         except BackendError:
@@ -176,6 +177,24 @@ class Cluster:
             raise BackendError(f"no node {name!r} in cluster {self.spec.name} "
                                f"(nodes: {', '.join(self.spec.node_names)})")
         return next(n for n in self.nodes() if n.name == name)
+
+    def run_helper(self, name: str, cmd: list[str], *, role: str, mounts: Mapping[str, str],
+                   working_dir: str) -> Container:
+        """Starts ``cmd`` detached in a helper container beside the nodes (e.g. a Java workload).
+
+        It runs the cluster's own image on the cluster's network, with ``mounts`` (host path
+        -> container path, read-write). Labelled ``managed``, ``cluster`` and ``role``; its
+        owner is this process, not the cluster's, so that a helper a killed run left behind
+        is swept as a leftover even beside a kept cluster. The caller removes it.
+        """
+        nets = self.engine.networks({LABEL_CLUSTER: self.spec.name})
+        if not nets:
+            raise BackendError(f"cluster {self.spec.name} has no network (is it up?)")
+        labels = {LABEL_MANAGED: "true", LABEL_CLUSTER: self.spec.name, LABEL_OWNER: this_owner(),
+                  LABEL_ROLE: role}
+        return self.engine.run_container(image_tag(self.spec.system, self.version), cmd, name=name,
+                                         labels=labels, network=nets[0].name, volumes=mounts,
+                                         working_dir=working_dir)
 
     def node_logs(self, names: list[str] | None = None, tail: int = 20) -> list[tuple[str, str]]:
         """(node, last log lines) for the timeout messages of waits."""

@@ -8,6 +8,7 @@ with a message that says what to do.
 from __future__ import annotations
 
 import io
+import logging
 import tarfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -15,15 +16,22 @@ from typing import Any
 
 from ..errors import BackendError, ImageError
 
-__all__ = ["Engine", "Container", "LABEL_MANAGED", "LABEL_OWNER", "LABEL_CLUSTER", "LABEL_INPUTS"]
+__all__ = ["Engine", "Container", "LABEL_MANAGED", "LABEL_OWNER", "LABEL_CLUSTER", "LABEL_CONFIG",
+           "LABEL_INPUTS", "LABEL_ROLE"]
 
+# Every label the harness puts on containers, networks and images (compose/*.yaml spell the
+# first four too).
 LABEL_MANAGED = "io.chaosharness.managed"
 LABEL_OWNER = "io.chaosharness.owner"
 LABEL_CLUSTER = "io.chaosharness.cluster"
+LABEL_CONFIG = "io.chaosharness.config"
 LABEL_INPUTS = "io.chaosharness.inputs"
+LABEL_ROLE = "io.chaosharness.role"  # of a helper container (a workload) beside a cluster's nodes
 
 _DAEMON_HINT = ("the Docker engine is not reachable ({err}); start it with `bin/setup` "
                 "(installs docker.io and runs dockerd in the background), or `dockerd &`")
+
+log = logging.getLogger(__name__)
 
 
 def _sdk() -> Any:
@@ -167,6 +175,22 @@ class Engine:
             raise BackendError(f"listing containers failed: {_short(exc)}") from exc
         return [Container(self, c.id, c.name, dict(c.labels or {})) for c in found]
 
+    def run_container(self, image: str, cmd: list[str], *, name: str, labels: Mapping[str, str],
+                      network: str, volumes: Mapping[str, str], working_dir: str) -> Container:
+        """Starts ``cmd`` detached in a new container of ``image`` (its entrypoint cleared).
+
+        ``volumes`` maps a host path to the path it is bound to, read-write. The caller
+        removes the container (:meth:`Container.remove`).
+        """
+        binds = {host: {"bind": path, "mode": "rw"} for host, path in volumes.items()}
+        try:
+            box = self.client.containers.run(image, cmd, entrypoint=[], name=name,
+                                             labels=dict(labels), detach=True, network=network,
+                                             volumes=binds, working_dir=working_dir)
+        except Exception as exc:
+            raise BackendError(f"starting container {name} failed: {exc}") from exc
+        return Container(self, box.id, box.name, dict(box.labels or {}))
+
     def networks(self, labels: Mapping[str, str]) -> list[Any]:
         filters = {"label": [f"{k}={v}" if v else k for k, v in labels.items()]}
         try:
@@ -219,16 +243,16 @@ class Engine:
             raise ImageError(f"docker import of {tar_path} as {tag} failed: {_short(exc)}") from exc
 
     def build(self, context: str, tag: str, buildargs: Mapping[str, str],
-              labels: Mapping[str, str], progress: Any = None) -> None:
-        """``docker build`` of ``context``; streams lines to ``progress`` (a callable)."""
+              labels: Mapping[str, str]) -> None:
+        """``docker build`` of ``context`` (its output at debug level)."""
         try:
             for chunk in self.client.api.build(path=context, tag=tag, buildargs=dict(buildargs),
                                                labels=dict(labels), rm=True, forcerm=True,
                                                decode=True, pull=False):
                 if "error" in chunk:
                     raise ImageError(f"docker build of {tag} failed: {chunk['error'].strip()}")
-                if progress and chunk.get("stream", "").strip():
-                    progress(chunk["stream"].strip())
+                if chunk.get("stream", "").strip():
+                    log.debug("%s", chunk["stream"].strip())
         except ImageError:
             raise
         except Exception as exc:

@@ -12,22 +12,24 @@ parent image id); a build whose inputs are unchanged does nothing.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..clusters import COMPOSE_DIR
+from ..clusters import COMPOSE_DIR, SYSTEMS
 from ..errors import ImageError
 from .docker import LABEL_INPUTS, LABEL_MANAGED, Engine
 
-__all__ = ["BASE_TAG", "JVM_TAG", "image_tag", "ensure_images", "ensure_base", "SYSTEMS",
-           "resolve_jars"]
+log = logging.getLogger(__name__)
+
+__all__ = ["BASE_TAG", "JVM_TAG", "image_tag", "ensure_images", "ensure_base",
+           "SYSTEM_IMAGES", "resolve_jars"]
 
 IMAGES_DIR = COMPOSE_DIR / "images"
 BASE_TAG = "chaos-harness/base:bookworm-jre17"
@@ -38,7 +40,6 @@ CACHE_DIR = Path(os.environ.get("CHAOS_CACHE_DIR", "/var/cache/chaos-harness"))
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = "openjdk-17-jre-headless,procps,iproute2,netcat-openbsd,ca-certificates"
 
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,19 @@ class _SystemImage:
     system: str
     maven_group: str
     maven_artifact: str
+    #: version prefixes -> the pom's Maven profile (its logging bridge differs by major)
+    profiles: tuple[tuple[tuple[str, ...], str], ...] = ()
+    default_profile: str | None = None
 
     def profile(self, version: str) -> str | None:
-        if self.system == "kafka":
-            return "kafka3" if version.startswith(("2.", "3.")) else "kafka4"
-        return None
+        return next((name for prefixes, name in self.profiles if version.startswith(prefixes)),
+                    self.default_profile)
 
 
-SYSTEMS = {
-    "kafka": _SystemImage("kafka", "org.apache.kafka", "kafka_2.13"),
+#: The broker artifact of each of :data:`~harness.clusters.SYSTEMS`.
+SYSTEM_IMAGES = {
+    "kafka": _SystemImage("kafka", "org.apache.kafka", "kafka_2.13",
+                          profiles=((("2.", "3."), "kafka3"),), default_profile="kafka4"),
     "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker"),
 }
 
@@ -88,15 +93,15 @@ def _up_to_date(engine: Engine, tag: str, inputs: str) -> bool:
     return labels is not None and labels.get(LABEL_INPUTS) == inputs
 
 
-def ensure_base(engine: Engine, progress: Progress) -> str:
+def ensure_base(engine: Engine) -> str:
     """The base JRE image: reuse, pull, or debootstrap + import."""
     if engine.image_labels(BASE_TAG) is not None:
         return BASE_TAG
-    progress(f"base image: trying {PUBLIC_BASE} from a registry")
+    log.info(f"base image: trying {PUBLIC_BASE} from a registry")
     if engine.pull(PUBLIC_BASE):
         engine.client.images.get(PUBLIC_BASE).tag(BASE_TAG)
         return BASE_TAG
-    progress("base image: no registry answers; building a Debian JRE root filesystem with debootstrap")
+    log.info("base image: no registry answers; building a Debian JRE root filesystem with debootstrap")
     if shutil.which("debootstrap") is None:
         raise ImageError("debootstrap is not installed and no registry answers: run bin/setup "
                          "(apt-get install debootstrap), or set CHAOS_PUBLIC_BASE to a JRE 17 "
@@ -107,33 +112,32 @@ def ensure_base(engine: Engine, progress: Progress) -> str:
         rootfs = Path(tmp) / "rootfs"
         cmd = ["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", "bookworm",
                str(rootfs), DEBIAN_MIRROR]
-        _run(cmd, "debootstrap", progress)
+        _run(cmd, "debootstrap")
         tar_path = Path(tmp) / "rootfs.tar"
-        _run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], "tar of the root filesystem",
-             progress)
+        _run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], "tar of the root filesystem")
         engine.import_rootfs(str(tar_path), BASE_TAG, changes=[
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             f"LABEL {LABEL_MANAGED}=image",
         ])
-    progress(f"base image: {BASE_TAG} imported in {time.monotonic() - t0:.0f}s")
+    log.info(f"base image: {BASE_TAG} imported in {time.monotonic() - t0:.0f}s")
     return BASE_TAG
 
 
-def resolve_jars(system: str, version: str, dest: Path, progress: Progress) -> None:
+def resolve_jars(system: str, version: str, dest: Path) -> None:
     """Copies the runtime classpath of ``system`` ``version`` from Maven Central into ``dest``."""
-    spec = SYSTEMS[system]
+    spec = SYSTEM_IMAGES[system]
     coord = f"{spec.maven_group}:{spec.maven_artifact}:{version}"
     args = [f"-D{system}.version={version}", "-DincludeScope=runtime"]
     profile = spec.profile(version)
     if profile:
         args.append(f"-P{profile}")
     missing = re.compile(re.escape(f"{spec.maven_artifact}:") + r"(jar|pom):" + re.escape(version))
-    _maven_copy(IMAGES_DIR / system / "pom.xml", dest, f"jars of {coord}", progress, args,
+    _maven_copy(IMAGES_DIR / system / "pom.xml", dest, f"jars of {coord}", args,
                 missing=(missing, f"{coord} does not resolve on Maven Central: is {version!r} "
                                   f"a released {system} version?"))
 
 
-def _maven_copy(pom: Path, dest: Path, what: str, progress: Progress, args: list[str],
+def _maven_copy(pom: Path, dest: Path, what: str, args: list[str],
                 missing: tuple[re.Pattern[str], str] | None = None) -> None:
     """``mvn dependency:copy-dependencies`` of ``pom`` into ``dest``, skipped when unchanged."""
     key = _hash_inputs(pom, " ".join(args))
@@ -142,7 +146,7 @@ def _maven_copy(pom: Path, dest: Path, what: str, progress: Progress, args: list
         return
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    progress(f"resolving the {what} from Maven Central")
+    log.info(f"resolving the {what} from Maven Central")
     cmd = ["mvn", "-B", "-q", "-s", str(IMAGES_DIR / "maven-settings.xml"), "-f", str(pom),
            f"-DoutputDirectory={dest}", *args, "dependency:copy-dependencies"]
     try:
@@ -160,39 +164,39 @@ def _maven_copy(pom: Path, dest: Path, what: str, progress: Progress, args: list
     stamp.write_text(key)
 
 
-def _build_jvm(engine: Engine, progress: Progress, force: bool) -> str:
-    base = ensure_base(engine, progress)
+def _build_jvm(engine: Engine, force: bool) -> str:
+    base = ensure_base(engine)
     src = IMAGES_DIR / "jvm"
     inputs = _hash_inputs(src, _image_id(engine, base))
     if not force and _up_to_date(engine, JVM_TAG, inputs):
         return JVM_TAG
     stage = src / "build"
-    _maven_copy(src / "pom.xml", stage / "byteman", "Byteman agent", progress,
+    _maven_copy(src / "pom.xml", stage / "byteman", "Byteman agent",
                 ["-Dmdep.stripVersion=true"])
     shutil.copy2(src / "Dockerfile", stage / "Dockerfile")
-    progress(f"building {JVM_TAG}")
+    log.info(f"building {JVM_TAG}")
     engine.build(str(stage), JVM_TAG, {"BASE": base},
-                 {LABEL_INPUTS: inputs, LABEL_MANAGED: "image"}, progress=None)
+                 {LABEL_INPUTS: inputs, LABEL_MANAGED: "image"})
     return JVM_TAG
 
 
-def ensure_images(engine: Engine, system: str, version: str, *, progress: Progress = print,
+def ensure_images(engine: Engine, system: str, version: str, *,
                   force: bool = False) -> str:
     """Builds (or reuses) the image for ``system`` ``version``; returns its tag."""
     if system not in SYSTEMS:
         raise ImageError(f"unknown system {system!r} (known: {', '.join(SYSTEMS)})")
     if not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise ImageError(f"version {version!r} is not of the form MAJOR.MINOR.PATCH")
-    jvm = _build_jvm(engine, progress, force)
+    jvm = _build_jvm(engine, force)
     tag = image_tag(system, version)
     src = IMAGES_DIR / system
     inputs = _hash_inputs(src, version, _image_id(engine, jvm))
     if not force and _up_to_date(engine, tag, inputs):
-        progress(f"{tag}: up to date")
+        log.info(f"{tag}: up to date")
         return tag
     t0 = time.monotonic()
     stage = src / "build" / version
-    resolve_jars(system, version, stage / "libs", progress)
+    resolve_jars(system, version, stage / "libs")
     for item in src.iterdir():
         if item.name in ("build", "pom.xml"):
             continue
@@ -201,14 +205,14 @@ def ensure_images(engine: Engine, system: str, version: str, *, progress: Progre
             shutil.copytree(item, target, dirs_exist_ok=True)
         else:
             shutil.copy2(item, target)
-    progress(f"building {tag}")
+    log.info(f"building {tag}")
     engine.build(str(stage), tag, {"JVM_IMAGE": jvm, f"{system.upper()}_VERSION": version},
-                 {LABEL_INPUTS: inputs, LABEL_MANAGED: "image"}, progress=None)
-    progress(f"{tag}: built in {time.monotonic() - t0:.0f}s")
+                 {LABEL_INPUTS: inputs, LABEL_MANAGED: "image"})
+    log.info(f"{tag}: built in {time.monotonic() - t0:.0f}s")
     return tag
 
 
-def _run(cmd: list[str], what: str, progress: Progress) -> None:
+def _run(cmd: list[str], what: str) -> None:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     except FileNotFoundError as exc:

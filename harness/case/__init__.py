@@ -8,10 +8,29 @@ The schema is documented in ``cases/SCHEMA.md``.
 from __future__ import annotations
 
 from ._load import find_case_files, load_case, load_case_text, validate_paths
-from .model import (ACTIONS, ANOMALIES, CONDITIONS, ROLE_ANY_BROKER, ROLES_KAFKA, ROLES_PULSAR,
-                    AwaitArgs, Case, ClientSpec, ConsumeArgs, Expect, FaultArgs, HealArgs,
-                    InjectArgs, ProduceArgs, Selector, Step, StepArgs, TopicSpec, UnloadArgs,
-                    roles_for)
+from .model import (
+                    ACTIONS,
+                    ANOMALIES,
+                    CONDITIONS,
+                    ROLE_ANY_BROKER,
+                    ROLES_KAFKA,
+                    ROLES_PULSAR,
+                    AwaitArgs,
+                    Case,
+                    ClientSpec,
+                    ConsumeArgs,
+                    Expect,
+                    FaultArgs,
+                    HealArgs,
+                    InjectArgs,
+                    ProduceArgs,
+                    Selector,
+                    Step,
+                    StepArgs,
+                    TopicSpec,
+                    UnloadArgs,
+                    roles_for,
+)
 
 __all__ = [
     "load_case", "load_case_text", "find_case_files", "validate_paths",

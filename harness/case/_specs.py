@@ -8,11 +8,32 @@ from typing import Any
 
 from harness.clusters import ClusterDef
 
-from ._fields import (NON_NEGATIVE, POSITIVE, Fields, Reader, boolean, choice, error, name,
-                      show, str_map, string)
+from ._fields import (
+    NON_NEGATIVE,
+    POSITIVE,
+    Fields,
+    Reader,
+    boolean,
+    choice,
+    error,
+    name,
+    show,
+    str_map,
+    string,
+)
 from ._yaml import Node
-from .model import (ACKS, ANOMALIES, DEFAULT_OBSERVED, ISOLATION_LEVELS, SUBSCRIPTION_TYPES, VERDICTS,
-                    ClientSpec, Expect, TopicSpec, other_system)
+from .model import (
+    ACKS,
+    ANOMALIES,
+    DEFAULT_OBSERVED,
+    ISOLATION_LEVELS,
+    SUBSCRIPTION_TYPES,
+    VERDICTS,
+    ClientSpec,
+    Expect,
+    TopicSpec,
+    other_system,
+)
 
 __all__ = ["read_topic", "read_client", "read_expect", "read_client_settings"]
 

@@ -11,27 +11,50 @@ from typing import Any
 
 from harness.clusters import ClusterDef
 from harness.errors import CaseError
+from harness.points import available_points
 
-from ._fields import (NON_NEGATIVE, POSITIVE, Fields, boolean, choice, clip, duration, error,
-                      name, number, show, string, suggest, unknown)
-from ._yaml import Node
+from ._fields import (
+    NON_NEGATIVE,
+    POSITIVE,
+    Fields,
+    boolean,
+    choice,
+    clip,
+    duration,
+    error,
+    name,
+    number,
+    show,
+    string,
+    suggest,
+    unknown,
+)
 from ._specs import read_client_settings
-from .model import (ACTIONS, CONDITIONS, DEFAULT_AWAIT_TIMEOUT_S, DEFAULT_INJECT_TIMEOUT_S,
-                    DIRECTIONS, DRIVERS, NODE_FAULTS, SUBSCRIPTION_TYPES, AwaitArgs, ConsumeArgs,
-                    FaultArgs, HealArgs, InjectArgs, ProduceArgs, Selector, Step, StepArgs,
-                    UnloadArgs, other_system, roles_for)
+from ._yaml import Node
+from .model import (
+    ACTIONS,
+    CONDITIONS,
+    DEFAULT_AWAIT_TIMEOUT_S,
+    DEFAULT_INJECT_TIMEOUT_S,
+    DIRECTIONS,
+    DRIVERS,
+    NODE_FAULTS,
+    SUBSCRIPTION_TYPES,
+    AwaitArgs,
+    ConsumeArgs,
+    FaultArgs,
+    HealArgs,
+    InjectArgs,
+    ProduceArgs,
+    Selector,
+    Step,
+    StepArgs,
+    UnloadArgs,
+    other_system,
+    roles_for,
+)
 
 __all__ = ["StepContext", "read_steps", "available_points"]
-
-
-def available_points(system: str, version: str) -> frozenset[str]:
-    """The built-in injection points for ``system`` ``version``.
-
-    Imported on call: :mod:`harness.inject` may itself import the case model.
-    """
-    from harness.inject import available_points as points
-
-    return points(system, version)
 
 
 def _natural(text: str) -> tuple[Any, ...]:

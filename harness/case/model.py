@@ -13,7 +13,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness.clusters import ClusterDef, get_cluster
+from harness.anomalies import ANOMALIES, INFORMATIONAL
+from harness.clusters import SYSTEMS, ClusterDef, get_cluster
 
 __all__ = [
     "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "roles_for", "other_system",
@@ -25,7 +26,6 @@ __all__ = [
     "DRIVERS",
 ]
 
-SYSTEMS = ("kafka", "pulsar")
 ROLES_KAFKA = ("leader", "follower", "controller", "old-leader")
 ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
 #: Valid for both systems: any one broker (Kafka broker, Pulsar broker).
@@ -40,9 +40,6 @@ ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition",
                                                                   "unload")
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
               "no_leader", "leader_is")
-ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "replica-divergence",
-             "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "key-order", "aborted-read",
-             "unexpected")
 DIRECTIONS = ("both", "in", "out")
 ACKS = ("all", "-1", "0", "1")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
@@ -74,8 +71,8 @@ def _no_params() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
-#: Observed (reported, not judged) unless a case limits them.
-DEFAULT_OBSERVED = frozenset({"unseen"})
+#: Observed (reported, not judged) unless a case limits them: the checker's informational ones.
+DEFAULT_OBSERVED = INFORMATIONAL
 
 
 def _zero_limits() -> Mapping[str, int]:

@@ -4,8 +4,8 @@
 :mod:`harness.history`) and the optional ``replicas/*.jsonl`` (records found in
 each replica's log after recovery) and returns a :class:`CheckResult`: anomaly
 counts, a few examples of each, and outcome counts. The anomaly definitions are
-in ``docs/checker.md``; ``bench/reference_checker.py`` implements the same
-definitions in plain Python.
+in ``docs/checker.md``; :mod:`harness.testing.reference_checker` implements the
+same definitions in plain Python.
 """
 
 from __future__ import annotations

@@ -36,8 +36,17 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from harness.check.lines import (ANY_LISTS, BREAK, LONG_LISTS, LONGS, STRING_LISTS, STRINGS, conform, decode,
-                                 split_lines)
+from harness.check.lines import (
+    ANY_LISTS,
+    BREAK,
+    LONG_LISTS,
+    LONGS,
+    STRING_LISTS,
+    STRINGS,
+    conform,
+    decode,
+    split_lines,
+)
 from harness.history import BATCH_EVENTS
 
 __all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "place_dir",
@@ -174,7 +183,7 @@ class _Writers:
         rows, topic_h, part = rows[order], topic_h[order], part[order]
         change = np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
         taken = events.take(pa.array(rows))
-        for lo, hi in zip([0, *change], [*change, rows.size]):
+        for lo, hi in zip([0, *change], [*change, rows.size], strict=False):
             where = os.path.join(PLACED, place_dir(int(topic_h[lo]), int(part[lo])))
             self._writer(where).write_table(taken.slice(lo, hi - lo))
 
@@ -281,8 +290,9 @@ def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> p
             continue
         row = {name: event.get(name) for name in schema.names}
         for name in ANY_LISTS:  # counted, not read
-            if row.get(name) is not None:
-                row[name] = [None] * len(row[name])
+            value = row.get(name)
+            if value is not None:
+                row[name] = [None] * len(value)
         row["_at"] = at
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=schema.append(pa.field("_at", _L)))

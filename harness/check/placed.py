@@ -170,7 +170,7 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
         change[1:] |= (values[k][1:] != values[k][:-1]) | (valid[k][1:] != valid[k][:-1])
     bounds = [*np.flatnonzero(change), n]
     parts = [_group({c: a[lo:hi] for c, a in values.items()}, {c: a[lo:hi] for c, a in valid.items()})
-             for lo, hi in zip(bounds[:-1], bounds[1:])]
+             for lo, hi in zip(bounds[:-1], bounds[1:], strict=False)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 

@@ -1,6 +1,6 @@
 """What a check returns: anomaly counts, a few examples of each, and outcome counts.
 
-Shared by the Spark job and the reference checker (``bench/reference_checker.py``)
+Shared by the Spark job and the reference checker (:mod:`harness.testing.reference_checker`)
 so both render results identically: the anomaly names, the count names, the
 shape of an example and the position fields in it.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from harness.anomalies import ANOMALIES, INFORMATIONAL
 
 __all__ = [
     "ANOMALIES",
@@ -21,24 +23,6 @@ __all__ = [
     "make_result",
     "position_fields",
 ]
-
-#: Anomaly names (Jepsen's), in report order.
-ANOMALIES = (
-    "lost-write",
-    "unseen",
-    "duplicate",
-    "inconsistent-offsets",
-    "replica-divergence",
-    "nonmonotonic-send",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "key-order",
-    "aborted-read",
-    "unexpected",
-)
-
-#: Anomalies that are reported but do not make a run invalid by themselves.
-INFORMATIONAL = frozenset({"unseen"})
 
 #: Outcome counts (not anomalies), in report order.
 COUNTS = (

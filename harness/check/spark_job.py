@@ -339,17 +339,17 @@ class _Job:
     def _conf(self, settings: Mapping[str, str]) -> Iterator[None]:
         """Spark SQL settings for the duration of one step."""
         conf = self.spark.conf
-        before = {key: conf.get(key, None) for key in settings}
+        before: dict[str, str | None] = {key: conf.get(key, None) for key in settings}
         for key, value in settings.items():
             conf.set(key, value)
         try:
             yield
         finally:
-            for key, value in before.items():
-                if value is None:
+            for key, old in before.items():
+                if old is None:
                     conf.unset(key)
                 else:
-                    conf.set(key, value)
+                    conf.set(key, old)
 
     def _bits(self, conditions: Mapping[int, Column]) -> Column:
         F = self.F
@@ -409,8 +409,9 @@ class _Job:
         from the ingest's directory of resets. Only anomaly rows come back."""
         events, mids = self.scratch / "events", self.scratch / "mids"
         placed = events / ingest.PLACED
-        places = {ingest.place_pair(d.name): str(d) for d in placed.iterdir()} if placed.is_dir() else {}
-        acks = {}
+        places: dict[tuple[int | None, int], str] = (
+            {ingest.place_pair(d.name): str(d) for d in placed.iterdir()} if placed.is_dir() else {})
+        acks: dict[tuple[int | None, int], str] = {}
         for topic_dir in mids.glob("ack_topic=*"):
             for part_dir in topic_dir.glob("ack_part=*"):
                 topic, part = (_hive_value(d.name) for d in (topic_dir, part_dir))
@@ -442,7 +443,7 @@ class _Job:
         })
         of_position = F.col("kind").isin(*_POS_KINDS)
         return rows.select(*[F.when(of_position, a).otherwise(b).alias(name)
-                             for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"))])
+                             for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"), strict=False)])
 
     def _key_order_rows(self, events: DataFrame, ranks: _Ranks) -> DataFrame:
         """key-order: Key_Shared run polls (``ks_t`` set at ingest) with a position; per
@@ -543,7 +544,7 @@ class _Job:
             cond = F.lit(False)
             for place in places:
                 match = F.lit(True)
-                for col, value in zip(cols, place):
+                for col, value in zip(cols, place, strict=False):
                     match = match & (F.col(col) == value)
                 cond = cond | match
             return cond

@@ -11,9 +11,9 @@ offsets themselves: that is the checker's job.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-import itertools
 import threading
 import time
 import uuid
@@ -76,7 +76,7 @@ def _mids_json(values: list[bytes | None], n: int) -> str:
     are. Otherwise :func:`parse_mid` per record.
     """
     try:
-        heads = [v.partition(b"|")[0] for v in values]
+        heads = [v.partition(b"|")[0] for v in values]  # type: ignore[union-attr]  # None: below
     except AttributeError:  # a None value (tombstone)
         heads = None
     # a value without "|" is its own head (and only then equal to it)
@@ -214,7 +214,7 @@ class KafkaProducerClient:
 
     def _oks_line(self, batch: list[tuple[str | None, int, int, int | None]]) -> str:
         n = len(batch)
-        mids, partitions, offsets, epochs = (list(col) for col in zip(*batch))
+        mids, partitions, offsets, epochs = (list(col) for col in zip(*batch, strict=False))
         return (f'{self.history.head("oks")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
                 f'"partitions":{_ints_json(partitions, n)},"offsets":{_all_ints_json(offsets, n)},'
                 f'"epochs":{_ints_json(epochs, n)}}}\n')
@@ -258,7 +258,7 @@ class KafkaProducerClient:
         hist = self.history
         hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
                         f'"keys":{keys_js},"partitions":{parts_js}}}\n')
-        for mid, key in zip(mids, keys):
+        for mid, key in zip(mids, keys, strict=False):
             self._produce(mid, key, value_size, partition)
             self.stats.sent += 1
         self.poll(0)
@@ -375,7 +375,7 @@ class KafkaConsumerClient:
             if partitions.count(partitions[0]) == n:
                 self._position[partitions[0]] = offsets[-1]
             else:
-                self._position.update(zip(partitions, offsets))
+                self._position.update(zip(partitions, offsets, strict=False))
 
     def _on_error(self, err: Any, phase: str) -> None:
         code = err.name()

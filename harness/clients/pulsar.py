@@ -19,11 +19,15 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..history import HistoryWriter, make_value, parse_mid
+from ..errors import BackendError
+from ..history import HistoryWriter, make_value, parse_mid, read_events
 from . import paced_sends
 from .kafka import WorkloadStats
+
+if TYPE_CHECKING:
+    from ..backend.cluster import Cluster
 
 __all__ = ["PulsarProducerClient", "PulsarConsumerClient", "PulsarJavaProducer", "client_for"]
 
@@ -259,7 +263,7 @@ class PulsarJavaProducer:
     directory, mounted into the container. ``stop`` writes a stop file the program polls.
     """
 
-    def __init__(self, cluster: Any, run_dir: Path, topic: str, name: str, spec: Any,
+    def __init__(self, cluster: Cluster, run_dir: Path, topic: str, name: str, spec: Any,
                  ready: threading.Event | None = None) -> None:
         self.cluster = cluster
         self.run_dir = Path(run_dir).resolve()
@@ -286,10 +290,6 @@ class PulsarJavaProducer:
             rate: float | None = None, value_size: int = 100, keys: int | None = None,
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 60.0, max_s: float = 600.0) -> WorkloadStats:
-        from ..backend.cluster import this_owner
-        from ..backend.docker import LABEL_CLUSTER, LABEL_MANAGED, LABEL_OWNER
-        from ..errors import BackendError
-
         self.java_dir.mkdir(parents=True, exist_ok=True)
         self.history.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(JAVA_SOURCE, self.java_dir / JAVA_SOURCE.name)
@@ -314,13 +314,6 @@ class PulsarJavaProducer:
             block_if_queue_full=str(spec.block_if_queue_full).lower(),
             **{k: getattr(spec, k) for k in _JAVA_KEYS})
         (self.java_dir / f"{self.name}.properties").write_text(props)
-        engine = self.cluster.engine
-        nets = engine.networks({LABEL_CLUSTER: self.cluster.spec.name})
-        if not nets:
-            raise BackendError(f"cluster {self.cluster.spec.name} has no network (is it up?)")
-        labels = {LABEL_MANAGED: "true", LABEL_CLUSTER: self.cluster.spec.name,
-                  LABEL_OWNER: this_owner(), "io.chaosharness.role": "workload"}
-        image = f"chaos-harness/pulsar:{self.cluster.version}"
         # compiled once per run directory (javac), then run from the class; a second producer of
         # the same run only starts a JVM. The lock keeps two producers from compiling at once.
         classes = f"{_RUN_MOUNT}/java/classes"
@@ -334,20 +327,18 @@ class PulsarJavaProducer:
         cmd = ["sh", "-c", script]
         container_name = f"chaos-pulsar-{self.name}-{uuid.uuid4().hex[:6]}"
         start = time.monotonic()
-        try:  # the docker SDK object of backend/docker.py's Engine (this module imports no SDK)
-            box = engine.client.containers.run(
-                image, cmd, entrypoint=[], name=container_name, labels=labels, detach=True,
-                network=nets[0].name, volumes={str(self.run_dir): {"bind": _RUN_MOUNT, "mode": "rw"}},
-                working_dir=_RUN_MOUNT)
-        except Exception as exc:
-            raise BackendError(f"starting the Java producer {self.name} failed: {exc}") from exc
+        try:  # a helper container of the cluster's image, on its network, owned by this process
+            box = self.cluster.run_helper(container_name, cmd, role="workload",
+                                          mounts={str(self.run_dir): _RUN_MOUNT},
+                                          working_dir=_RUN_MOUNT)
+        except BackendError as exc:
+            raise BackendError(f"the Java producer {self.name}: {exc}") from exc
         hard_end = start + max_s + drain_timeout_s + 60
         try:
             stopping = False
             kill_at = hard_end
             while True:
-                box.reload()
-                if box.status in ("exited", "dead"):
+                if box.status in ("exited", "dead"):  # Container.status inspects it afresh
                     break
                 if not self.ready.is_set() and self._has_ready():
                     self.ready.set()
@@ -359,12 +350,12 @@ class PulsarJavaProducer:
                     box.kill()
                     break
                 time.sleep(0.2)
-            code = box.attrs.get("State", {}).get("ExitCode")
-            logs = box.logs(tail=30).decode("utf-8", "replace")
+            code = box.attrs().get("State", {}).get("ExitCode")
+            logs = box.logs(tail=30)
         finally:
             try:
-                box.remove(force=True)
-            except Exception:
+                box.remove()
+            except BackendError:
                 pass  # already gone; the label sweep of leftovers is the guarantee
             self.ready.set()
         (self.java_dir / f"{self.name}.log").write_text(logs)
@@ -383,8 +374,6 @@ class PulsarJavaProducer:
             return False
 
     def _count(self) -> None:
-        from ..history import read_events
-
         for e in read_events(self.history):
             kind = e["type"]
             if kind == "invoke":

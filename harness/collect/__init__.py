@@ -1,16 +1,16 @@
-"""Evidence from the brokers after a run: logs, truncation lines, replica dumps.
+"""Evidence from the brokers after a run: logs and truncation lines, into :class:`Evidence`.
 
-Writes into the run directory: ``logs/<node>.log`` (the container's whole
-output, which survives kill -9 and restart), ``replicas/<node>.jsonl`` (one
-``replica`` event per record of each replica of the case topic, for the
-checker's divergence test) and returns the truncation events and per-replica
-offsets for ``result.json``. Every step is best effort: a node that cannot be
-read is noted, never fatal, so that a failed run keeps all the rest.
+Writes into the run directory ``logs/<node>.log`` (the container's whole
+output, which survives kill -9 and restart) and gathers the truncation events
+for ``result.json``. What only one system has (Kafka's replica dumps:
+:mod:`harness.systems.kafka_evidence`) is the system adapter's, which fills
+``Evidence.replicas``; this package imports no system. Every step is best
+effort: a node that cannot be read is noted, never fatal, so that a failed run
+keeps all the rest.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,9 +19,8 @@ from typing import Any
 
 from ..backend.cluster import Cluster
 from ..errors import BackendError
-from .segments import log_end_offset, read_partition_dir
 
-__all__ = ["Evidence", "collect_logs", "collect_kafka_replicas", "parse_truncations"]
+__all__ = ["Evidence", "collect_logs", "parse_truncations"]
 
 # Tolerant patterns over Kafka 0.10 .. 4.x formats (see shared research notes).
 _TS = r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]"
@@ -99,45 +98,3 @@ def collect_logs(cluster: Cluster, run_dir: Path, evidence: Evidence, topic: str
         evidence.logs.append(f"logs/{path.name}")
         if node.kind == "broker":
             evidence.truncations.extend(parse_truncations(node.name, text, topic))
-
-
-def collect_kafka_replicas(cluster: Cluster, run_dir: Path, evidence: Evidence, topic: str,
-                           partitions: int, when: str = "after-recovery") -> None:
-    """Dumps every replica of ``topic`` from each broker's files into ``replicas/``."""
-    out_dir = run_dir / "replicas"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for node in (n for n in cluster.nodes() if n.kind == "broker"):
-        hws = _high_watermarks(node)
-        lines = []
-        for p in range(partitions):
-            try:
-                files = list(node.container.get_files(f"/data/kafka/{topic}-{p}"))
-            except BackendError:
-                continue  # not a replica of this partition
-            records = read_partition_dir(files).get((topic, p), [])
-            for r in records:
-                if not r.control:
-                    lines.append(json.dumps({"type": "replica", "client": "collector",
-                                             "node": node.name, "topic": topic, "partition": p,
-                                             "offset": r.offset, "epoch": r.epoch, "mid": r.mid,
-                                             "crc": r.crc}, separators=(",", ":")))
-            evidence.replicas.append({"node": node.name, "topic": topic, "partition": p,
-                                      "log_end_offset": log_end_offset(records),
-                                      "high_watermark": hws.get((topic, p)), "when": when,
-                                      "epochs": sorted({r.epoch for r in records})})
-        (out_dir / f"{node.name}.jsonl").write_text("".join(ln + "\n" for ln in lines))
-
-
-def _high_watermarks(node: Any) -> dict[tuple[str, int], int]:
-    """The broker's last checkpointed high watermarks (``replication-offset-checkpoint``)."""
-    try:
-        files = dict(node.container.get_files("/data/kafka/replication-offset-checkpoint"))
-    except BackendError:
-        return {}
-    out = {}
-    for content in files.values():
-        for line in content.decode(errors="replace").splitlines()[2:]:
-            parts = line.split()
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-                out[(parts[0], int(parts[1]))] = int(parts[2])
-    return out

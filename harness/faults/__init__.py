@@ -19,7 +19,7 @@ from typing import Any
 
 from ..backend.cluster import Cluster, Node
 from ..errors import BackendError, FaultError
-from ..history import HistoryWriter
+from ..history import Recorder
 from ..wait import wait_until
 
 __all__ = ["Nemesis", "FAULTS", "DIRECTIONS"]
@@ -31,7 +31,7 @@ _CHAIN = "CHAOS"
 class Nemesis:
     """Applies and heals faults on one cluster, recording each in the timeline."""
 
-    def __init__(self, cluster: Cluster, timeline: HistoryWriter | None = None) -> None:
+    def __init__(self, cluster: Cluster, timeline: Recorder | None = None) -> None:
         self.cluster = cluster
         self.timeline = timeline
         self.paused: set[str] = set()

@@ -1,14 +1,15 @@
 """Precise crash timing: arm a named replication point with Byteman, learn when it is hit.
 
-Points C1-C5 (shared/seeds/003; table in docs/injection.md) are rules in
-``rules/<system>-<major>.<minor>.btm``. Arming renders the point's rule for
-the case's topic, partition and target offset N, submits it to the broker
-that hosts the point (through the Byteman listener inside the container),
-and returns. When a thread reaches the point, the rule writes one ``HIT``
-line to an event file and holds the thread; :meth:`Injector.await_hit` sees
-the line and the case's next step (typically ``kill9``) runs while the
-thread is held. A user-supplied rule (``inject: {rule: file.btm}``) is
-submitted to every broker and uses the same placeholders and HIT line.
+Points C1-C5 (shared/seeds/003; table in docs/injection.md and in
+:data:`harness.points.POINTS`) are rules in ``rules/<system>-<major>.<minor>.btm``.
+Arming renders the point's rule for the case's topic, partition and target
+offset N, submits it to the broker that hosts the point (through the Byteman
+listener inside the container), and returns. When a thread reaches the point,
+the rule writes one ``HIT`` line to an event file and holds the thread;
+:meth:`Injector.await_hit` sees the line and the case's next step (typically
+``kill9``) runs while the thread is held. A user-supplied rule
+(``inject: {rule: file.btm}``) is submitted to every broker and uses the same
+placeholders and HIT line.
 
 At the kill, the replicas' log end offsets are read from their files, and
 the run states whether the intended interleaving happened (``hit``): for C1
@@ -17,6 +18,7 @@ the leader's LEO was N+1 and the follower's N, and so on (:data:`POINTS`).
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import time
@@ -26,67 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from ..case import InjectArgs, Selector
-from ..errors import BackendError, HarnessError, WaitTimeout
-from ..history import HistoryWriter
+from ..errors import BackendError, InjectError, WaitTimeout
+from ..history import Recorder
+from ..points import POINTS, RULES_DIR, PointSpec, available_points, rule_blocks, rule_file
+from ..systems.kafka_segments import log_end_offset
 from ..wait import wait_until
 
-__all__ = ["available_points", "Injector", "POINTS", "PointSpec", "rule_file", "render_rule"]
-
-RULES_DIR = Path(__file__).resolve().parent / "rules"
+__all__ = ["available_points", "Injector", "POINTS", "PointSpec", "RULES_DIR", "rule_blocks",
+           "rule_file", "render_rule"]
 _SUBMIT = ["java", "-Xmx64m", "-cp", "/opt/byteman/byteman-submit.jar",
            "org.jboss.byteman.agent.submit.Submit", "-p", "9091"]
 _HIT = re.compile(r"^HIT (?P<point>\S+)(?P<fields>.*)$")
-
-
-@dataclass(frozen=True)
-class PointSpec:
-    """Where a point lives and what a hit must look like (offsets relative to N)."""
-
-    role: str  # the node hosting the rule: leader | follower
-    leader_leo: int  # expected leader LEO at the kill, minus N
-    follower_leo: int  # expected follower LEO at the kill, minus N
-    hw: int  # expected high watermark in the HIT line (leader HW, or response HW), minus N
-    hw_field: str  # which HIT field holds it
-    meaning: str
-    seed: str = ("The seed defines this point but reports no run of it; with leader-epoch "
-                 "truncation (KIP-101) no acknowledged record may be lost.")
-
-
-POINTS: dict[str, PointSpec] = {
-    "C1": PointSpec("leader", 1, 0, 0, "hw", "L appended N; its first fetch response carrying N "
-                    "to R is not sent",
-                    "The seed (003, case 1) saw the same: node2 took over as leader, the producer "
-                    "re-sent the in-flight message to it, and node0 restarted as a follower and "
-                    "truncated its unreplicated tail (to 518 from LEO 524 there)."),
-    "C2": PointSpec("follower", 1, 0, 0, "response_hw", "R received the response carrying N "
-                    "but has not processed it"),
-    "C3": PointSpec("follower", 1, 1, 0, "response_hw", "R appended N; its second fetch "
-                    "(offset N+1) is not sent"),
-    "C4": PointSpec("leader", 1, 1, 0, "hw", "L has not processed R's second fetch (HW still N)"),
-    "C5": PointSpec("leader", 1, 1, 1, "hw", "L processed the second fetch (HW N+1); its "
-                    "response has not reached R"),
-}
-
-
-def rule_file(system: str, version: str) -> Path:
-    major_minor = ".".join(version.split(".")[:2])
-    return RULES_DIR / f"{system}-{major_minor}.btm"
-
-
-def _rule_blocks(text: str) -> dict[str, str]:
-    """``RULE <point> ...`` blocks of a rule file, by point name."""
-    blocks = {}
-    for m in re.finditer(r"^RULE (\S+).*?^ENDRULE\s*$", text, re.M | re.S):
-        blocks[m.group(1)] = m.group(0)
-    return blocks
-
-
-def available_points(system: str, version: str) -> frozenset[str]:
-    """The built-in points the rule library has for ``system`` ``version``."""
-    path = rule_file(system, version)
-    if not path.exists():
-        return frozenset()
-    return frozenset(p for p in _rule_blocks(path.read_text()) if p in POINTS)
+log = logging.getLogger(__name__)
 
 
 def render_rule(text: str, values: dict[str, Any]) -> str:
@@ -94,8 +47,8 @@ def render_rule(text: str, values: dict[str, Any]) -> str:
     def sub(m: re.Match[str]) -> str:
         key = m.group(1)
         if key not in values:
-            raise HarnessError(f"rule placeholder @{key}@ is unknown (known: "
-                               f"{', '.join('@' + k + '@' for k in values)})")
+            raise InjectError(f"rule placeholder @{key}@ is unknown (known: "
+                              f"{', '.join('@' + k + '@' for k in values)})")
         return str(values[key])
 
     return re.sub(r"@([A-Z0-9_]+)@", sub, text)
@@ -122,15 +75,17 @@ class _Armed:
 class Injector:
     """Arms points on one run's Kafka cluster and reports hits (one run, many points)."""
 
-    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: HistoryWriter,
-                 progress: Callable[[str], None], hold_ms: int = 120_000) -> None:
+    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: Recorder,
+                 progress: Callable[[str], None] | None = None, hold_ms: int = 120_000) -> None:
+        """``timeline`` records the inject events; ``progress`` (default: this module's log)
+        tells a person what happens."""
         if system.spec.system != "kafka":
-            raise HarnessError("crash-timing points are implemented for Kafka only")
+            raise InjectError("crash-timing points are implemented for Kafka only")
         self.system = system
         self.topic = topic
         self.run_dir = run_dir
         self.timeline = timeline
-        self.progress = progress
+        self.progress: Callable[[str], None] = progress or log.info
         self.hold_ms = hold_ms
         self.armed: dict[str, _Armed] = {}
         self._disarmed: list[_Armed] = []
@@ -148,9 +103,9 @@ class Injector:
             spec = POINTS.get(args.point)
             nodes = [b for b in self.system.brokers() if b.container.status == "running"]
         else:
-            blocks = _rule_blocks(rule_file("kafka", version).read_text())
+            blocks = rule_blocks(rule_file("kafka", version).read_text())
             if args.point not in blocks:
-                raise HarnessError(f"point {args.point} has no rule for kafka {version}")
+                raise InjectError(f"point {args.point} has no rule for kafka {version}")
             text = blocks[args.point]
             spec = POINTS[args.point]
             nodes = [leader if spec.role == "leader" else follower]
@@ -189,9 +144,9 @@ class Injector:
             node.container.put_file(path, rules.encode())
             code, out = node.container.exec([*_SUBMIT, "-u" if unload else "-l", path])
         except BackendError as exc:
-            raise HarnessError(f"submitting rules to {node.name} failed: {exc}") from exc
+            raise InjectError(f"submitting rules to {node.name} failed: {exc}") from exc
         if code != 0 or "ERROR" in out or "Exception" in out:
-            raise HarnessError(f"Byteman rejected the rules on {node.name}: {out.strip()[-600:]}")
+            raise InjectError(f"Byteman rejected the rules on {node.name}: {out.strip()[-600:]}")
 
     # -- hits --------------------------------------------------------------------------------
     def _read_hit(self, armed: _Armed) -> dict[str, Any] | None:
@@ -214,7 +169,7 @@ class Injector:
     def await_hit(self, point: str, timeout: float) -> dict[str, Any]:
         armed = self.armed.get(point)
         if armed is None:
-            raise HarnessError(f"point {point} is not armed")
+            raise InjectError(f"point {point} is not armed")
         try:
             hit = wait_until(lambda: self._read_hit(armed), timeout=timeout, interval=0.1,
                              max_interval=0.5, what=f"a thread to reach point {point} "
@@ -223,6 +178,7 @@ class Injector:
         except WaitTimeout:
             self.timeline.record("inject", point=point, node=None, status="timeout", detail=None)
             raise
+        assert hit is not None  # wait_until returns a truthy value or raises
         armed.hit = hit
         armed.at_hit = self.replica_offsets("hit", armed)
         self.timeline.record("inject", point=point, node=hit["node"], status="hit", detail=hit)
@@ -241,8 +197,6 @@ class Injector:
     def replica_offsets(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
         """The armed partition's log end offset on each of its replicas, read from the files
         (a dead node's files too)."""
-        from ..collect.segments import log_end_offset
-
         out = []
         for node in self.system.brokers():
             if node.name not in (armed.leader, armed.follower):
@@ -307,7 +261,7 @@ class Injector:
         request; it is loaded only now, or it would release the hold at once.
         """
         version = self.system.cluster.version
-        release = _rule_blocks(rule_file("kafka", version).read_text()).get("RELEASE") \
+        release = rule_blocks(rule_file("kafka", version).read_text()).get("RELEASE") \
             if rule_file("kafka", version).exists() else None
         for armed in list(self.armed.values()):
             live = [n for n in armed.nodes if n.container.status == "running"]
@@ -316,7 +270,7 @@ class Injector:
                     if release:
                         self._submit(node, render_rule(release, {"KEY": armed.key}),
                                      armed.key + "-release")
-                except HarnessError:
+                except InjectError:
                     pass  # nothing to release on a node that cannot take rules
             if release and live:
                 time.sleep(1.5)  # brokers handle requests many times a second

@@ -1,7 +1,8 @@
-"""HTML reports of chaos runs: a self-contained page per run and an index of runs."""
+"""Run reports: a self-contained HTML page per run, an index of runs, and a plain-text summary."""
 
 from __future__ import annotations
 
 from harness.report.render import render_index, render_run
+from harness.report.text import format_result
 
-__all__ = ["render_run", "render_index"]
+__all__ = ["render_run", "render_index", "format_result"]

@@ -219,7 +219,7 @@ def line_chart(chart_id: str, title: str, axis: Axis, lines: Sequence[tuple[str,
     series = [
         Series(name, tone, " ".join(f"{x_of(axis.start + (i + 0.5) * axis.step):.1f},{y_of(v):.1f}"
                                     for i, v in enumerate(values)), sum(counts.values()))
-        for (name, tone, counts), values in zip(lines, rates)
+        for (name, tone, counts), values in zip(lines, rates, strict=True)
     ]
 
     def y0_of(tone: str, lane: int) -> float:
@@ -229,7 +229,7 @@ def line_chart(chart_id: str, title: str, axis: Axis, lines: Sequence[tuple[str,
 
     markers = [
         Marker(x_of(t), y0_of(tone, lane), tone, label, title, lane, anchor)
-        for (t, tone, label, title), (lane, anchor) in zip(grouped, lanes)
+        for (t, tone, label, title), (lane, anchor) in zip(grouped, lanes, strict=True)
     ]
     tick = next((s for s in _TICK_STEPS if axis.seconds / s <= x_ticks), _TICK_STEPS[-1])
     return Chart(

@@ -1,9 +1,12 @@
-"""Reading a run directory for the report: ``result.json``, histories, timeline.
+"""Reading a run directory for the report: its result, histories and timeline.
 
-Everything here is tolerant: an errored or crashed run may lack any file or
-key, and the report must still render what there is. Histories are streamed
-and reduced to per-second counts, so a run of millions of events costs only
-its buckets in memory.
+``result.json`` is read only through :meth:`RunResult.read` (the one parser of it);
+:class:`LoadedRun` adds what the report needs around it: the directory, why the
+result is unusable when it is (the page and the index still render, verdict
+``unknown``), and parsed times for sorting. Histories and the timeline are
+tolerant: an errored or crashed run may lack any file or key. Histories are
+streamed and reduced to per-second counts, so a run of millions of events costs
+only its buckets in memory.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from harness.errors import ResultError
 from harness.history import history_files, position_key, read_events
+from harness.result import Expectation, RunResult
 
 __all__ = [
-    "Result",
+    "LoadedRun",
     "Rates",
     "TimelineEntry",
-    "load_result",
+    "load_run",
     "scan_history",
     "scan_timeline",
     "scan_owners",
@@ -32,17 +37,8 @@ __all__ = [
     "safe_href",
 ]
 
-VERDICTS = ("pass", "fail", "error")
 RESTORE_ACTIONS = frozenset({"start", "resume", "heal"})
 PartitionKey = tuple[str, int]
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list_of_dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _text(value: Any) -> str | None:
@@ -62,11 +58,12 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1
 
 
-def _timestamp(value: Any) -> datetime | None:
-    if not isinstance(value, str):
+def _timestamp(value: str | None) -> datetime | None:
+    """An ISO 8601 time of ``result.json`` (UTC when it names no zone); None if it is not one."""
+    if value is None:
         return None
     try:
-        stamp = datetime.fromisoformat(value)
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
@@ -87,84 +84,57 @@ def safe_href(path: Any) -> str | None:
 
 
 @dataclass(frozen=True)
-class Result:
-    """``result.json`` of one run, with every key defaulted and types checked."""
+class LoadedRun:
+    """A run directory as the report shows it: its :class:`RunResult`, or why there is none.
+
+    With a ``problem`` (``result.json`` missing, unreadable or malformed: the
+    :class:`ResultError` message), ``result`` is an empty one named after the
+    directory and the verdict shown is ``unknown``; the rest of the directory
+    (histories, timeline, logs) is still shown.
+    """
 
     run_dir: Path
-    run_id: str
-    verdict: str  # pass | fail | error | unknown
-    case: str | None = None
-    case_file: str | None = None
-    description: str | None = None
-    system: str | None = None
-    cluster: str | None = None
-    version: str | None = None
-    started: datetime | None = None
-    finished: datetime | None = None
-    duration_s: float | None = None
-    error: str | None = None
-    counts: dict[str, Any] = field(default_factory=dict)
-    anomalies: dict[str, Any] = field(default_factory=dict)
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    expectations: list[dict[str, Any]] = field(default_factory=list)
-    injection: dict[str, Any] | None = None
-    raw_story: list[str] = field(default_factory=list)
-    observed: list[str] = field(default_factory=list)
-    truncations: list[dict[str, Any]] = field(default_factory=list)
-    replicas: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    files: dict[str, Any] = field(default_factory=dict)
-    problem: str | None = None  # why result.json could not be used, if it could not
+    result: RunResult
+    problem: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """pass | fail | error, as the run wrote it; unknown without a usable result."""
+        return "unknown" if self.problem else self.result.verdict
+
+    @property
+    def started(self) -> datetime | None:
+        return _timestamp(self.result.started)
+
+    @property
+    def finished(self) -> datetime | None:
+        return _timestamp(self.result.finished)
 
     @property
     def sort_time(self) -> float:
-        """Newest-first ordering key: start time, else the directory's mtime."""
+        """Newest-first ordering key: start time, else finish, else the directory's mtime."""
         stamp = self.started or self.finished
-        return stamp.timestamp() if stamp else self.run_dir.stat().st_mtime
+        if stamp:
+            return stamp.timestamp()
+        try:
+            return self.run_dir.stat().st_mtime
+        except OSError:  # removed while the index is written: sorts last
+            return 0.0
+
+    def expectation(self, name: str) -> Expectation | None:
+        """The judged expectation ``name`` (an anomaly kind, ``injection hit``, ...), if any."""
+        return next((e for e in self.result.expectations if e.name == name), None)
 
 
-def load_result(run_dir: str | os.PathLike[str]) -> Result:
-    """The run's ``result.json``; a missing or unreadable one gives verdict ``unknown``."""
+def load_run(run_dir: str | os.PathLike[str]) -> LoadedRun:
+    """The run in ``run_dir``; never raises for a bad ``result.json`` (see :class:`LoadedRun`)."""
     run_dir = Path(run_dir)
-    path = run_dir / "result.json"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except FileNotFoundError:
-        return Result(run_dir, run_dir.name, "unknown", problem="result.json is missing")
-    except (OSError, json.JSONDecodeError) as exc:
-        return Result(run_dir, run_dir.name, "unknown", problem=f"result.json is unreadable: {exc}")
-    if not isinstance(raw, dict):
-        return Result(run_dir, run_dir.name, "unknown", problem="result.json is not an object")
-    verdict = str(raw.get("verdict") or "").lower()
-    examples = {str(kind): _list_of_dicts(items) for kind, items in _dict(raw.get("examples")).items()}
-    return Result(
-        run_dir=run_dir,
-        run_id=_text(raw.get("run_id")) or run_dir.name,
-        verdict=verdict if verdict in VERDICTS else "unknown",
-        case=_text(raw.get("case")),
-        case_file=_text(raw.get("case_file")),
-        description=_text(raw.get("description")),
-        system=_text(raw.get("system")),
-        cluster=_text(raw.get("cluster")),
-        version=_text(raw.get("version")),
-        started=_timestamp(raw.get("started")),
-        finished=_timestamp(raw.get("finished")),
-        duration_s=_float(raw.get("duration_s")),
-        error=_text(raw.get("error")),
-        counts=_dict(raw.get("counts")),
-        anomalies=_dict(raw.get("anomalies")),
-        examples=examples,
-        expectations=_list_of_dicts(raw.get("expectations")),
-        injection=raw.get("injection") if isinstance(raw.get("injection"), dict) else None,
-        observed=[str(x) for x in raw.get("observed") or [] if isinstance(x, str)]
-        if isinstance(raw.get("observed"), list) else [],
-        raw_story=[str(x) for x in raw.get("story") or [] if isinstance(x, (str, int, float))]
-        if isinstance(raw.get("story"), list) else [],
-        truncations=_list_of_dicts(raw.get("truncations")),
-        replicas=_list_of_dicts(raw.get("replicas")),
-        steps=_list_of_dicts(raw.get("steps")),
-        files=_dict(raw.get("files")),
-    )
+        return LoadedRun(run_dir, RunResult.read(run_dir))
+    except ResultError as exc:
+        # the message starts with the file's path; inside the run's page it is just result.json
+        problem = str(exc).removeprefix(f"{run_dir}{os.sep}")
+        return LoadedRun(run_dir, RunResult(run_dir.name), problem)
 
 
 def short_topic(topic: str) -> str:
@@ -451,7 +421,8 @@ def _entry(event: dict[str, Any]) -> TimelineEntry | None:
                              _join(f"step {_text(event.get('index'))}", _text(event.get("name")), status),
                              _join(_text(event.get("error")), _pairs(event.get("detail"))), marker=False)
     if kind == "mark":
-        return TimelineEntry(t, kind, "mark", _text(event.get("label")) or "mark", _pairs(event.get("detail")))
+        return TimelineEntry(t, kind, "mark", _text(event.get("label")) or "mark",
+                             _pairs(event.get("detail")))
     return None
 
 

@@ -20,8 +20,16 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.errors import HarnessError
 from harness.report.chart import Axis, Chart, line_chart, peak
-from harness.report.load import (Rates, Result, TimelineEntry, load_result, safe_href, scan_history,
-                                 scan_owners, scan_timeline)
+from harness.report.load import (
+    LoadedRun,
+    Rates,
+    TimelineEntry,
+    load_run,
+    safe_href,
+    scan_history,
+    scan_owners,
+    scan_timeline,
+)
 
 __all__ = ["render_run", "render_index"]
 
@@ -92,16 +100,15 @@ def _link(run_dir: Path, rel: Any) -> Link:
     return Link(label, href, href is not None and (run_dir / label).exists())
 
 
-def _files(result: Result) -> dict[str, list[Link]]:
+def _files(run: LoadedRun) -> dict[str, list[Link]]:
     """Links to the case file, broker logs and raw data, listed or found on disk."""
-    run_dir = result.run_dir
+    run_dir, result = run.run_dir, run.result
     listed = result.files.get("logs")
     logs = {str(p) for p in listed} if isinstance(listed, list) else set()
     logs |= {f"logs/{p.name}" for p in run_dir.glob("logs/*.log")}
     case = result.files.get("case")
-    data = [p.relative_to(run_dir).as_posix()
-            for p in [run_dir / "result.json", run_dir / "timeline.jsonl", *sorted(run_dir.glob("history/*.jsonl"))]
-            if p.is_file()]
+    raw = [run_dir / "result.json", run_dir / "timeline.jsonl", *sorted(run_dir.glob("history/*.jsonl"))]
+    data = [p.relative_to(run_dir).as_posix() for p in raw if p.is_file()]
     return {
         "Case": [_link(run_dir, case)] if case else [],
         "Broker logs": [_link(run_dir, rel) for rel in sorted(logs)],
@@ -186,11 +193,14 @@ def _flow_rows(rates: Rates, owners: dict[int, list[str]], t0: float | None) -> 
     return rows
 
 
-def _anomaly_rows(result: Result) -> list[dict[str, Any]]:
-    """Anomaly rows: every kind counted or exemplified, with its first examples."""
+def _anomaly_rows(run: LoadedRun) -> list[dict[str, Any]]:
+    """Anomaly rows: every kind counted or exemplified, with its first examples and the
+    judge's expectation of it (None for a kind the case only observes)."""
+    result = run.result
     kinds = dict.fromkeys([*result.anomalies, *result.examples])
     return [
-        {"kind": kind, "count": result.anomalies.get(kind),
+        {"kind": kind, "count": result.anomalies.get(kind), "observed": kind in result.observed,
+         "expectation": run.expectation(kind),
          "examples": result.examples.get(kind, [])[:MAX_EXAMPLES],
          "more": max(len(result.examples.get(kind, [])) - MAX_EXAMPLES, 0)}
         for kind in kinds
@@ -207,21 +217,22 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise HarnessError(f"{run_dir}: no such run directory")
-    result = load_result(run_dir)
+    run = load_run(run_dir)
     rates = scan_history(run_dir)
     entries = sorted([*scan_timeline(run_dir), *_reset_entries(rates)], key=lambda e: e.t)
     charts = _charts(rates, entries)
-    files = _files(result)
+    files = _files(run)
     logs = {Path(link.label).stem: link for link in files["Broker logs"] if link.href}
     html = _env().get_template("run.html.j2").render(
-        r=result,
-        anomalies=_anomaly_rows(result),
+        run=run,
+        r=run.result,
+        anomalies=_anomaly_rows(run),
         charts=charts,
         t0=charts.axis.start if charts else None,
         entries=entries,
         key_order=sorted(rates.key_order.values(), key=lambda k: k.subscription),
         flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
-        replicas=[{**row, "uncommitted": _uncommitted(row)} for row in result.replicas],
+        replicas=[{**row, "uncommitted": _uncommitted(row)} for row in run.result.replicas],
         files=files,
         logs=logs,
         generated=datetime.now(timezone.utc),
@@ -234,9 +245,9 @@ def render_index(reports_dir: str | os.PathLike[str]) -> Path:
     reports_dir = Path(reports_dir)
     if not reports_dir.is_dir():
         raise HarnessError(f"{reports_dir}: no such reports directory")
-    runs = sorted((load_result(d) for d in reports_dir.iterdir()
+    runs = sorted((load_run(d) for d in reports_dir.iterdir()
                    if d.is_dir() and ((d / "result.json").is_file() or (d / "history").is_dir())),
-                  key=lambda r: (r.sort_time, r.run_id), reverse=True)
+                  key=lambda r: (r.sort_time, r.result.run_id), reverse=True)
     html = _env().get_template("index.html.j2").render(
         runs=[(r, (r.run_dir / REPORT_NAME).is_file()) for r in runs],
         totals=Counter(r.verdict for r in runs),

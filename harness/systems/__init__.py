@@ -1,30 +1,36 @@
-"""System adapters (Kafka, Pulsar) over a running cluster: readiness, topics, roles."""
+"""System adapters (Kafka, Pulsar) over a running cluster: readiness, topics, roles.
+
+Both implement :class:`~harness.systems.base.System`; what only one of them can do
+is an optional protocol in :mod:`harness.systems.base`.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING
+
+from .base import System
 
 if TYPE_CHECKING:
     from ..backend.cluster import Cluster
+
+__all__ = ["System", "fit_for_reuse", "open_system"]
+
+log = logging.getLogger(__name__)
+
+
+def open_system(cluster: Cluster) -> System:
+    """The adapter for the cluster's system."""
     from .kafka import KafkaSystem
     from .pulsar import PulsarSystem
 
-__all__ = ["open_system", "fit_for_reuse"]
+    systems: dict[str, Callable[[Cluster], System]] = {KafkaSystem.name: KafkaSystem,
+                                                        PulsarSystem.name: PulsarSystem}
+    return systems[cluster.spec.system](cluster)
 
 
-def open_system(cluster: Cluster) -> Union[KafkaSystem, PulsarSystem]:
-    """The adapter for the cluster's system."""
-    if cluster.spec.system == "kafka":
-        from .kafka import KafkaSystem
-
-        return KafkaSystem(cluster)
-    from .pulsar import PulsarSystem
-
-    return PulsarSystem(cluster)
-
-
-def fit_for_reuse(system: Any, cluster: Any, progress: Callable[[str], None],
+def fit_for_reuse(system: System, cluster: Cluster,
                   ready_s: Callable[[float], float] = lambda s: s) -> bool:
     """Makes a reused, ready cluster fit for another case; False when it had to be recreated.
 
@@ -38,12 +44,12 @@ def fit_for_reuse(system: Any, cluster: Any, progress: Callable[[str], None],
     problem = system.reuse_problem()
     if problem is None:
         return True
-    progress(f"the reused cluster is unfit ({problem}); trying the remedy")
-    progress(f"remedy: {system.reuse_remedy(problem)}")
+    log.info("the reused cluster is unfit (%s); trying the remedy", problem)
+    log.info("remedy: %s", system.reuse_remedy(problem))
     system.wait_ready(timeout=ready_s(90))
     problem = system.reuse_problem()
     if problem is None:
         return True
-    progress(f"still unfit after the remedy ({problem}); recreating the cluster")
-    cluster.up(progress, reuse=False)
+    log.info("still unfit after the remedy (%s); recreating the cluster", problem)
+    cluster.up(reuse=False)
     return False

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import SystemError_
+from ..clusters import ClusterDef
+from ..errors import AdminError
 
 T = TypeVar("T")
 _LOG = logging.getLogger("harness.zookeeper")
@@ -14,10 +15,18 @@ _LOG.addHandler(logging.NullHandler())
 _LOG.propagate = False
 
 
+def zk_port(spec: ClusterDef) -> int:
+    """The loopback port of the cluster's ZooKeeper node (``zk``)."""
+    port = spec.node("zk").host_port if "zk" in spec.node_names else None
+    if port is None:
+        raise AdminError(f"cluster {spec.name} has no ZooKeeper on loopback")
+    return port
+
+
 def zk_call(port: int, what: str, fn: Callable[[Any], T]) -> T:
     """Runs ``fn(client)`` on a kazoo client connected to 127.0.0.1:``port``.
 
-    A missing node or any client error becomes SystemError_ naming ``what``.
+    A missing node or any client error becomes AdminError naming ``what``.
     """
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoNodeError
@@ -28,9 +37,9 @@ def zk_call(port: int, what: str, fn: Callable[[Any], T]) -> T:
         client.start(timeout=10)
         return fn(client)
     except NoNodeError as exc:
-        raise SystemError_(f"ZooKeeper has no {what}") from exc
+        raise AdminError(f"ZooKeeper has no {what}") from exc
     except Exception as exc:
-        raise SystemError_(f"reading {what} from ZooKeeper failed: {exc}") from exc
+        raise AdminError(f"reading {what} from ZooKeeper failed: {exc}") from exc
     finally:
         try:
             client.stop()

@@ -11,15 +11,22 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..backend.cluster import Cluster, Node
-from ..collect.segments import SegmentRecord, read_partition_dir
-from ..errors import HarnessError, SystemError_, WaitTimeout
+from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
-from ._zk import zk_call
+from ._zk import zk_call, zk_port
+from .base import ConsumerClient, Leader, Mark, ProducerClient
+from .kafka_segments import LOG_DIR, SegmentRecord, read_partition_dir
+
+if TYPE_CHECKING:
+    from ..case import ClientSpec, TopicSpec
+    from ..collect import Evidence
+    from ..history import HistoryWriter
 
 __all__ = ["KafkaSystem", "PartitionState", "ControllerState"]
 
@@ -52,6 +59,8 @@ class ControllerState:
 
 class KafkaSystem:
     """Admin view of a Kafka cluster. Node names are ``kafka-<broker id>``."""
+
+    name: ClassVar[str] = "kafka"
 
     def __init__(self, cluster: Cluster) -> None:
         from confluent_kafka.admin import AdminClient
@@ -127,9 +136,9 @@ class KafkaSystem:
                 outcome = wait_until(created, timeout=timeout, what=f"topic {name} created",
                                      logs=self.cluster.node_logs)
             except WaitTimeout as exc:
-                raise SystemError_(f"creating topic {name} failed: {exc}") from exc
+                raise AdminError(f"creating topic {name} failed: {exc}") from exc
             if outcome is not True:
-                raise SystemError_(f"creating topic {name} failed: {outcome}")
+                raise AdminError(f"creating topic {name} failed: {outcome}")
             wait_until(all_led, timeout=timeout,
                        what=f"topic {name}: every partition led with a full ISR",
                        logs=self.cluster.node_logs)
@@ -141,7 +150,7 @@ class KafkaSystem:
             try:
                 all_led()
                 return
-            except SystemError_ as exc:
+            except AdminError as exc:
                 if attempt == 3 or "UNKNOWN_TOPIC" not in str(exc):
                     raise
 
@@ -163,14 +172,14 @@ class KafkaSystem:
                 fut.result(timeout=40)
             except Exception as exc:
                 if "UNKNOWN_TOPIC" not in str(exc):
-                    raise SystemError_(f"deleting topic {name} failed: {exc}") from exc
+                    raise AdminError(f"deleting topic {name} failed: {exc}") from exc
         if self.spec.mode == "zk" and settle_s > 0:
             def pending(zk: Any) -> list[str]:
                 return [n for n in names if zk.exists(f"/admin/delete_topics/{n}")
                         or zk.exists(f"/brokers/topics/{n}")]
 
             try:
-                wait_until(lambda: not zk_call(self.spec.node("zk").host_port, "topic deletions", pending),
+                wait_until(lambda: not zk_call(zk_port(self.spec), "topic deletions", pending),
                            timeout=settle_s, interval=0.2, max_interval=1.0,
                            what=f"the controller to finish deleting {', '.join(names)}")
             except WaitTimeout:
@@ -221,7 +230,7 @@ class KafkaSystem:
             a for a in answers if not isinstance(a, str))
         errors = [a for a in answers if isinstance(a, str)]
         if not votes:
-            raise SystemError_(f"no broker answered for {topic}-{partition}: {'; '.join(errors)}")
+            raise AdminError(f"no broker answered for {topic}-{partition}: {'; '.join(errors)}")
         leader, replicas, isr = votes.most_common(1)[0][0]
         return PartitionState(topic, partition, leader, replicas, isr, None)
 
@@ -242,7 +251,7 @@ class KafkaSystem:
 
     def replica_log(self, node: Node, topic: str, partition: int = 0) -> list[SegmentRecord]:
         """The records in ``node``'s copy of the partition, read from its files (works while it is down)."""
-        files = node.container.get_files(f"/data/kafka/{topic}-{partition}")
+        files = node.container.get_files(f"{LOG_DIR}/{topic}-{partition}")
         return read_partition_dir(files).get((topic, partition), [])
 
     # -- controller ---------------------------------------------------------------
@@ -257,8 +266,8 @@ class KafkaSystem:
         """ZooKeeper mode: delete ``/controller`` so the brokers elect a controller afresh
         (the documented remedy for a controller stuck on stale broker epochs)."""
         if self.spec.mode != "zk":
-            raise SystemError_("a forced controller election is for ZooKeeper mode only")
-        zk_call(self.spec.node("zk").host_port, "/controller",
+            raise AdminError("a forced controller election is for ZooKeeper mode only")
+        zk_call(zk_port(self.spec), "/controller",
                 lambda zk: zk.delete("/controller"))
 
     def reuse_problem(self) -> str | None:
@@ -323,7 +332,7 @@ class KafkaSystem:
 
         def has_it(node: Node) -> bool:
             try:
-                return node.container.exec(["test", "-d", f"/data/kafka/{name}-0"])[0] == 0
+                return node.container.exec(["test", "-d", f"{LOG_DIR}/{name}-0"])[0] == 0
             except Exception:  # a paused or stopped container cannot run the check
                 return False
 
@@ -340,7 +349,7 @@ class KafkaSystem:
         finally:
             try:
                 self.delete_topics([name])
-            except SystemError_:
+            except AdminError:
                 pass  # a leftover probe topic is harmless: topics() hides "__" names
         return None
 
@@ -357,9 +366,101 @@ class KafkaSystem:
             epoch = re.search(r"LeaderEpoch:\s*(\d+)", out)
             if code == 0 and leader:
                 return ControllerState(int(leader.group(1)), int(epoch.group(1)) if epoch else None)
-        raise SystemError_("could not read the KRaft quorum leader from any running node")
+        raise AdminError("could not read the KRaft quorum leader from any running node")
+
+    # -- the System protocol (harness.systems.base) --------------------------------------
+    def create_case_topic(self, topic: str, spec: TopicSpec) -> list[Mark]:
+        config = {"unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),
+                  **dict(spec.config)}
+        if spec.min_insync_replicas is not None:
+            config["min.insync.replicas"] = str(spec.min_insync_replicas)
+        self.create_topic(topic, spec.partitions, spec.replication_factor, config)
+        return []
+
+    def leader_of(self, topic: str, partition: int) -> Leader:
+        leader = int(self.partition_state(topic, partition).leader)
+        return Leader(leader, self.node_name(leader) if leader >= 0 else None)
+
+    def leader_ref(self, node: Node | str) -> int:
+        return self.broker_id(node)
+
+    def leadership(self, topic: str, partition: int) -> dict[str, Any]:
+        state = self.partition_state(topic, partition)
+        event = state.as_event()
+        event["leader_node"] = self.node_name(state.leader) if state.leader >= 0 else None
+        event["isr_nodes"] = [self.node_name(b) for b in state.isr]
+        return event
+
+    def converged(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        states = [self.partition_state(topic, p) for p in range(partitions)]
+        return all(s.leader >= 0 and len(s.isr) == replication_factor for s in states)
+
+    def isr_size(self, topic: str, partition: int) -> int:
+        return len(self.partition_state(topic, partition).isr)
+
+    def resolve_role(self, role: str, topic: str, partition: int,
+                     last_leader: Callable[[], str | None]) -> Node:
+        if role == "controller":
+            return self.cluster.node(self.node_name(self.controller().broker))
+        if role == "leader":
+            node = self.leader(topic, partition)
+            if node is None:
+                raise FaultError(f"leader: partition {partition} of {topic} has no leader (-1)")
+            return node
+        if role == "follower":
+            state = self.partition_state(topic, partition)
+            leader = state.leader
+            if leader < 0:  # leaderless: the followers are the replicas other than the last leader
+                last = last_leader()
+                leader = self.broker_id(last) if last else -1
+            in_sync = [b for b in state.replicas if b != leader and b in state.isr]
+            others = in_sync or [b for b in state.replicas if b != leader]
+            if not others:
+                raise FaultError(f"follower: partition {partition} of {topic} has no follower")
+            return self.cluster.node(self.node_name(others[0]))
+        raise FaultError(f"unknown kafka role {role!r}")
+
+    def producer(self, topic: str, history: HistoryWriter, client: ClientSpec) -> ProducerClient:
+        from ..clients.kafka import KafkaProducerClient, producer_config
+
+        return KafkaProducerClient(producer_config(self.spec.bootstrap, client), topic, history)
+
+    def consumer(self, topic: str, history: HistoryWriter, client: ClientSpec,
+                 group: str | None) -> ConsumerClient:
+        from ..clients.kafka import KafkaConsumerClient
+
+        return KafkaConsumerClient(self.spec.bootstrap, topic, history, group=group,
+                                   isolation_level=client.isolation_level)
+
+    def recovery_read(self, topic: str, history: HistoryWriter, client: ClientSpec,
+                      partitions: int) -> dict[str, Any]:
+        from ..clients.kafka import KafkaConsumerClient
+
+        return KafkaConsumerClient(self.spec.bootstrap, topic, history,
+                                   isolation_level=client.isolation_level
+                                   ).read_all(partitions).as_dict()
+
+    def collect_evidence(self, run_dir: Path, evidence: Evidence, topic: str,
+                         partitions: int) -> None:
+        """Each replica's records, read from its files (``replicas/<node>.jsonl``)."""
+        from .kafka_evidence import collect_kafka_replicas
+
+        try:
+            collect_kafka_replicas(self.cluster, run_dir, evidence, topic, partitions)
+        except HarnessError as exc:
+            evidence.problems.append(f"replicas: {exc}")
+
+    def stuck_controller(self, timeout: float) -> str | None:
+        """ZooKeeper mode, every broker running: a controller that fails its state changes
+        (:meth:`broken_controller`) or does not reach every broker
+        (:meth:`controller_problem`); None otherwise (and always in KRaft mode)."""
+        if self.spec.mode != "zk":
+            return None
+        if not all(n.container.status == "running" for n in self.brokers()):
+            return None
+        return self.broken_controller() or self.controller_problem(timeout=timeout)
 
     # -- ZooKeeper ------------------------------------------------------------------
     def _zk_get(self, path: str) -> Any:
-        raw = zk_call(self.spec.node("zk").host_port, path, lambda zk: zk.get(path)[0])
+        raw = zk_call(zk_port(self.spec), path, lambda zk: zk.get(path)[0])
         return json.loads(raw.decode())

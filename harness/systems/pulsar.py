@@ -15,20 +15,29 @@ wherever a topic is.
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 import re
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..backend.cluster import Cluster, Node
-from ..errors import HarnessError, SystemError_, WaitTimeout
+from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
-from ._zk import zk_call
+from ._zk import zk_call, zk_port
+from .base import ConsumerClient, Leader, Mark, ProducerClient
+
+if TYPE_CHECKING:
+    from ..case import ClientSpec, TopicSpec
+    from ..collect import Evidence
+    from ..history import HistoryWriter
 
 __all__ = ["PulsarSystem", "LedgerState", "CLUSTER_NAME"]
 
@@ -39,7 +48,7 @@ DEFAULT_QUORUMS = (2, 2, 2)
 _BROKER_HTTP_PORT = 8080
 _BOOKIE_PORT = 3181
 _MAX_REDIRECTS = 5
-#: kazoo logs every refused connection while ZooKeeper starts; failures surface as SystemError_.
+#: kazoo logs every refused connection while ZooKeeper starts; failures surface as AdminError.
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ class LedgerState:
                 "ensembles": {str(k): list(v) for k, v in self.ensembles.items()}}
 
 
-class _HttpStatus(SystemError_):
+class _HttpStatus(AdminError):
     """A REST call answered with an error status (kept for the callers that expect some)."""
 
     def __init__(self, message: str, status: int) -> None:
@@ -81,6 +90,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 class PulsarSystem:
     """Admin view of a Pulsar cluster (two brokers, three bookies, one ZooKeeper)."""
+
+    name: ClassVar[str] = "pulsar"
 
     def __init__(self, cluster: Cluster, request_timeout: float = 10.0) -> None:
         self.cluster = cluster
@@ -106,7 +117,7 @@ class PulsarSystem:
         name = node if isinstance(node, str) else node.name
         port = self.spec.node(name).admin_port
         if port is None:
-            raise SystemError_(f"{name} is not a Pulsar broker (no admin port)")
+            raise AdminError(f"{name} is not a Pulsar broker (no admin port)")
         return f"http://127.0.0.1:{port}"
 
     def service_url(self, node: Node | str) -> str:
@@ -138,7 +149,7 @@ class PulsarSystem:
             return partition
         if partition == 0:
             return None
-        raise SystemError_(f"{full} is not partitioned: it has no partition {partition}")
+        raise AdminError(f"{full} is not partitioned: it has no partition {partition}")
 
     def _node_for_url(self, url: str) -> Node:
         """The broker a lookup or redirect URL points at (internal or external form)."""
@@ -147,7 +158,7 @@ class PulsarSystem:
         for spec in self.spec.nodes_of("pulsar-broker"):
             if host == spec.name or (host == "127.0.0.1" and port in (spec.host_port, spec.admin_port)):
                 return self.cluster.node(spec.name)
-        raise SystemError_(f"{url!r} names no broker of cluster {self.spec.name}")
+        raise AdminError(f"{url!r} names no broker of cluster {self.spec.name}")
 
     def _bookie_node(self, bookie_id: str) -> Node:
         return self.cluster.node(bookie_id.rsplit(":", 1)[0])
@@ -160,7 +171,7 @@ class PulsarSystem:
 
         Follows Pulsar's 307 redirects to another broker through that broker's published
         port. Returns the decoded JSON body (the raw text when it is not JSON, None when
-        empty); raises SystemError_ (``_HttpStatus`` for an HTTP error status).
+        empty); raises AdminError (``_HttpStatus`` for an HTTP error status).
         """
         targets = [n if isinstance(n, str) else n.name for n in nodes] if nodes is not None \
             else self._broker_order()
@@ -172,9 +183,9 @@ class PulsarSystem:
                 return self._call(method, self.admin_url(name) + path, body, timeout)
             except _HttpStatus:
                 raise
-            except SystemError_ as exc:
+            except AdminError as exc:
                 errors.append(f"{name}: {exc}")
-        raise SystemError_(f"{method} {path}: no broker answered ({'; '.join(errors)})")
+        raise AdminError(f"{method} {path}: no broker answered ({'; '.join(errors)})")
 
     def _broker_order(self) -> list[str]:
         """Running brokers first: a paused one accepts connections (docker-proxy) but never answers."""
@@ -208,14 +219,14 @@ class PulsarSystem:
                                   exc.code) from None
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
-                raise SystemError_(f"{method} {url}: {reason}") from None
+                raise AdminError(f"{method} {url}: {reason}") from None
             if not raw:
                 return None
             try:
                 return json.loads(raw)
             except ValueError:
                 return raw
-        raise SystemError_(f"{method} {url}: more than {_MAX_REDIRECTS} redirects")
+        raise AdminError(f"{method} {url}: more than {_MAX_REDIRECTS} redirects")
 
     def _rewrite(self, location: str) -> str:
         """A redirect target on loopback: internal broker hosts become their published ports."""
@@ -257,8 +268,9 @@ class PulsarSystem:
                    timeout=timeout, what=f"{self.spec.name}: all {len(brokers)} brokers registered",
                    logs=logs)
         for b in brokers:
-            wait_until(lambda b=b: self.broker_healthy(b), timeout=timeout,
-                       what=f"{self.spec.name}: {b} health check", logs=lambda b=b: self.cluster.node_logs([b]))
+            wait_until(functools.partial(self.broker_healthy, b), timeout=timeout,
+                       what=f"{self.spec.name}: {b} health check",
+                       logs=functools.partial(self.cluster.node_logs, [b]))
         wait_until(self.leader_broker, timeout=timeout, what=f"{self.spec.name}: a leader broker",
                    logs=logs)
 
@@ -374,11 +386,11 @@ class PulsarSystem:
                 self._request("PUT", path, timeout=30)
         except _HttpStatus as exc:
             if exc.status != 409:  # 409: already exists
-                raise SystemError_(f"creating topic {name} failed: {exc}") from exc
+                raise AdminError(f"creating topic {name} failed: {exc}") from exc
         self._partition_counts[self.topic_name(name)] = partitions
         parts: list[int | None] = list(range(partitions)) if partitions > 0 else [None]
         for p in parts:  # loads every partition on its owner (a first ledger is opened)
-            wait_until(lambda p=p: self.current_ledger(name, p), timeout=timeout,
+            wait_until(functools.partial(self.current_ledger, name, p), timeout=timeout,
                        what=f"topic {self.topic_name(name, p)}: owned with an open ledger",
                        logs=self.cluster.node_logs)
 
@@ -395,11 +407,11 @@ class PulsarSystem:
             return
         base = tuple(int(defaults.get(k, d)) for k, d in zip(
             ("managedLedgerDefaultEnsembleSize", "managedLedgerDefaultWriteQuorum",
-             "managedLedgerDefaultAckQuorum"), DEFAULT_QUORUMS))
-        e, w, a = (v if v is not None else d for v, d in zip((ensemble, write_quorum, ack_quorum), base))
+             "managedLedgerDefaultAckQuorum"), DEFAULT_QUORUMS, strict=False))
+        e, w, a = (v if v is not None else d for v, d in zip((ensemble, write_quorum, ack_quorum), base, strict=False))
         if not e >= w >= a >= 1:
-            raise SystemError_(f"topic {name}: need ensemble >= write quorum >= ack quorum >= 1, "
-                               f"got {e}/{w}/{a}")
+            raise AdminError(f"topic {name}: need ensemble >= write quorum >= ack quorum >= 1, "
+                             f"got {e}/{w}/{a}")
         if (e, w, a) == base:
             return
         policy = {"bookkeeperEnsemble": e, "bookkeeperWriteQuorum": w, "bookkeeperAckQuorum": a,
@@ -421,7 +433,7 @@ class PulsarSystem:
             return False
 
         for p in parts:
-            wait_until(lambda p=p: on_new_ledger(p), timeout=timeout, interval=1.0,
+            wait_until(functools.partial(on_new_ledger, p), timeout=timeout, interval=1.0,
                        what=f"topic {self.topic_name(name, p)}: a ledger with quorums {e}/{w}/{a}",
                        logs=self.cluster.node_logs)
 
@@ -436,7 +448,7 @@ class PulsarSystem:
                     self._request("DELETE", path, query={"force": "true"}, timeout=60)
             except _HttpStatus as exc:
                 if exc.status != 404:
-                    raise SystemError_(f"deleting topic {name} failed: {exc}") from exc
+                    raise AdminError(f"deleting topic {name} failed: {exc}") from exc
             self._partition_counts.pop(self.topic_name(name), None)
 
     def topics(self, namespace: str = "public/default") -> list[str]:
@@ -452,7 +464,7 @@ class PulsarSystem:
         partition = self._part(topic, partition)
         data = self._request("GET", f"/lookup/v2/topic/{self._topic_path(topic, partition)}", timeout=30)
         if not isinstance(data, dict) or "brokerUrl" not in data:
-            raise SystemError_(f"lookup of {self.topic_name(topic, partition)} returned {data!r}")
+            raise AdminError(f"lookup of {self.topic_name(topic, partition)} returned {data!r}")
         return data
 
     def owner(self, topic: str, partition: int | None = None) -> Node:
@@ -465,7 +477,7 @@ class PulsarSystem:
         others = [n for n in self.brokers() if n.name != owner.name]
         running = [n for n in others if n.container.status == "running"]
         if not (running or others):
-            raise SystemError_(f"no broker other than {owner.name}")
+            raise AdminError(f"no broker other than {owner.name}")
         return (running or others)[0]
 
     def bundle(self, topic: str, partition: int | None = None) -> str:
@@ -550,7 +562,7 @@ class PulsarSystem:
         data = self._request("GET", f"/admin/v2/{self._topic_path(topic, partition)}/internalStats",
                              query={"metadata": str(metadata).lower()}, timeout=30)
         if not isinstance(data, dict):
-            raise SystemError_(f"internal stats of {self.topic_name(topic, partition)}: {data!r}")
+            raise AdminError(f"internal stats of {self.topic_name(topic, partition)}: {data!r}")
         return data
 
     def current_ledger(self, topic: str, partition: int | None = None) -> LedgerState:
@@ -559,7 +571,7 @@ class PulsarSystem:
         tn = self.topic_name(topic, partition)
         ledgers = self.internal_stats(topic, partition).get("ledgers") or []
         if not ledgers or not ledgers[-1].get("metadata"):
-            raise SystemError_(f"{tn} has no current ledger yet")
+            raise AdminError(f"{tn} has no current ledger yet")
         last = ledgers[-1]
         return _parse_ledger(tn, int(last["ledgerId"]), str(last["metadata"]))
 
@@ -567,9 +579,78 @@ class PulsarSystem:
         """The bookies of the current ledger's latest ensemble (where new entries go)."""
         return [self._bookie_node(b) for b in self.current_ledger(topic, partition).current_ensemble]
 
+    # -- the System protocol (harness.systems.base) ----------------------------------------------
+    def create_case_topic(self, topic: str, spec: TopicSpec) -> list[Mark]:
+        self.create_topic(topic, spec.partitions, ensemble=spec.ensemble,
+                          write_quorum=spec.write_quorum, ack_quorum=spec.ack_quorum,
+                          deduplication=spec.deduplication or None)  # False: broker default
+        if not spec.spread:
+            return []
+        owners = self.spread(topic, spec.partitions)
+        return [Mark("partitions spread over the brokers", {str(p): o for p, o in owners.items()})]
+
+    def leader_of(self, topic: str, partition: int) -> Leader:
+        owner = self.owner(topic, partition)
+        name = owner.name if owner else None
+        return Leader(name, name)
+
+    def leader_ref(self, node: Node | str) -> str:
+        return node if isinstance(node, str) else node.name
+
+    def leadership(self, topic: str, partition: int) -> dict[str, Any]:
+        owner = self.owner(topic, partition)
+        name = owner.name if owner else None
+        return {"topic": topic, "partition": partition, "leader": name, "leader_node": name}
+
+    def converged(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        return all(self.owner(topic, p) for p in range(partitions))
+
+    def resolve_role(self, role: str, topic: str, partition: int,
+                     last_leader: Callable[[], str | None]) -> Node:
+        if role == "owner":
+            return self.owner(topic, partition)
+        if role == "non-owner":
+            return self.non_owner(topic, partition)
+        if role == "bookie":
+            ensemble = self.ledger_ensemble(topic, partition)
+            if not ensemble:
+                raise FaultError(f"bookie: partition {partition} of {topic} has no open ledger yet")
+            return ensemble[0]
+        if role == "zookeeper":
+            return self.cluster.node("zk")
+        raise FaultError(f"unknown pulsar role {role!r}")
+
+    def producer(self, topic: str, history: HistoryWriter, client: ClientSpec) -> ProducerClient:
+        from ..clients.pulsar import PulsarProducerClient
+
+        return PulsarProducerClient(self.spec.bootstrap, topic, history, client)
+
+    def consumer(self, topic: str, history: HistoryWriter, client: ClientSpec,
+                 group: str | None) -> ConsumerClient:
+        from ..clients.pulsar import PulsarConsumerClient
+
+        return PulsarConsumerClient(self.spec.bootstrap, topic, history, client, subscription=group)
+
+    def recovery_read(self, topic: str, history: HistoryWriter, client: ClientSpec,
+                      partitions: int) -> dict[str, Any]:
+        from ..clients.pulsar import PulsarConsumerClient
+
+        return PulsarConsumerClient(self.spec.bootstrap, topic, history, client
+                                    ).read_all(partitions).as_dict()
+
+    def collect_evidence(self, run_dir: Path, evidence: Evidence, topic: str,
+                         partitions: int) -> None:
+        """Nothing beyond the logs: a bookie's ledger storage has no per-record dump here."""
+
+    def java_producer(self, run_dir: Path, topic: str, name: str, client: ClientSpec,
+                      ready: threading.Event | None) -> Any:
+        from ..clients.pulsar import PulsarJavaProducer
+
+        return PulsarJavaProducer(self.cluster, run_dir, topic, name, client, ready)
+
     # -- ZooKeeper ----------------------------------------------------------------------------------
     def _zk(self, fn: Any, what: str) -> Any:
-        return zk_call(self.spec.node("zk").host_port, what, fn)
+        return zk_call(zk_port(self.spec), what, fn)
 
 
 _META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state)=([A-Z_0-9]+)")
@@ -609,7 +690,7 @@ def _parse_ledger(topic: str, ledger_id: int, text: str) -> LedgerState:
     fields = dict(_META_FIELD.findall(text))
     block = _ENSEMBLES.search(text)
     if block is None or not {"ensembleSize", "writeQuorumSize", "ackQuorumSize"} <= fields.keys():
-        raise SystemError_(f"unexpected ledger metadata for {topic} ledger {ledger_id}: {text[:300]}")
+        raise AdminError(f"unexpected ledger metadata for {topic} ledger {ledger_id}: {text[:300]}")
     ensembles = {int(first): tuple(b.strip() for b in members.split(",") if b.strip())
                  for first, members in _ENSEMBLE.findall(block.group(1))}
     return LedgerState(topic, ledger_id, fields.get("state", "?"), int(fields["ensembleSize"]),

@@ -22,16 +22,17 @@ CASES = Path(__file__).resolve().parents[2] / "cases" / "kafka"
 def test_on_kraft_39(chaos_run, name: str) -> None:
     outcome = chaos_run(CASES / f"{name}.yaml", cluster="kafka-kraft", version="3.9.2")
     res = outcome.result
-    assert outcome.exit_code == 0, res.get("error") or res.get("expectations")
+    assert outcome.exit_code == 0, res.error or res.expectations
     if name.startswith("c"):
-        assert res["injection"]["hit"], res["injection"]
+        assert res.injection is not None and res.injection.hit, res.injection
 
 
 def test_c1_on_kraft_41(chaos_run) -> None:
     outcome = chaos_run(CASES / "c1.yaml", cluster="kafka-kraft", version="4.1.2")
-    assert outcome.exit_code == 0, outcome.result.get("error") or outcome.result.get("expectations")
-    assert outcome.result["injection"]["hit"]
-    truncated = [t for t in outcome.result["truncations"] if t["offset"] == outcome.result["injection"]["n"]]
+    res = outcome.result
+    assert outcome.exit_code == 0, res.error or res.expectations
+    assert res.injection is not None and res.injection.hit
+    truncated = [t for t in res.truncations if t["offset"] == res.injection.n]
     assert truncated, "the old leader should truncate the unreplicated record N"
 
 
@@ -39,7 +40,7 @@ def test_c1_on_kraft_41(chaos_run) -> None:
 def test_s2_on_kraft_split(chaos_run, name: str) -> None:
     outcome = chaos_run(CASES / f"{name}.yaml", cluster="kafka-kraft-split", version="3.9.2")
     res = outcome.result
-    assert outcome.exit_code == 0, res.get("error") or res.get("expectations")
-    assert res["verdict"] == ("pass" if name.endswith("off") else "fail")
+    assert outcome.exit_code == 0, res.error or res.expectations
+    assert res.verdict == ("pass" if name.endswith("off") else "fail")
     if name.endswith("on"):  # the out-of-sync follower led: the old leader truncated
-        assert int(res["anomalies"].get("lost-write", 0)) > 0, res["anomalies"]
+        assert res.anomalies.get("lost-write", 0) > 0, res.anomalies

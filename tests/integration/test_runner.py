@@ -13,6 +13,7 @@ import pytest
 
 from harness.backend.docker import LABEL_OWNER, Engine
 from harness.history import read_events
+from harness.result import Expectation
 
 pytestmark = [pytest.mark.docker, pytest.mark.kafka]
 DATA = Path(__file__).resolve().parent.parent / "data" / "integration"
@@ -22,11 +23,11 @@ def test_violated_expectation_fails_with_a_readable_message(chaos_run) -> None:
     outcome = chaos_run(DATA / "violated.yaml")
     assert outcome.exit_code == 1
     res = outcome.result
-    assert res["verdict"] == "fail" and res["anomalies"]["lost-write"] == 50
-    row = next(r for r in res["expectations"] if r["name"] == "lost-write")
-    assert row == {"name": "lost-write", "expected": "<= 0", "observed": 50, "ok": False}
+    assert res.verdict == "fail" and res.anomalies["lost-write"] == 50
+    row = next(r for r in res.expectations if r.name == "lost-write")
+    assert row == Expectation(name="lost-write", expected="<= 0", observed=50, ok=False)
     # the examples name the lost records, and the report shows them
-    assert all(e["mid"].startswith("produce-3-") for e in res["examples"]["lost-write"])
+    assert all(e["mid"].startswith("produce-3-") for e in res.examples["lost-write"])
     html = outcome.report.read_text()
     assert "lost-write" in html and "produce-3-" in html
     # what pytest would print for it

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness import cli, runner
+from harness import cli, run
+from harness.result import RunResult
 
 CASE = Path(__file__).resolve().parents[2] / "cases" / "kafka" / "zk-kill-leader.yaml"
 
@@ -22,9 +23,9 @@ def test_run_passes_the_owner_of_a_kept_cluster(monkeypatch: pytest.MonkeyPatch,
 
     def fake_run_case(case: Any, **kw: Any) -> Any:
         seen.update(kw)
-        return runner.RunOutcome(tmp_path, {"verdict": "pass", "expected_verdict": "pass"})
+        return run.RunOutcome(tmp_path, RunResult("x", verdict="pass", as_expected=True))
 
-    monkeypatch.setattr(runner, "run_case", fake_run_case)
+    monkeypatch.setattr(run, "run_case", fake_run_case)
     cli.main(["run", *flags, "--reports", str(tmp_path), str(CASE)])
     assert seen["keep_cluster"] is keep and seen["owner"] == owner
 

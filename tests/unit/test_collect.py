@@ -6,8 +6,8 @@ import struct
 import zlib
 
 from harness.collect import parse_truncations
-from harness.collect.segments import log_end_offset, read_partition_dir, read_segment
 from harness.history import make_value
+from harness.systems.kafka_segments import log_end_offset, read_partition_dir, read_segment
 
 
 def _varint(n: int) -> bytes:

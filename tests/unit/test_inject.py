@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.inject import POINTS, _rule_blocks, available_points, render_rule, rule_file
+from harness.inject import render_rule
+from harness.points import POINTS, available_points, rule_blocks, rule_file
 
 
 @pytest.mark.parametrize("version", ["3.9.2", "4.1.2"])
 def test_every_point_has_a_rule_for_supported_versions(version: str) -> None:
     assert available_points("kafka", version) == frozenset(POINTS)
-    blocks = _rule_blocks(rule_file("kafka", version).read_text())
+    blocks = rule_blocks(rule_file("kafka", version).read_text())
     assert "RELEASE" in blocks  # loaded only at disarm
     for point, text in blocks.items():
         rendered = render_rule(text, {"TOPIC": "t", "PARTITION": 0, "N": 5, "N1": 6, "KEY": "k",

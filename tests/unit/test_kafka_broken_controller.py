@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.errors import SystemError_
+from harness.errors import AdminError
 from harness.systems.kafka import ControllerState, KafkaSystem
 
 ELECTED = "[2026-11-22 12:07:27,416] INFO [Controller id=1] 1 successfully elected as the controller."
@@ -47,7 +47,7 @@ def test_kraft_and_an_unreadable_controller_are_not_judged() -> None:
     system = _system(BROKEN)
 
     def fails() -> ControllerState:
-        raise SystemError_("ZooKeeper has no /controller")
+        raise AdminError("ZooKeeper has no /controller")
 
     system.controller = fails  # type: ignore[method-assign]
     assert system.broken_controller() is None

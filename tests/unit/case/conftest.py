@@ -1,4 +1,4 @@
-"""Fixtures for the case tests: a fixed set of injection points, whatever harness.inject offers."""
+"""Fixtures for the case tests: a fixed set of injection points, whatever harness.points offers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ _REAL_AVAILABLE_POINTS: PointsFn = _steps.available_points
 
 
 def fake_points(system: str, version: str) -> frozenset[str]:
-    """What the tests pretend harness.inject.available_points returns: C4 needs Kafka 4."""
+    """What the tests pretend harness.points.available_points returns: C4 needs Kafka 4."""
     if system == "pulsar":
         return frozenset({"P1", "P2"})
     return frozenset({"C1", "C2", "C3"} | ({"C4"} if version.startswith("4.") else set()))
@@ -31,5 +31,5 @@ def _fixed_points() -> Iterator[None]:
 
 @pytest.fixture
 def real_available_points() -> PointsFn:
-    """The loader's own ``available_points`` (which asks harness.inject), not the fake."""
+    """The loader's own ``available_points`` (harness.points'), not the fake."""
     return _REAL_AVAILABLE_POINTS

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harness import points
 from harness.case import load_case, load_case_text
 from harness.errors import CaseError
 
@@ -164,15 +163,12 @@ def test_unreadable_files(tmp_path: Path) -> None:
         load_case(binary)
 
 
-def test_points_come_from_harness_inject(monkeypatch: pytest.MonkeyPatch,
+def test_points_come_from_harness_points(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                          real_available_points: PointsFn) -> None:
-    calls = []
-
-    def offered(system: str, version: str) -> frozenset[str]:
-        calls.append((system, version))
-        return frozenset({"X1"})
-
-    monkeypatch.setitem(sys.modules, "harness.inject",
-                        types.SimpleNamespace(available_points=offered))
-    assert real_available_points("kafka", "4.1.2") == frozenset({"X1"})
-    assert calls == [("kafka", "4.1.2")]
+    # The loader offers exactly what the points table and the rule library offer (a leaf
+    # module: the case model never imports harness.inject).
+    assert real_available_points is points.available_points
+    (tmp_path / "kafka-4.1.btm").write_text("RULE C1 x\nENDRULE\nRULE X1 y\nENDRULE\n")
+    monkeypatch.setattr(points, "RULES_DIR", tmp_path)
+    assert real_available_points("kafka", "4.1.2") == frozenset({"C1"})
+    assert real_available_points("kafka", "3.9.2") == frozenset()

@@ -10,8 +10,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.case import (ACTIONS, ANOMALIES, CONDITIONS, ROLES_KAFKA, ROLES_PULSAR, Case,
-                          load_case_text)
+from harness.case import ACTIONS, ANOMALIES, CONDITIONS, ROLES_KAFKA, ROLES_PULSAR, Case, load_case_text
 from harness.errors import CaseError
 
 GOOD = sorted((Path(__file__).resolve().parents[2] / "data" / "cases" / "good").glob("*.yaml"))

@@ -7,9 +7,23 @@ from types import MappingProxyType
 
 import pytest
 
-from harness.case import (ANOMALIES, AwaitArgs, Case, ClientSpec, ConsumeArgs, Expect, FaultArgs,
-                          HealArgs, InjectArgs, ProduceArgs, Selector, Step, TopicSpec, load_case,
-                          load_case_text)
+from harness.case import (
+    ANOMALIES,
+    AwaitArgs,
+    Case,
+    ClientSpec,
+    ConsumeArgs,
+    Expect,
+    FaultArgs,
+    HealArgs,
+    InjectArgs,
+    ProduceArgs,
+    Selector,
+    Step,
+    TopicSpec,
+    load_case,
+    load_case_text,
+)
 from harness.case.model import DEFAULT_AWAIT_TIMEOUT_S, DEFAULT_CASE_TIMEOUT_S
 from harness.clusters import PULSAR_VERSIONS
 

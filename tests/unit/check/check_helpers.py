@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.check import ANOMALIES
-from harness.check.synthetic import Profile
+from harness.testing.synthetic import Profile
 
 
 def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:

@@ -10,8 +10,8 @@ import pytest
 
 from harness.check import ANOMALIES, COUNTS, check_run, spark_job
 from harness.check.result import make_result, position_fields
-from harness.check.synthetic import Profile, generate
 from harness.errors import CheckError
+from harness.testing.synthetic import Profile, generate
 
 
 def test_result_is_complete_json_and_judged() -> None:

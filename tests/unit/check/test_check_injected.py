@@ -7,13 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from check_helpers import example_mids, profiles
 from hypothesis import HealthCheck, given, settings
 
 from harness.check import ANOMALIES, CheckResult, check_run
-from harness.check.synthetic import Expected, Profile, generate
 from harness.history import BATCH_EVENTS, expand_batch, position_key, read_events
-
-from check_helpers import example_mids, profiles
+from harness.testing.synthetic import Expected, Profile, generate
 
 SPARK = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,17 +7,16 @@ import json
 import random
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from check_helpers import profiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.check import check_run, ingest
-from harness.check.synthetic import Profile, generate
 from harness.history import BATCH_EVENTS
-
-from check_helpers import profiles
+from harness.testing import reference_checker
+from harness.testing.synthetic import Profile, generate
 
 PURE = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SPARK = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,10 +128,10 @@ def _damage_batch(event: dict, rng: random.Random, mids: list[str]) -> None:
 
 @PURE
 @given(profiles(inject=True))
-def test_reference_finds_what_was_injected(tmp_path_factory, reference: ModuleType, profile: Profile) -> None:
+def test_reference_finds_what_was_injected(tmp_path_factory, profile: Profile) -> None:
     run = tmp_path_factory.mktemp("ref")
     expected = generate(run, profile)
-    result = reference.check(run)
+    result = reference_checker.check(run)
     assert result.anomalies == expected.anomalies
     assert result.counts == expected.counts
 
@@ -140,15 +139,14 @@ def test_reference_finds_what_was_injected(tmp_path_factory, reference: ModuleTy
 @SPARK
 @given(profiles(inject=True), st.integers(0, 1 << 32), st.integers(1, 60))
 def test_spark_agrees_with_reference_on_damaged_histories(
-        tmp_path_factory, reference: ModuleType, profile: Profile, seed: int, edits: int) -> None:
+        tmp_path_factory, profile: Profile, seed: int, edits: int) -> None:
     run = tmp_path_factory.mktemp("damaged")
     generate(run, profile)
     mangle(run, random.Random(seed), edits)
-    assert check_run(run) == reference.check(run)
+    assert check_run(run) == reference_checker.check(run)
 
 
-def test_file_order_survives_split_files(tmp_path, reference: ModuleType,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_order_survives_split_files(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Files read as several splits (1 MiB each here) in blocks (64 KiB): poll and send
     order is still file order, and no line is lost or read twice at the seams."""
     monkeypatch.setattr(ingest, "SPLIT_BYTES", 1 << 20)
@@ -158,4 +156,4 @@ def test_file_order_survives_split_files(tmp_path, reference: ModuleType,
     assert max(f.stat().st_size for f in tmp_path.glob("history/*.jsonl")) > 3 << 19
     result = check_run(tmp_path)
     assert result.anomalies == expected.anomalies
-    assert result == reference.check(tmp_path)
+    assert result == reference_checker.check(tmp_path)

@@ -80,11 +80,11 @@ def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -
     out_dir.mkdir()
     run = ingest.kernel(str(out_dir))
     tasks = ingest.plan([] if replicas else [str(path)], [str(path)] if replicas else [], split_bytes)
-    names = pa.RecordBatch.from_pylist([dict(zip(("path", "file", "replicas", "start", "stop"), t))
+    names = pa.RecordBatch.from_pylist([dict(zip(("path", "file", "replicas", "start", "stop"), t, strict=False))
                                         for t in tasks]).schema.names
     found = set()
     for task in tasks:
-        for batch in run([pa.RecordBatch.from_pylist([dict(zip(names, task))])]):
+        for batch in run([pa.RecordBatch.from_pylist([dict(zip(names, task, strict=False))])]):
             found |= {(r["client"], r["topic"], r["polled"], r["rc"]) for r in batch.to_pylist()}
     rows = _read_layout(out_dir)
     # the tasks' names: (client, topic, partition of a poll, read_committed poll or meta)
@@ -98,7 +98,7 @@ def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -
     ks_t = [r["ks_t"] for r in rows]
     return [(r["code"], r["mid"], r["topic"], r["part"], r["pl"], r["pe"], r["pb"], r["client"], r["flags"],
              r["node"], None if t is None or not math.isfinite(t) else t, r["ks_sub"], r["ks_key"])
-            for r, t in zip(rows, ks_t)]
+            for r, t in zip(rows, ks_t, strict=False)]
 
 
 def _poll(**fields: Any) -> dict[str, Any]:

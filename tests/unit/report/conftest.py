@@ -1,10 +1,12 @@
 """Synthetic run directories for the report tests.
 
 Tests reach everything through the ``make_run`` fixture (no imports from this
-file, so any pytest import mode works). ``make_run()`` writes a complete run: ~20 s of produce/consume history over
-three partitions (partition 0 loses its leader at t+8 s and stops acking for
-three seconds), a recovery read, a timeline with faults, an injection, leader
-snapshots and steps, broker logs and a ``result.json``.
+file, so any pytest import mode works). ``make_run()`` writes a complete run:
+~20 s of produce/consume history over three partitions (partition 0 loses its
+leader at t+8 s and stops acking for three seconds), a recovery read, a timeline
+with faults, an injection, leader snapshots and steps, broker logs and a
+``result.json`` (as ``RunResult.to_json`` gives it; overrides are raw JSON, so a
+test can write a malformed one).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from harness.result import Expectation, InjectionSummary, RunResult, StepRecord
 
 START = datetime(2026, 11, 22, 1, 30, tzinfo=timezone.utc)
 SECONDS = 20
@@ -80,32 +84,33 @@ def _timeline(t0: float) -> Iterable[dict[str, Any]]:
 
 
 def _result(run_id: str, at: datetime, overrides: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "schema": 1, "run_id": run_id, "case": "kafka-zk-kill-leader", "case_file": "cases/kafka/kill-leader.yaml",
-        "description": "Kill the leader of t/0 mid-stream.", "system": "kafka", "cluster": "kafka-zk",
-        "version": "3.9.2", "started": at.isoformat().replace("+00:00", "Z"),
-        "finished": at.isoformat().replace("+00:00", "Z"), "duration_s": 42.1,
-        "verdict": "fail", "error": None,
-        "counts": {"invoked": 2400, "ok": 2280, "fail": 0, "info": 120, "polled": 2280, "recovered": 2280},
-        "anomalies": {"lost-write": 0, "duplicate": 2, "unseen": 0},
-        "examples": {"duplicate": [{"mid": "p0-17", "topic": "t", "partition": 0, "offset": 18, "client": "c0"},
-                                   {"mid": "p0-18", "topic": "t", "partition": 0, "offset": 19, "client": "c0"}]},
-        "expectations": [{"name": "lost-write", "expected": "<= 0", "observed": 0, "ok": True},
-                         {"name": "duplicate", "expected": "<= 0", "observed": 2, "ok": False}],
-        "injection": {"point": "C1", "hit": True, "node": "kafka-1", "detail": {"leo": 524, "hw": 523},
-                      "expected": "leader dies with an uncommitted suffix", "observed": "leo 524 > hw 523"},
-        "truncations": [{"node": "kafka-1", "topic": "t", "partition": 0, "offset": 518,
-                         "line": "[UnifiedLog partition=t-0] Truncating to offset 518"}],
-        "replicas": [{"node": "kafka-1", "topic": "t", "partition": 0, "log_end_offset": 524,
-                      "high_watermark": 518, "when": "kill"},
-                     {"node": "kafka-2", "topic": "t", "partition": 0, "log_end_offset": 518,
-                      "high_watermark": 518, "when": "kill"}],
-        "steps": [{"index": 0, "action": "produce", "label": "steps[0].produce", "status": "done",
-                   "t": at.timestamp(), "duration_s": 20.0, "error": None},
-                  {"index": 1, "action": "kill9", "label": "steps[1].kill9", "status": "done",
-                   "t": at.timestamp() + 8, "duration_s": 0.3, "error": None}],
-        "files": {"logs": ["logs/kafka-1.log", "logs/kafka-2.log"], "case": "case.yaml"},
-    }
+    """The JSON of a failed run (``RunResult.to_json``), with raw ``overrides`` (``...`` drops a key)."""
+    stamp = at.isoformat().replace("+00:00", "Z")
+    result = RunResult(
+        run_id, case="kafka-zk-kill-leader", case_file="cases/kafka/kill-leader.yaml",
+        description="Kill the leader of t/0 mid-stream.", system="kafka", cluster="kafka-zk",
+        version="3.9.2", topic="t", started=stamp, finished=stamp, duration_s=42.1, verdict="fail",
+        observed=["unseen"],
+        counts={"invoked": 2400, "ok": 2280, "fail": 0, "info": 120, "polled": 2280, "recovered": 2280},
+        anomalies={"lost-write": 0, "duplicate": 2, "unseen": 0},
+        examples={"duplicate": [
+            {"mid": "p0-17", "topic": "t", "partition": 0, "offset": 18, "client": "c0"},
+            {"mid": "p0-18", "topic": "t", "partition": 0, "offset": 19, "client": "c0"}]},
+        expectations=[Expectation("lost-write", "<= 0", 0, True), Expectation("duplicate", "<= 0", 2, False)],
+        injection=InjectionSummary("C1", 518, leader="kafka-1", follower="kafka-2", hit=True, node="kafka-1",
+                                   detail={"leo": 524, "hw": 523},
+                                   expected="leader dies with an uncommitted suffix",
+                                   observed="leo 524 > hw 523"),
+        truncations=[{"node": "kafka-1", "topic": "t", "partition": 0, "offset": 518,
+                      "line": "[UnifiedLog partition=t-0] Truncating to offset 518"}],
+        replicas=[{"node": "kafka-1", "topic": "t", "partition": 0, "log_end_offset": 524,
+                   "high_watermark": 518, "when": "kill"},
+                  {"node": "kafka-2", "topic": "t", "partition": 0, "log_end_offset": 518,
+                   "high_watermark": 518, "when": "kill"}],
+        steps=[StepRecord(0, "produce", "steps[0].produce", 12, at.timestamp(), "done", duration_s=20.0),
+               StepRecord(1, "kill9", "steps[1].kill9", 16, at.timestamp() + 8, "done", duration_s=0.3)],
+        files={"logs": ["logs/kafka-1.log", "logs/kafka-2.log"], "case": "case.yaml"},
+    ).to_json()
     result.update(overrides)
     return {k: v for k, v in result.items() if v is not ...}
 

@@ -46,7 +46,8 @@ def _screenshot(tmp_path: Path, url: str, name: str) -> Path:
     shots = Path(os.environ.get("REPORT_SCREENSHOT_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     shot = shots / name
-    _, console = _chromium(tmp_path, url, f"--screenshot={shot}", "--window-size=1400,2000", "--hide-scrollbars")
+    _, console = _chromium(tmp_path, url, f"--screenshot={shot}", "--window-size=1400,2000",
+                           "--hide-scrollbars")
     assert console == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     return shot
@@ -64,9 +65,10 @@ def test_report_renders_in_chromium_without_console_errors(make_run: RunFactory,
 
 def test_index_renders_in_chromium(make_run: RunFactory, tmp_path: Path) -> None:
     render_run(make_run())
-    dropped: dict[str, Any] = dict.fromkeys(("anomalies", "counts", "expectations", "finished", "duration_s"), ...)
-    make_run("20261122-023000-errored", history=False, at=make_run.start + timedelta(hours=1), verdict="error",
-             error="WaitTimeout: kafka-2 did not become ready in 120 s", **dropped)
+    dropped: dict[str, Any] = dict.fromkeys(
+        ("anomalies", "counts", "expectations", "finished", "duration_s"), ...)
+    make_run("20261122-023000-errored", history=False, at=make_run.start + timedelta(hours=1),
+             verdict="error", error="WaitTimeout: kafka-2 did not become ready in 120 s", **dropped)
     url = render_index(make_run.root).as_uri()
     _screenshot(tmp_path, url, "index.png")
     dom, console = _chromium(tmp_path, url, "--dump-dom")

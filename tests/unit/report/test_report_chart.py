@@ -73,15 +73,16 @@ def test_same_second_markers_are_merged() -> None:
     assert marker.label == "t/0 leader b\u2192c +3" and marker.title.count("\n") == 3
 
 
-@pytest.mark.parametrize(("seconds", "span", "text"), [(42, 60, "42s"), (125, 600, "2:05"), (0, 7200, "0:00:00"),
-                                                       (3725, 7200, "1:02:05")])
+@pytest.mark.parametrize(("seconds", "span", "text"), [(42, 60, "42s"), (125, 600, "2:05"),
+                                                       (0, 7200, "0:00:00"), (3725, 7200, "1:02:05")])
 def test_clock(seconds: int, span: int, text: str) -> None:
     assert clock(seconds, span) == text
 
 
 @pytest.mark.parametrize(("path", "href"), [
     ("logs/kafka-1.log", "logs/kafka-1.log"), ("logs/a b#1.log", "logs/a%20b%231.log"),
-    ("javascript:alert(1)", None), ("/etc/passwd", None), ("../x", None), ("C:\\x", None), ("", None), (3, None),
+    ("javascript:alert(1)", None), ("/etc/passwd", None), ("../x", None), ("C:\\x", None), ("", None),
+    (3, None),
 ])
 def test_safe_href(path: object, href: str | None) -> None:
     assert safe_href(path) == href

@@ -7,7 +7,6 @@ import re
 from datetime import timedelta
 from html import escape
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -65,7 +64,7 @@ def test_many_examples_are_capped(make_run: RunFactory) -> None:
 def test_injection_section(make_run: RunFactory) -> None:
     injection = _section(_html(make_run()), "injection")
     assert "C1" in injection and ">hit<" in injection and "leo 524 &gt; hw 523" in injection
-    missed = _section(_html(make_run("missed", injection={"point": "C2", "hit": False})), "injection")
+    missed = _section(_html(make_run("missed", injection={"point": "C2", "n": 7, "hit": False})), "injection")
     assert ">miss<" in missed
 
 
@@ -92,7 +91,8 @@ def test_acks_per_second_are_plotted(make_run: RunFactory) -> None:
 
 
 def test_partition_small_multiples(make_run: RunFactory) -> None:
-    section = _find(r'<details class="multiples" id="partition-charts" open>(.*?)</details>', _html(make_run()))
+    section = _find(r'<details class="multiples" id="partition-charts" open>(.*?)</details>',
+                    _html(make_run()))
     titles = re.findall(r'<span class="chart-title">([^<]+)</span>', section)
     assert titles == [f"t/{p}" for p in range(make_run.partitions)]
     charts = section.split('<figure class="chart"')[1:]
@@ -142,7 +142,8 @@ def test_broker_and_client_strings_are_escaped(make_run: RunFactory) -> None:
         examples={"lost-write": [{"mid": EVIL, "topic": "t"}]},
         truncations=[{"node": EVIL, "topic": "t", "partition": 0, "offset": 1, "line": f"Truncating {EVIL}"}],
         expectations=[{"name": EVIL, "expected": EVIL, "observed": EVIL, "ok": False}],
-        steps=[{"index": 0, "label": EVIL, "status": "error", "error": EVIL}],
+        steps=[{"index": 0, "action": "produce", "label": EVIL, "line": 3, "t": make_run.start.timestamp(),
+                "status": "error", "error": EVIL}],
     )
     with (run_dir / "timeline.jsonl").open("a") as fh:
         fh.write(json.dumps({"type": "fault", "client": "runner", "t": make_run.start.timestamp() + 5,
@@ -164,10 +165,11 @@ def test_unsafe_file_paths_are_not_links(make_run: RunFactory) -> None:
 
 
 def test_errored_run_with_missing_keys_renders(make_run: RunFactory) -> None:
-    dropped: dict[str, Any] = dict.fromkeys(("case", "counts", "anomalies", "examples", "expectations", "injection",
-                                             "truncations", "replicas", "steps", "files", "started", "finished",
-                                             "duration_s", "system"), ...)
-    run_dir = make_run("errored", history=False, verdict="error", error="WaitTimeout: kafka-1 not ready", **dropped)
+    dropped: dict[str, Any] = dict.fromkeys(
+        ("case", "counts", "anomalies", "examples", "expectations", "injection", "truncations", "replicas",
+         "steps", "files", "started", "finished", "duration_s", "system"), ...)
+    run_dir = make_run("errored", history=False, verdict="error", error="WaitTimeout: kafka-1 not ready",
+                       **dropped)
     html = _html(run_dir)
     assert '<span class="verdict verdict-error">ERROR</span>' in html
     assert "WaitTimeout: kafka-1 not ready" in _section(html, "summary")

@@ -9,16 +9,19 @@ and by the case's timeout.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .case import Case, ConsumeArgs, ProduceArgs
-from .errors import HarnessError, WaitTimeout
-from .history import HistoryWriter
+from ..case import Case, ConsumeArgs, ProduceArgs
+from ..errors import WaitTimeout, WorkloadError
+from ..history import HistoryWriter
+from ..systems.base import JavaProducers, System
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Workloads"]
 
@@ -39,14 +42,11 @@ class Workloads:
     #: How long a background workload may take to get ready (the Java producer compiles first).
     READY_S = 120.0
 
-    def __init__(self, case: Case, run_dir: Path, topic: str, bootstrap: str,
-                 progress: Callable[[str], None], cluster: Any = None) -> None:
+    def __init__(self, case: Case, run_dir: Path, topic: str, system: System) -> None:
         self.case = case
-        self.cluster = cluster  # for workloads that run in containers (pulsar driver: java)
+        self.system = system
         self.run_dir = run_dir
         self.topic = topic
-        self.bootstrap = bootstrap
-        self.progress = progress
         self.running: dict[str, _Running] = {}
         #: Java producers connected and waiting to start sending (released together)
         self._waiting: list[Any] = []
@@ -62,26 +62,18 @@ class Workloads:
         spec = dataclasses.replace(self.case.client, **args.settings) if args.settings \
             else self.case.client
         if args.driver == "java":
-            from .clients.pulsar import PulsarJavaProducer
-
-            java = PulsarJavaProducer(self.cluster, self.run_dir, self.topic, args.name, spec, ready)
+            if not isinstance(self.system, JavaProducers):
+                raise WorkloadError(f"workload {args.name}: {self.system.name} has no Java driver")
+            java = self.system.java_producer(self.run_dir, self.topic, args.name, spec, ready)
             if args.background:  # consecutive Java producers start sending together: release()
                 java.go_now = False
                 self._waiting.append(java)
-            return java.run(count=args.count,
-                            duration_s=min(args.duration_s, cap) if args.duration_s else None,
-                            rate=args.rate, value_size=args.value_size, keys=args.keys,
-                            partition=args.partition, stop=stop, max_s=cap).as_dict()
+            return dict(java.run(count=args.count,
+                                 duration_s=min(args.duration_s, cap) if args.duration_s else None,
+                                 rate=args.rate, value_size=args.value_size, keys=args.keys,
+                                 partition=args.partition, stop=stop, max_s=cap).as_dict())
         with self._writer(args.name) as hist:
-            if self.case.system == "kafka":
-                from .clients.kafka import KafkaProducerClient, producer_config
-
-                client: Any = KafkaProducerClient(producer_config(self.bootstrap, self.case.client),
-                                                  self.topic, hist)
-            else:
-                from .clients.pulsar import PulsarProducerClient
-
-                client = PulsarProducerClient(self.bootstrap, self.topic, hist, spec)
+            client = self.system.producer(self.topic, hist, spec)
             try:
                 stats = client.run(count=args.count,
                                    duration_s=min(args.duration_s, cap) if args.duration_s else None,
@@ -92,21 +84,11 @@ class Workloads:
         return stats.as_dict()
 
     def _consume(self, args: ConsumeArgs, stop: threading.Event) -> dict[str, Any]:
+        spec = self.case.client if args.subscription_type is None else \
+            dataclasses.replace(self.case.client, subscription_type=args.subscription_type)
         with self._writer(args.name) as hist:
-            if self.case.system == "kafka":
-                from .clients.kafka import KafkaConsumerClient
-
-                client: Any = KafkaConsumerClient(self.bootstrap, self.topic, hist, group=args.group,
-                                                  isolation_level=self.case.client.isolation_level)
-            else:
-                from .clients.pulsar import PulsarConsumerClient
-
-                spec = self.case.client if args.subscription_type is None else \
-                    dataclasses.replace(self.case.client, subscription_type=args.subscription_type)
-                client = PulsarConsumerClient(self.bootstrap, self.topic, hist, spec,
-                                              subscription=args.group)
-            stats = client.run(count=args.count, duration_s=args.duration_s, stop=stop,
-                               max_s=self.case.timeout_s)
+            stats = self.system.consumer(self.topic, hist, spec, args.group).run(
+                count=args.count, duration_s=args.duration_s, stop=stop, max_s=self.case.timeout_s)
         return stats.as_dict()
 
     def start(self, args: ProduceArgs | ConsumeArgs) -> dict[str, Any] | None:
@@ -114,10 +96,10 @@ class Workloads:
         fn = self._produce if isinstance(args, ProduceArgs) else self._consume
         stop = threading.Event()
         if not args.background:
-            self.progress(f"workload {args.name}: {self._describe(args)}")
+            log.info(f"workload {args.name}: {self._describe(args)}")
             result = fn(args, stop)  # type: ignore[arg-type]
             self.finished[args.name] = result
-            self.progress(f"workload {args.name}: done {self._summary(result)}")
+            log.info(f"workload {args.name}: done {self._summary(result)}")
             return result
         running = _Running(args.name, threading.Thread(), stop)
         java = isinstance(args, ProduceArgs) and args.driver == "java"
@@ -141,11 +123,11 @@ class Workloads:
             if not running.ready.wait(self.READY_S):
                 raise WaitTimeout(f"workload {args.name}: the Java producer was not ready in "
                                   f"{self.READY_S:.0f}s")
-            self.progress(f"workload {args.name}: Java producer ready after "
+            log.info(f"workload {args.name}: Java producer ready after "
                           f"{time.monotonic() - t0:.1f}s")
             if running.error is not None:
-                raise HarnessError(f"workload {args.name} failed: {running.error}")
-        self.progress(f"workload {args.name}: started in the background ({self._describe(args)})")
+                raise WorkloadError(f"workload {args.name} failed: {running.error}")
+        log.info(f"workload {args.name}: started in the background ({self._describe(args)})")
         return None
 
     def release(self) -> None:
@@ -176,7 +158,7 @@ class Workloads:
                 continue
             try:
                 self._finish(running)
-            except HarnessError as exc:
+            except WorkloadError as exc:
                 problems.append(str(exc))
         return problems
 
@@ -184,27 +166,16 @@ class Workloads:
         self.running.pop(running.name, None)
         if running.error is not None:
             err = running.error
-            raise HarnessError(f"workload {running.name} failed: {type(err).__name__}: {err}") from err
+            raise WorkloadError(f"workload {running.name} failed: {type(err).__name__}: {err}") from err
         self.finished[running.name] = running.result
-        self.progress(f"workload {running.name}: done {self._summary(running.result)}")
+        log.info(f"workload {running.name}: done {self._summary(running.result)}")
         return running.result
 
     # -- the final read -----------------------------------------------------------------
     def recovery_read(self, partitions: int) -> dict[str, Any]:
         """Reads the whole topic from the beginning with a fresh consumer (phase ``recovery``)."""
         with self._writer("recovery") as hist:
-            if self.case.system == "kafka":
-                from .clients.kafka import KafkaConsumerClient
-
-                stats = KafkaConsumerClient(self.bootstrap, self.topic, hist,
-                                            isolation_level=self.case.client.isolation_level
-                                            ).read_all(partitions)
-            else:
-                from .clients.pulsar import PulsarConsumerClient
-
-                stats = PulsarConsumerClient(self.bootstrap, self.topic, hist, self.case.client
-                                             ).read_all(partitions)
-        return stats.as_dict()
+            return self.system.recovery_read(self.topic, hist, self.case.client, partitions)
 
     @staticmethod
     def _describe(args: ProduceArgs | ConsumeArgs) -> str:

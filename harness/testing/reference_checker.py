@@ -16,7 +16,7 @@ becomes its JSON text; a batch line (``polls``, ``oks``, ``invokes``) is its eve
 line's own field); its columns must be lists (integer lists for positions), else
 the line is dropped.
 
-Usage: ``python bench/reference_checker.py RUN_DIR`` prints the result as JSON.
+Usage: ``python -m harness.testing.reference_checker RUN_DIR`` prints the result as JSON.
 """
 
 from __future__ import annotations
@@ -28,13 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from harness.check.lines import read_lines  # noqa: E402
-from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result  # noqa: E402
-from harness.history import history_files  # noqa: E402
+from harness.check.lines import read_lines
+from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
+from harness.history import history_files
 
 __all__ = ["check"]
 
@@ -182,10 +178,10 @@ class _Checker:
                     self.bound.setdefault(place, set()).add(mid)
                     self.replicas.setdefault(place, set()).add((ev.get("node"), mid))
         for mid, m in self.mids.items():
-            place = m.ack_place()
-            if place is not None:
-                self.bound.setdefault(place, set()).add(mid)
-                m.bindings.add(place)
+            acked = m.ack_place()
+            if acked is not None:
+                self.bound.setdefault(acked, set()).add(mid)
+                m.bindings.add(acked)
         for topic, partition, pos in recovered:
             self.recovered.setdefault((topic, partition), []).append(pos)
         for positions in self.recovered.values():
@@ -211,7 +207,7 @@ class _Checker:
                     if m.first_rc_read is None:
                         m.first_rc_read = _Read(client, phase, topic, partition, valid_position(ev))
                 pos = valid_position(ev)
-                if pos is None or topic is None:
+                if pos is None or topic is None or partition is None:  # pos: partition is not None
                     continue
                 recovered = self.recovered.get((topic, partition), [])
                 at_or_below = bisect.bisect_right(recovered, pos)
@@ -284,7 +280,7 @@ class _Checker:
                 sends.setdefault((m.inv[1], m.ack_topic(), m.ack[2]), []).append((m.inv[0], m.ack[3], mid))
         for (client, topic, partition), acked in sends.items():
             acked.sort()
-            for (_, prev_pos, prev_mid), (seq, pos, mid) in zip(acked, acked[1:]):
+            for (_, prev_pos, prev_mid), (seq, pos, mid) in zip(acked, acked[1:], strict=False):
                 if pos <= prev_pos:
                     self._flag("nonmonotonic-send", (_nf(client), _nf(topic), partition, seq), example(
                         client=client, mid=mid, topic=topic, partition=partition, pos=pos,
@@ -325,5 +321,5 @@ def check(run_dir: str | Path) -> CheckResult:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: reference_checker.py RUN_DIR")
+        sys.exit("usage: python -m harness.testing.reference_checker RUN_DIR")
     print(json.dumps(check(sys.argv[1]).to_dict(), indent=2, sort_keys=True))

@@ -79,12 +79,17 @@ from pathlib import Path
 from typing import IO
 
 from harness.check.result import ANOMALIES, COUNTS
+from harness.clusters import SYSTEMS
 
 __all__ = ["Expected", "Profile", "generate"]
 
 _T0 = 1_700_000_000.0
 _KEYS = 6  # distinct keys of keyed (key_shared) records
 _EARLY = "consumer-early"  # the client of injected key-order violations
+
+
+#: system -> whether its history lines use Pulsar's layout (see harness/history.py)
+_PULSAR_LAYOUT = {"kafka": False, "pulsar": True}
 
 
 @dataclass(frozen=True)
@@ -112,8 +117,8 @@ class Profile:
         unknown = set(self.inject) - set(ANOMALIES)
         if unknown:
             raise ValueError(f"unknown anomalies to inject: {sorted(unknown)}")
-        if self.system not in ("kafka", "pulsar"):
-            raise ValueError(f"system must be kafka or pulsar, not {self.system!r}")
+        if self.system not in SYSTEMS:
+            raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, not {self.system!r}")
         if min(self.topics, self.partitions, self.producers, self.consumers, self.chunk) < 1:
             raise ValueError("topics, partitions, producers, consumers and chunk must be >= 1")
         if self.inject.get("replica-divergence") and self.replicas < 2:
@@ -124,6 +129,11 @@ class Profile:
             raise ValueError("key-order needs key_shared (and system pulsar)")
         if self.batch < 1 or not 0 <= self.plain <= 1:
             raise ValueError("batch must be >= 1 and plain within [0, 1]")
+
+    @property
+    def pulsar(self) -> bool:
+        """Pulsar positions and fields (ledger/entry/batch, redelivery) instead of Kafka's."""
+        return _PULSAR_LAYOUT[self.system]
 
 
 @dataclass(frozen=True)
@@ -398,14 +408,17 @@ class _Chunk:
         p, i = self._pick("poll-skip", ok, span=(-1, 1))
         log = self.logs[p]
         log[i].mark = "skip"
-        if log[i].rec is not None and log[i + 1].rec is not None and log[i].key == log[i + 1].key \
-                and log[i].key is not None:  # the later record is read first: not of the same key
-            log[i + 1].rec.key = f"k{(int(log[i].key[1:]) + 1) % _KEYS}"
+        key, later = log[i].key, log[i + 1].rec
+        if log[i].rec is not None and later is not None and key == later.key \
+                and key is not None:  # the later record is read first: not of the same key
+            later.key = f"k{(int(key[1:]) + 1) % _KEYS}"
         self._note("poll-skip", log[i + 1].mid)
 
     def _inject_key_order(self) -> None:
-        p, i = self._pick("key-order", lambda p, i: self._plain(p, i) and self._plain(p, i + 1),
-                          span=(0, 1))
+        def both_plain(p: int, i: int) -> bool:
+            return self._plain(p, i) and self._plain(p, i + 1)
+
+        p, i = self._pick("key-order", both_plain, span=(0, 1))
         first, later = self.logs[p][i], self.logs[p][i + 1]
         assert first.rec is not None and later.rec is not None
         later.rec.key = first.rec.key
@@ -436,19 +449,22 @@ class _Chunk:
         for p in range(self.nparts):
             if self.rng.random() < 0.6:
                 m = self.rng.randint(1, 3)
+                def untouched(p: int, i: int, m: int = m) -> bool:
+                    return all(self.logs[p][x].mark is None and self._readable(p, self.logs[p][x])
+                               for x in range(i - m + 1, i + 1))
+
                 try:
-                    _, i = self._pick("rewind", lambda p, i, m=m: all(
-                        self.logs[p][x].mark is None and self._readable(p, self.logs[p][x])
-                        for x in range(i - m + 1, i + 1)), span=(-m + 1, 0), parts=[p])
+                    _, i = self._pick("rewind", untouched, span=(-m + 1, 0), parts=[p])
                 except ValueError:
                     continue
                 log = self.logs[p]
                 log[i].mark, log[i].arg = "rewind", m
-                if self.pr.key_shared and log[i].rec is not None:
+                last = log[i].rec
+                if self.pr.key_shared and last is not None:
                     # one key: the re-read records are below a first delivery of their key
                     for e in log[i - m + 1:i]:
                         if e.rec is not None:
-                            e.rec.key = log[i].rec.key
+                            e.rec.key = last.key
 
     # -- positions and lines ------------------------------------------------------
 
@@ -457,7 +473,7 @@ class _Chunk:
         return 4 * (self.pr.chunk + 2 * sum(self.pr.inject.values())) + 64
 
     def _assign_positions(self) -> None:
-        pulsar = self.pr.system == "pulsar"
+        pulsar = self.pr.pulsar
         for p, log in enumerate(self.logs):
             pn = p % self.pr.partitions
             offset, ledger, entry = self.j * self._stride(), 1 + self.j * self.nparts + p, 0
@@ -505,7 +521,7 @@ class _Chunk:
 
     def _poll(self, client: str, phase: str, t: float, read: tuple[int, _Entry, str | None, int]) -> str:
         p, e, mid, redelivery = read
-        pulsar = f',"redelivery":{redelivery}' if self.pr.system == "pulsar" else ""
+        pulsar = f',"redelivery":{redelivery}' if self.pr.pulsar else ""
         return (f'{{"type":"poll","client":"{client}",{self._tm(t)},"mid":{_js(mid)},"phase":"{phase}",'
                 f'"topic":"{self._topic(p)}",{e.fields},"ts":1,"key":{_js(e.key)}{self._sub(phase)}'
                 f'{pulsar}}}\n')
@@ -522,7 +538,7 @@ class _Chunk:
         keys = [e.key for _, e, _, _ in reads]
         out.append(f',"mids":[{",".join(_js(mid) for _, _, mid, _ in reads)}],"tss":[{",".join("1" * n)}],'
                    f'"keys":{"null" if keys.count(None) == n else "[" + ",".join(map(_js, keys)) + "]"}')
-        if self.pr.system == "pulsar":
+        if self.pr.pulsar:
             out.append(f',"redeliveries":{_list([r for _, _, _, r in reads])}')
         out.append("}\n")
         return "".join(out)
@@ -707,9 +723,9 @@ class _Chunk:
     def _position_columns(self, entries: list[_Entry]) -> str:
         """The position columns of a batch line (``,"partitions":..``, then Kafka offsets and
         epochs, or Pulsar ledgers, entries and batches)."""
-        cols = list(zip(*(e.col for e in entries)))
+        cols = list(zip(*(e.col for e in entries), strict=False))
         out = [f',"partitions":{_list(cols[0])}']
-        if self.pr.system == "kafka":
+        if not self.pr.pulsar:
             out.append(f',"offsets":{_list(cols[1])},"epochs":[{",".join("1" * len(entries))}]')
         else:
             if self.rng.random() < 0.5:  # a column of nulls may be null or left out
@@ -757,7 +773,7 @@ class _Chunk:
             cursors[x] += take
         iso = "read_committed" if self._rc(c) else "read_uncommitted"
         self._write_reads(files.setdefault(f"history/{client}.jsonl", []), client, "run",
-                          iso if self.pr.system == "kafka" else None, merged)
+                          iso if not self.pr.pulsar else None, merged)
 
     def _early_lines(self, files: dict[str, list[str]]) -> None:
         """key-order: the later record of each injected pair, polled by another consumer of the
@@ -781,10 +797,10 @@ class _Chunk:
                     if e.mid is not None:
                         rec_mids.add(e.mid)
         self._write_reads(files.setdefault("history/recovery.jsonl", []), "recovery", "recovery",
-                          "read_committed" if self.pr.system == "kafka" else None, reads)
+                          "read_committed" if not self.pr.pulsar else None, reads)
 
     def _replica_lines(self, files: dict[str, list[str]]) -> None:
-        prefix = "kafka" if self.pr.system == "kafka" else "bookie"
+        prefix = "kafka" if not self.pr.pulsar else "bookie"
         for n in range(1, self.pr.replicas + 1):
             node = f"{prefix}-{n}"
             out = files.setdefault(f"replicas/{node}.jsonl", [])

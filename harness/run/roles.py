@@ -11,10 +11,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .backend.cluster import Node
-from .case import Selector
-from .errors import FaultError, HarnessError
-from .history import HistoryWriter
+from ..backend.cluster import Node
+from ..case import Selector
+from ..errors import FaultError
+from ..history import Recorder
+from ..systems.base import System
 
 __all__ = ["LeaderWatch", "Resolver"]
 
@@ -22,7 +23,7 @@ __all__ = ["LeaderWatch", "Resolver"]
 class LeaderWatch:
     """Background poller of leadership for ``partitions`` of ``topic``."""
 
-    def __init__(self, system: Any, topic: str, partitions: int, timeline: HistoryWriter,
+    def __init__(self, system: System, topic: str, partitions: int, timeline: Recorder,
                  interval_s: float = 1.0) -> None:
         self.system = system
         self.topic = topic
@@ -53,11 +54,9 @@ class LeaderWatch:
         """One snapshot of every partition; records changes. Errors are skipped (cluster in flux)."""
         for p in range(self.partitions):
             try:
-                snap = self._snapshot(p)
-            except HarnessError:
-                continue
-            except Exception:
-                continue  # a client error while nodes are down: try again next tick
+                snap = self.system.leadership(self.topic, p)
+            except Exception:  # a HarnessError or a client error while nodes are down
+                continue  # try again next tick
             with self._lock:
                 if self._last.get(p) == snap:
                     continue
@@ -71,18 +70,6 @@ class LeaderWatch:
             hist = self.history.setdefault(partition, [])
             if not hist or hist[-1] != leader:
                 hist.append(leader)
-
-    def _snapshot(self, partition: int) -> dict[str, Any]:
-        if self.system.spec.system == "kafka":
-            state = self.system.partition_state(self.topic, partition)
-            event = state.as_event()
-            event["leader_node"] = self.system.node_name(state.leader) if state.leader >= 0 else None
-            event["isr_nodes"] = [self.system.node_name(b) for b in state.isr]
-            return event
-        owner = self.system.owner(self.topic, partition)
-        return {"topic": self.topic, "partition": partition,
-                "leader": owner.name if owner else None,
-                "leader_node": owner.name if owner else None}
 
     def last_leader(self, partition: int) -> str | None:
         """The most recent node that led ``partition`` (its current leader, if any)."""
@@ -104,23 +91,27 @@ class LeaderWatch:
 
 
 class Resolver:
-    """Selector -> node, for one run's system and topic."""
+    """Selector -> node, for one run's system and topic.
 
-    def __init__(self, system: Any, topic: str, watch: LeaderWatch) -> None:
+    The roles every system has are resolved here (a node by name, ``any-broker``,
+    ``last-target``, ``old-leader``); the others by the system
+    (:meth:`~harness.systems.base.System.resolve_role`).
+    """
+
+    def __init__(self, system: System, topic: str, watch: LeaderWatch) -> None:
         self.system = system
         self.cluster = system.cluster
         self.topic = topic
         self.watch = watch
-        self.last_target: str | None = None  # set by the runner after each fault step
+        self.last_target: str | None = None  # set by the fault steps
 
     def resolve(self, selector: Selector) -> Node:
         if selector.node is not None:
             return self.cluster.node(selector.node)
         role, p = selector.role, selector.partition
         if role == "any-broker":
-            kind = "broker" if self.system.spec.system == "kafka" else "pulsar-broker"
-            for node in self.cluster.nodes():
-                if node.kind == kind and node.container.status == "running":
+            for node in self.system.brokers():
+                if node.container.status == "running":
                     return node
             raise FaultError("no broker is running")
         if role == "last-target":
@@ -132,33 +123,6 @@ class Resolver:
             if name is None:
                 raise FaultError(f"old-leader: partition {p} has had one leader so far")
             return self.cluster.node(name)
-        if role == "controller":
-            return self.cluster.node(self.system.node_name(self.system.controller().broker))
-        if role == "leader":
-            node = self.system.leader(self.topic, p)
-            if node is None:
-                raise FaultError(f"leader: partition {p} of {self.topic} has no leader (-1)")
-            return node
-        if role == "follower":
-            state = self.system.partition_state(self.topic, p)
-            leader = state.leader
-            if leader < 0:  # leaderless: the followers are the replicas other than the last leader
-                last = self.watch.last_leader(p)
-                leader = self.system.broker_id(last) if last else -1
-            in_sync = [b for b in state.replicas if b != leader and b in state.isr]
-            others = in_sync or [b for b in state.replicas if b != leader]
-            if not others:
-                raise FaultError(f"follower: partition {p} of {self.topic} has no follower")
-            return self.cluster.node(self.system.node_name(others[0]))
-        if role == "owner":
-            return self.system.owner(self.topic, p)
-        if role == "non-owner":
-            return self.system.non_owner(self.topic, p)
-        if role == "bookie":
-            ensemble = self.system.ledger_ensemble(self.topic, p)
-            if not ensemble:
-                raise FaultError(f"bookie: partition {p} of {self.topic} has no open ledger yet")
-            return ensemble[0]
-        if role == "zookeeper":
-            return self.cluster.node("zk")
-        raise FaultError(f"unknown role {role!r}")
+        if role is None:
+            raise FaultError("a selector needs a role or a node")
+        return self.system.resolve_role(role, self.topic, p, lambda: self.watch.last_leader(p))

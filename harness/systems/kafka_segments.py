@@ -16,7 +16,11 @@ from dataclasses import dataclass
 
 from ..history import parse_mid
 
-__all__ = ["SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "PARTITION_DIR"]
+__all__ = ["SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "LOG_DIR",
+           "PARTITION_DIR"]
+
+#: ``log.dirs`` inside the broker containers (compose/images/kafka/entrypoint.sh).
+LOG_DIR = "/data/kafka"
 
 _HEADER = struct.Struct(">qiiBIhiqqqhii")  # 61 bytes of a v2 batch header
 PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)$")

@@ -1,0 +1,69 @@
+"""The crash-timing points table: which points exist, where, and which versions have rules.
+
+A leaf, so that the case validator (which offers the points a case may arm)
+and the injector (which arms them) both read one table without importing each
+other. The rule files stay in ``harness/inject/rules/<system>-<major>.<minor>.btm``
+(package data); this module only reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PointSpec", "POINTS", "RULES_DIR", "available_points", "rule_blocks", "rule_file"]
+
+RULES_DIR = Path(__file__).resolve().parent / "inject" / "rules"
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """Where a point lives and what a hit must look like (offsets relative to N)."""
+
+    role: str  # the node hosting the rule: leader | follower
+    leader_leo: int  # expected leader LEO at the kill, minus N
+    follower_leo: int  # expected follower LEO at the kill, minus N
+    hw: int  # expected high watermark in the HIT line (leader HW, or response HW), minus N
+    hw_field: str  # which HIT field holds it
+    meaning: str
+    seed: str = ("The seed defines this point but reports no run of it; with leader-epoch "
+                 "truncation (KIP-101) no acknowledged record may be lost.")
+
+
+POINTS: dict[str, PointSpec] = {
+    "C1": PointSpec("leader", 1, 0, 0, "hw", "L appended N; its first fetch response carrying N "
+                    "to R is not sent",
+                    "The seed (003, case 1) saw the same: node2 took over as leader, the producer "
+                    "re-sent the in-flight message to it, and node0 restarted as a follower and "
+                    "truncated its unreplicated tail (to 518 from LEO 524 there)."),
+    "C2": PointSpec("follower", 1, 0, 0, "response_hw", "R received the response carrying N "
+                    "but has not processed it"),
+    "C3": PointSpec("follower", 1, 1, 0, "response_hw", "R appended N; its second fetch "
+                    "(offset N+1) is not sent"),
+    "C4": PointSpec("leader", 1, 1, 0, "hw", "L has not processed R's second fetch (HW still N)"),
+    "C5": PointSpec("leader", 1, 1, 1, "hw", "L processed the second fetch (HW N+1); its "
+                    "response has not reached R"),
+}
+
+
+def rule_file(system: str, version: str) -> Path:
+    """The rule library file for ``system`` ``version`` (one per major.minor; may not exist)."""
+    major_minor = ".".join(version.split(".")[:2])
+    return RULES_DIR / f"{system}-{major_minor}.btm"
+
+
+def rule_blocks(text: str) -> dict[str, str]:
+    """``RULE <point> ...`` blocks of a rule file, by point name."""
+    blocks = {}
+    for m in re.finditer(r"^RULE (\S+).*?^ENDRULE\s*$", text, re.M | re.S):
+        blocks[m.group(1)] = m.group(0)
+    return blocks
+
+
+def available_points(system: str, version: str) -> frozenset[str]:
+    """The built-in points the rule library has for ``system`` ``version``."""
+    path = rule_file(system, version)
+    if not path.exists():
+        return frozenset()
+    return frozenset(p for p in rule_blocks(path.read_text()) if p in POINTS)

@@ -1,0 +1,64 @@
+"""A run's result as plain text: what ``harness run`` prints and a failed case test says.
+
+It reads the judge's and the checker's decisions from :class:`RunResult` (verdict,
+expectations, anomaly counts and examples) and decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.result import RunResult
+
+__all__ = ["format_result"]
+
+
+def _value(value: Any) -> str:
+    """A string as itself, anything else as compact JSON (``true``, ``3``, ``{"a": 1}``)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _example(example: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_value(v)}" for k, v in example.items())
+
+
+def _anomalies(result: RunResult, examples: bool) -> list[str]:
+    """The non-zero anomaly counts, observed ones marked; with ``examples`` the first of each."""
+    if not result.checked:
+        return ["anomalies: not checked"]
+    found = [(kind, n) for kind, n in result.anomalies.items() if n]
+    if not found:
+        return ["anomalies: none"]
+    lines = ["anomalies: " + ", ".join(
+        f"{kind} {n}" + (" (observed)" if kind in result.observed else "") for kind, n in found)]
+    if examples:
+        lines += [f"  {kind} e.g. {_example(result.examples[kind][0])}"
+                  for kind, _ in found if result.examples.get(kind)]
+    return lines
+
+
+def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) -> str:
+    """The summary of a run: verdict, error, expectations not met, anomalies, report.
+
+    Short by default (``harness run``: the error's first line; the progress lines showed the
+    rest). ``verbose`` (a failed case test): the whole error, every expectation marked met or
+    not, an example of each anomaly found, and the run directory.
+    """
+    lines = [f"verdict: {result.verdict} (expected {result.expected_verdict})"
+             + (f"; case {result.case}" if result.case else "")]
+    if result.error:
+        lines.append("error: " + (result.error if verbose else result.error.splitlines()[0]))
+    for e in result.expectations:
+        if verbose or not e.ok:
+            mark = "ok     " if e.ok else "NOT MET"
+            lines.append(f"  {mark} {e.name}: expected {_value(e.expected)}, "
+                         f"observed {_value(e.observed)}")
+    lines += _anomalies(result, examples=verbose)
+    if verbose:
+        lines.append(f"run directory: {run_dir}")
+    report = Path(run_dir) / "report.html"
+    lines.append(f"report: {report}" if report.is_file()
+                 else f"report: not rendered (harness report {run_dir})")
+    return "\n".join(lines)

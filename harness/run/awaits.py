@@ -1,0 +1,124 @@
+"""``await`` steps, looked up by condition in :data:`AWAITS`.
+
+Each waits (within the case's time budget) until its condition holds and returns
+what it saw; a timeout names what was awaited and shows the nodes' last log lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..case import AwaitArgs
+from ..errors import HarnessError, InjectError
+from ..systems.base import InSyncReplicas, LeaderRef
+from ..wait import wait_until
+from .context import RunContext
+from .recovery import wait_unsticking
+
+__all__ = ["AWAITS", "await_condition", "leader_now"]
+
+log = logging.getLogger(__name__)
+
+Params = dict[str, Any]
+
+
+def leader_now(ctx: RunContext, partition: int) -> LeaderRef:
+    """The partition's leader as the system names it (None when it cannot be read);
+    the leader watch is told of it."""
+    try:
+        leader = ctx.the_system.leader_of(ctx.topic, partition)
+    except HarnessError:
+        return None
+    ctx.the_watch.observe(partition, leader.node)
+    return leader.ref
+
+
+def await_condition(ctx: RunContext, args: AwaitArgs) -> dict[str, Any]:
+    cond, params = args.condition, dict(args.params)
+    if cond == "time":
+        time.sleep(ctx.remaining(float(params["seconds"])))
+        return {"seconds": params["seconds"]}
+    wait = AWAITS.get(cond)
+    if wait is None:
+        raise HarnessError(f"unknown await condition {cond!r}")
+    timeout = ctx.remaining(args.timeout_s)
+    t0 = time.monotonic()
+    result = wait(ctx, params, timeout)
+    if cond in _TIMED:
+        result["waited_s"] = round(time.monotonic() - t0, 3)
+        log.info("await %s: %s", cond, result)
+    return result
+
+
+def _workload(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    return ctx.the_workloads.wait(str(params["name"]), timeout)
+
+
+def _injection(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    if ctx.injector is None:
+        raise InjectError("no injection point is armed")
+    return ctx.injector.await_hit(str(params["point"]), timeout)
+
+
+def _leader_change(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    p = int(params.get("partition", 0))
+    before = ctx.leader_before_fault.get(p, leader_now(ctx, p))
+    now = wait_until(lambda: (v := leader_now(ctx, p)) not in (None, -1, before) and v,
+                     timeout=timeout, what=f"partition {p}: a leader other than {before}",
+                     logs=ctx.the_cluster.node_logs)
+    return {"from": before, "to": now}
+
+
+def _no_leader(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    p = int(params.get("partition", 0))
+    wait_until(lambda: leader_now(ctx, p) in (-1, None), timeout=timeout,
+               what=f"partition {p}: no leader", logs=ctx.the_cluster.node_logs)
+    return {}
+
+
+def _leader_is(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    p = int(params.get("partition", 0))
+    target = ctx.the_resolver.resolve(params["target"])
+    want = ctx.the_system.leader_ref(target)
+    wait_until(lambda: leader_now(ctx, p) == want, timeout=timeout,
+               what=f"partition {p}: {target.name} leading", logs=ctx.the_cluster.node_logs)
+    return {"leader": target.name}
+
+
+def _isr_size(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    p, size = int(params.get("partition", 0)), int(params["size"])
+    system = ctx.the_system
+    if not isinstance(system, InSyncReplicas):
+        raise HarnessError(f"{system.name} has no in-sync replica set to await")
+    wait_unsticking(ctx, lambda: system.isr_size(ctx.topic, p) == size, timeout=timeout,
+                    what=f"partition {p}: an ISR of {size}")
+    return {"size": size}
+
+
+def _log(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    node = ctx.the_resolver.resolve(params["target"])
+    pattern = re.compile(str(params["pattern"]))
+    since = ctx.started_wall
+    line = wait_until(lambda: next((ln for ln in node.container.logs(since=since).splitlines()
+                                    if pattern.search(ln)), None),
+                      timeout=timeout, what=f"{node.name} to log /{pattern.pattern}/",
+                      logs=lambda: ctx.the_cluster.node_logs([node.name]))
+    return {"node": node.name, "line": str(line)[:300]}
+
+
+#: condition -> wait(ctx, params, timeout) -> what was seen (``time`` is handled first)
+AWAITS: dict[str, Callable[[RunContext, Params, float], dict[str, Any]]] = {
+    "workload": _workload,
+    "injection": _injection,
+    "leader_change": _leader_change,
+    "no_leader": _no_leader,
+    "leader_is": _leader_is,
+    "isr_size": _isr_size,
+    "log": _log,
+}
+#: the conditions whose result carries the time waited (as in round 1)
+_TIMED = frozenset({"leader_change", "no_leader", "leader_is", "isr_size", "log"})

@@ -1,0 +1,65 @@
+"""The judge: the case's expectations against what the checker found.
+
+The checker (:mod:`harness.check`) counts anomalies; the judge compares those
+counts, the acknowledged writes and the injection's hit with the case's
+``expect`` section. Nothing else in the harness decides a verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..case import Case
+from ..errors import HarnessError
+from ..result import Expectation, InjectionSummary, RunResult
+
+__all__ = ["check_and_judge", "judge"]
+
+log = logging.getLogger(__name__)
+
+
+def judge(case: Case, check: dict[str, Any],
+          injection: InjectionSummary | None) -> tuple[list[Expectation], str]:
+    """Expectations against what was observed, and the verdict they give."""
+    anomalies = check.get("anomalies", {})
+    rows = []
+    for name, limit in case.expect.anomalies.items():
+        observed = int(anomalies.get(name, 0))
+        rows.append(Expectation(name, f"<= {limit}", observed, observed <= limit))
+    acked = int(check.get("counts", {}).get("ok", 0))
+    rows.append(Expectation("acknowledged writes", f">= {case.expect.min_acked}", acked,
+                            acked >= case.expect.min_acked))
+    if case.expect.injection_hit is not None:
+        hit = bool(injection and injection.hit)
+        rows.append(Expectation("injection hit", case.expect.injection_hit, hit,
+                                hit == case.expect.injection_hit))
+    return rows, "pass" if all(r.ok for r in rows) else "fail"
+
+
+def check_and_judge(case: Case, result: RunResult, run_dir: Path, spark_master: str | None, *,
+                    after_error: bool = False) -> None:
+    """Checks the run's history and fills ``result``'s counts, expectations and verdict.
+
+    ``after_error``: the run failed after its recovery read; the counts are reported, the
+    verdict stays ``error``."""
+    from ..check import check_run
+
+    try:
+        log.info("checking the history (Spark)")
+        check = check_run(run_dir, spark_master=spark_master).to_dict()
+    except HarnessError as exc:
+        if not after_error:
+            result.error = f"check failed: {exc}"
+        return
+    result.anomalies = dict(check.get("anomalies") or {})
+    result.examples = dict(check.get("examples") or {})
+    result.counts = dict(check.get("counts") or {})
+    rows, verdict = judge(case, check, result.injection)
+    result.expectations = rows
+    if not after_error:
+        result.verdict = verdict
+        result.as_expected = verdict == case.expect.verdict
+        log.info("verdict: %s%s", verdict, "" if result.as_expected else
+                 f" (expected {case.expect.verdict})")

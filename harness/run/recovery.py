@@ -1,0 +1,183 @@
+"""Recovery and evidence: heal everything, wait until the cluster is whole, read it all.
+
+"Lost" is judged only after :func:`recover`: workloads stopped, every fault healed,
+stopped nodes started, the cluster ready and converged, every partition read from
+the beginning. When the cluster stays stuck in a way the system knows
+(:class:`~harness.systems.base.ControllerRemedy`,
+:class:`~harness.systems.base.ReadyRemedy`), the harness repairs it once, as an
+operator would, and the run's story says what and why (:func:`wait_remedied`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import HarnessError, WaitTimeout
+from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy
+from ..wait import wait_until
+from .context import RunContext
+
+__all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "heal_quietly",
+           "recover", "wait_remedied", "wait_unsticking"]
+
+log = logging.getLogger(__name__)
+
+#: How long an ``await isr_size`` or recovery waits before it looks for a stuck controller
+UNSTICK_AFTER_S = 30.0
+#: How long recovery waits for a ready cluster before the system's readiness remedy looks
+READY_REMEDY_AFTER_S = 60.0
+#: A remedy found something and repaired it: (the story's note, timeline label, detail)
+Remedied = tuple[str, str, Any]
+
+
+def recover(ctx: RunContext) -> None:
+    """Stops workloads, heals, waits for a whole cluster, reads every partition."""
+    problems = ctx.the_workloads.stop_all()
+    if problems:
+        raise HarnessError("; ".join(problems))
+    if ctx.injector is not None:
+        ctx.injector.disarm_all()
+    log.info("recovery: healing every fault and starting stopped nodes")
+    problems = ctx.the_nemesis.heal_all(start_down=True)
+    if problems:
+        raise HarnessError("heal failed: " + "; ".join(problems))
+    t0 = time.monotonic()
+    _wait_ready(ctx, max(ctx.remaining(240), 1))
+    _wait_converged(ctx, max(ctx.remaining(240), 1))
+    ctx.recovery.converged_s = round(time.monotonic() - t0, 1)
+    log.info("recovery: converged in %ss; reading every partition from the beginning",
+             ctx.recovery.converged_s)
+    ctx.the_watch.poll()
+    stats = ctx.the_workloads.recovery_read(ctx.case.topic.partitions)
+    ctx.recovery.read = stats
+    ctx.recovered = True
+    log.info("recovery: read %s records", stats.get("polled", 0))
+    _end_lock_loops(ctx)
+
+
+def _end_lock_loops(ctx: RunContext) -> None:
+    """Records a metadata lock flapping in a loop (apache/pulsar#17759); on a cluster that
+    outlives the run, restarts its nodes (a loop burns CPU, and slows the check, until then)."""
+    system = ctx.the_system
+    if not isinstance(system, LockLoopWatch):
+        return
+    loops = system.lock_loops()
+    if not loops:
+        return
+    ctx.recovery.lock_loops = loops
+    note = ("after recovery " + ", ".join(f"{n} logged {c} lock invalidations in 10 s"
+                                          for n, c in sorted(loops.items()))
+            + ": a registration lock flapping in a loop (apache/pulsar#17759)")
+    ctx.recovery.observations.append(note)
+    ctx.events.mark("lock loop", loops)
+    log.info("%s", note)
+    if ctx.kept:
+        done = system.restart(sorted(loops))
+        action = (f"the cluster outlives the run, so after the recovery read the "
+                  f"harness {done} to end the loop")
+        ctx.recovery.actions.append(action)
+        log.info("%s", action)
+
+
+def wait_remedied(ctx: RunContext, wait: Callable[[float], Any], timeout: float, *,
+                  after: float, remedy: Callable[[], Remedied | None]) -> Any:
+    """``wait(timeout)``, with one remedy when it is stuck: after ``after`` seconds
+    ``remedy()`` looks at the cluster and, when it finds what keeps it stuck, repairs it and
+    says what it did; the note goes to the recovery's actions (the report's story) and the
+    log, the mark to the timeline. Then the wait goes on for the rest of ``timeout``."""
+    if timeout <= after + 5:
+        return wait(timeout)
+    t0 = time.monotonic()
+    try:
+        return wait(after)
+    except WaitTimeout:
+        pass
+    done = remedy()
+    if done is not None:
+        note, label, detail = done
+        ctx.recovery.actions.append(note)
+        ctx.events.mark(label, detail)
+        log.info("%s", note)
+    return wait(max(timeout - (time.monotonic() - t0), 1.0))
+
+
+def wait_unsticking(ctx: RunContext, pred: Callable[[], Any], *, timeout: float,
+                    what: str) -> Any:
+    """``wait_until``, with the system's stuck-controller remedy: Kafka 3.9.2 in ZooKeeper
+    mode sometimes keeps a controller on stale broker epochs after a partition's replicas
+    and the controller restart in quick succession (the brokers reject every LeaderAndIsr,
+    so the ISR never grows). After ``UNSTICK_AFTER_S``, if the system finds its controller
+    stuck, the harness forces a controller election and waits on."""
+    system, logs = ctx.the_system, ctx.the_cluster.node_logs
+
+    def wait(t: float) -> Any:
+        return wait_until(pred, timeout=t, what=what, logs=logs)
+
+    if not isinstance(system, ControllerRemedy):
+        return wait(timeout)
+
+    def remedy() -> Remedied | None:
+        problem = system.stuck_controller(timeout=10)
+        if problem is None:
+            return None
+        system.force_controller_election()
+        return (f"while waiting for {what}, the controller was stuck ({problem}); the "
+                f"harness forced a controller election (deleted /controller)",
+                "forced controller election", {"problem": problem})
+
+    return wait_remedied(ctx, wait, timeout, after=UNSTICK_AFTER_S, remedy=remedy)
+
+
+def _wait_ready(ctx: RunContext, timeout: float) -> None:
+    """The system's ``wait_ready``, with its readiness remedy (where it has one) after
+    ``READY_REMEDY_AFTER_S``: Pulsar restarts a bookie that runs but never re-registered
+    after its ZooKeeper session expired."""
+    system = ctx.the_system
+    if not isinstance(system, ReadyRemedy):
+        system.wait_ready(timeout=timeout)
+        return
+
+    def remedied() -> Remedied | None:
+        done = system.ready_remedy()
+        if done is None:
+            return None
+        return (f"recovery: not ready {READY_REMEDY_AFTER_S:g} s after the heal, {done}",
+                "readiness remedy", {"action": done})
+
+    wait_remedied(ctx, lambda t: system.wait_ready(timeout=t), timeout,
+                  after=READY_REMEDY_AFTER_S, remedy=remedied)
+
+
+def _wait_converged(ctx: RunContext, timeout: float) -> None:
+    topic, spec = ctx.topic, ctx.case.topic
+    wait_unsticking(ctx, lambda: ctx.the_system.converged(topic, spec.partitions,
+                                                          spec.replication_factor),
+                    timeout=timeout, what=f"{topic}: every partition whole again (led with a "
+                                          f"full ISR of {spec.replication_factor}, or owned)")
+
+
+def collect(ctx: RunContext) -> None:
+    """Broker logs, truncation lines, and the system's own evidence (replica dumps)."""
+    from ..collect import Evidence, collect_logs
+
+    ctx.evidence = evidence = Evidence()
+    log.info("collecting broker logs and replica dumps")
+    collect_logs(ctx.the_cluster, ctx.run_dir, evidence, ctx.topic)
+    ctx.the_system.collect_evidence(ctx.run_dir, evidence, ctx.topic, ctx.case.topic.partitions)
+
+
+def collect_once(ctx: RunContext) -> None:
+    """:func:`collect`, as cleanup: once, and never raising (teardown must follow)."""
+    if ctx.evidence is None:
+        try:
+            collect(ctx)
+        except Exception as exc:
+            log.warning("collecting evidence failed: %s", exc)
+
+
+def heal_quietly(ctx: RunContext) -> None:
+    for problem in ctx.the_nemesis.heal_all(start_down=True):
+        log.warning("heal: %s", problem)

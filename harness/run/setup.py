@@ -1,0 +1,91 @@
+"""Set-up and teardown of a run: the cluster (new or reused), the topic, the watchers.
+
+:func:`setup` registers every cleanup it makes necessary on the run's stack as it
+goes (teardown of a cluster it created, evidence collection, healing, stopping the
+workloads), so an error or Ctrl-C at any point unwinds exactly what was done.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..errors import WaitTimeout
+from .context import RunContext
+
+__all__ = ["REUSE_READY_S", "setup"]
+
+log = logging.getLogger(__name__)
+
+#: How long a reused cluster may take to look healthy before it is recreated.
+REUSE_READY_S = 45.0
+#: How long a new cluster may take to become ready.
+READY_S = 240.0
+
+
+def setup(ctx: RunContext) -> None:
+    """Brings the cluster up (or reuses it), creates the topic, starts the leader watch."""
+    from ..backend.cluster import Cluster, remove_leftovers
+    from ..backend.docker import Engine
+    from ..faults import Nemesis
+    from ..systems import open_system
+    from .recovery import collect_once, heal_quietly
+    from .roles import LeaderWatch, Resolver
+    from .workloads import Workloads
+
+    case = ctx.case
+    engine = Engine()
+    for name in remove_leftovers(engine):
+        log.info("removed leftovers of a dead run: cluster %s", name)
+    cluster = ctx.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config,
+                                         owner=ctx.owner)
+    log.info("cluster %s (%s %s)", case.cluster, case.system, cluster.version)
+    reused = cluster.up()
+    system = ctx.system = open_system(cluster)
+    t0 = time.monotonic()
+    if reused:
+        try:  # reuse is an optimisation: a cluster an earlier run left unhealthy is replaced
+            system.wait_ready(timeout=ctx.remaining(REUSE_READY_S))
+        except WaitTimeout as exc:
+            log.info("the reused cluster is not healthy (%s); recreating it",
+                     str(exc).splitlines()[0])
+            cluster.up(reuse=False)
+            reused = False
+    if reused and not _reuse_healthy(ctx):
+        reused = False
+    ctx.kept = reused or ctx.keep_cluster
+    if not ctx.kept:
+        ctx.stack.callback(_teardown, ctx)
+    system.wait_ready(timeout=ctx.remaining(READY_S))
+    log.info("cluster ready (%.1fs)", time.monotonic() - t0)
+    ctx.stack.callback(collect_once, ctx)
+    ctx.nemesis = Nemesis(cluster, ctx.events)
+    ctx.stack.callback(heal_quietly, ctx)
+    for mark in system.create_case_topic(ctx.topic, case.topic):
+        ctx.events.mark(mark.label, mark.detail)
+        log.info("topic %s: %s %s", ctx.topic, mark.label, mark.detail)
+    log.info("topic %s: %d partition(s)", ctx.topic, case.topic.partitions)
+    ctx.watch = LeaderWatch(system, ctx.topic, case.topic.partitions, ctx.events).start()
+    ctx.stack.callback(ctx.watch.stop)
+    ctx.resolver = Resolver(system, ctx.topic, ctx.watch)
+    ctx.workloads = Workloads(case, ctx.run_dir, ctx.topic, system)
+    ctx.stack.callback(_stop_workloads_quietly, ctx)
+
+
+def _reuse_healthy(ctx: RunContext) -> bool:
+    """A reused cluster must be fit for this case (:func:`~harness.systems.fit_for_reuse`);
+    False when it had to be recreated."""
+    from ..systems import fit_for_reuse
+
+    ctx.the_system.wait_ready(timeout=ctx.remaining(REUSE_READY_S))
+    return fit_for_reuse(ctx.the_system, ctx.the_cluster, ctx.remaining)
+
+
+def _stop_workloads_quietly(ctx: RunContext) -> None:
+    for problem in ctx.the_workloads.stop_all(timeout_s=60):
+        log.warning("stopping workloads: %s", problem)
+
+
+def _teardown(ctx: RunContext) -> None:
+    log.info("removing cluster %s", ctx.case.cluster)
+    ctx.the_cluster.down()

@@ -1,0 +1,143 @@
+"""The case's steps, run in order; each kind of step is looked up in :data:`STEPS`.
+
+A step's handler gets the run context and the step's validated arguments, does
+the step, and returns its detail (recorded in the timeline and ``result.json``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..case import AwaitArgs, ConsumeArgs, FaultArgs, HealArgs, InjectArgs, ProduceArgs, Step, UnloadArgs
+from ..errors import HarnessError
+from ..result import StepRecord
+from ..systems.base import Unloadable
+from .awaits import await_condition, leader_now
+from .context import RunContext
+
+__all__ = ["STEPS", "run_steps"]
+
+log = logging.getLogger(__name__)
+
+
+def run_steps(ctx: RunContext) -> None:
+    """Runs every step; an error names the case file's line and the step."""
+    for step in ctx.case.steps:
+        ctx.remaining(1)
+        record = StepRecord(step.index, step.action, step.label, step.line, time.time())
+        ctx.steps.append(record)
+        ctx.events.record("step", index=step.index, name=step.label, status="start")
+        t0 = time.monotonic()
+        try:
+            detail = _run_step(ctx, step)
+        except HarnessError as exc:
+            record.status, record.error = "error", str(exc)
+            record.duration_s = time.monotonic() - t0
+            ctx.events.record("step", index=step.index, name=step.label, status="error",
+                              error=str(exc))
+            raise HarnessError(f"{ctx.case.path or ctx.case.name}:{step.line}: "
+                               f"{step.label}: {exc}") from exc
+        record.status, record.detail = "done", detail
+        record.duration_s = round(time.monotonic() - t0, 3)
+        ctx.events.record("step", index=step.index, name=step.label, status="done",
+                          detail=detail)
+
+
+def _run_step(ctx: RunContext, step: Step) -> Any:
+    args = step.args
+    if not (isinstance(args, ProduceArgs) and args.driver == "java" and args.background):
+        ctx.the_workloads.release()  # connected Java producers start sending together now
+    handler = STEPS.get(type(args))
+    if handler is None:
+        raise HarnessError(f"no runner for step {step.action!r}")
+    return handler(ctx, step.action, args)
+
+
+def _workload(ctx: RunContext, action: str, args: Any) -> Any:
+    return ctx.the_workloads.start(args)
+
+
+def _await(ctx: RunContext, action: str, args: Any) -> Any:
+    return await_condition(ctx, args)
+
+
+def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    assert isinstance(args, FaultArgs)
+    system, watch = ctx.the_system, ctx.the_watch
+    node = ctx.the_resolver.resolve(args.target)
+    p = args.target.partition
+    if args.target.node is None and args.target.role == "leader":
+        # just resolved: asking again would delay a kill that must land while a point holds
+        ctx.leader_before_fault[p] = system.leader_ref(node)
+        watch.observe(p, node.name)
+    elif ctx.injector is not None and (last := watch.last_leader(p)) is not None:
+        # a point is armed and may be holding a thread: the kill must land at once, and
+        # the leader watch (polled every second) knows the leader well enough
+        ctx.leader_before_fault[p] = system.leader_ref(last)
+    else:
+        ctx.leader_before_fault[p] = leader_now(ctx, p)
+    params: dict[str, Any] = {}
+    if action == "partition":
+        params["peers"] = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
+        params["direction"] = args.direction
+    ctx.the_nemesis.apply(action, node, role=str(args.target), **params)
+    ctx.the_resolver.last_target = node.name
+    log.info("%s %s (%s)", action, node.name, args.target)
+    if ctx.injector is not None:
+        ctx.injector.note_fault(action, node)
+    return {"node": node.name, "role": str(args.target)}
+
+
+def _heal(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    assert isinstance(args, HealArgs)
+    node = ctx.the_resolver.resolve(args.target) if args.target else None
+    ctx.the_nemesis.heal(node)
+    log.info("%s: healed %s", action, node.name if node else "everything")
+    return {"node": node.name if node else None}
+
+
+def _inject(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    assert isinstance(args, InjectArgs)
+    from ..inject import Injector
+
+    if ctx.injector is None:
+        ctx.injector = Injector(ctx.the_system, ctx.topic, ctx.run_dir, ctx.events)
+        ctx.stack.callback(ctx.injector.disarm_all)
+    return ctx.injector.arm(args, ctx.the_resolver)
+
+
+def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    """Moves the partition's bundle to another broker (a graceful ownership transfer)."""
+    assert isinstance(args, UnloadArgs)
+    system = ctx.the_system
+    if not isinstance(system, Unloadable):
+        raise HarnessError(f"{system.name} has no bundles to unload")
+    p = args.partition
+    before = leader_now(ctx, p)
+    ctx.leader_before_fault[p] = before
+    dest = ctx.the_resolver.resolve(args.to) if args.to is not None else None
+    t0 = time.monotonic()
+    new = system.unload(ctx.topic, p, to=dest, timeout=ctx.remaining(90))
+    detail = {"partition": p, "from": before, "to": new.name,
+              "seconds": round(time.monotonic() - t0, 3)}
+    ctx.events.record("fault", action="unload", node=new.name, role="bundle", detail=detail)
+    ctx.the_watch.observe(p, new.name)
+    if before is not None:
+        ctx.the_resolver.last_target = str(before)
+    log.info("unload partition %d: %s -> %s (%ss)", p, before, new.name, detail["seconds"])
+    return detail
+
+
+#: step arguments -> handler(ctx, action, args) -> the step's detail
+STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
+    ProduceArgs: _workload,
+    ConsumeArgs: _workload,
+    AwaitArgs: _await,
+    FaultArgs: _fault,
+    HealArgs: _heal,
+    InjectArgs: _inject,
+    UnloadArgs: _unload,
+}

@@ -1,0 +1,63 @@
+"""The run's story: what happened, in sentences, for the report's first screen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..history import history_files, read_events
+from ..result import RunResult
+from .context import RunContext
+
+__all__ = ["story"]
+
+
+def story(result: RunResult, ctx: RunContext) -> list[str]:
+    """Injection, truncations, in-flight records, remedies, loss."""
+    lines = []
+    inj = result.injection
+    if inj:
+        verdict = "hit" if inj.hit else "MISSED"
+        lines.append(f"Point {inj.point} was {verdict} (N = {inj.n}): expected "
+                     f"{inj.expected}; observed {inj.observed}.")
+    seen = set()
+    for t in result.truncations:
+        key = (t["node"], t["offset"])
+        if t.get("effective") and t["offset"] > 0 and key not in seen:
+            seen.add(key)
+            lines.append(f"{t['node']} truncated its log of partition {t['partition']} to offset "
+                         f"{t['offset']}.")
+    if inj and ctx.injector is not None:
+        armed_at = ctx.injector.first_armed_at()
+        if armed_at is not None:
+            lines.extend(_in_flight(ctx, armed_at))
+        if inj.seed:
+            lines.append(inj.seed)
+    for note in ctx.recovery.actions + ctx.recovery.observations:
+        lines.append(note[0].upper() + note[1:] + ".")
+    lost = result.anomalies.get("lost-write")
+    if lost is not None:
+        lines.append("No acknowledged record was lost." if not lost else
+                     f"{lost} acknowledged record(s) were lost.")
+    return lines
+
+
+def _in_flight(ctx: RunContext, armed_at: float) -> list[str]:
+    """The first three records sent after the point was armed: their send outcome, and
+    whether the recovery read found them."""
+    outcome: dict[str, str] = {}
+    recovered: dict[str, Any] = {}
+    for path in history_files(ctx.run_dir):
+        for e in read_events(path):
+            if e["type"] == "invoke" and e["t"] >= armed_at:
+                outcome.setdefault(e["mid"], "no outcome")
+            elif e["type"] in ("ok", "fail", "info") and e["mid"] in outcome:
+                outcome[e["mid"]] = e["type"] + (f" at offset {e['offset']}"
+                                                 if e.get("offset") is not None else "")
+            elif e["type"] == "poll" and e.get("phase") == "recovery":
+                recovered[e["mid"]] = e.get("offset")
+    lines = []
+    for mid, what in list(outcome.items())[:3]:
+        where = (f"present after recovery at offset {recovered[mid]}" if mid in recovered
+                 else "absent after recovery")
+        lines.append(f"In-flight record {mid}: send outcome {what}; {where}.")
+    return lines

@@ -1,0 +1,193 @@
+"""What the run asks of a system: one protocol both Kafka and Pulsar implement.
+
+:class:`System` is everything a run needs from any system (readiness, the case's
+topic, leadership, convergence, roles, the workload clients, the recovery read,
+evidence, fitness for reuse). What only some systems can do is a separate
+runtime-checkable protocol, tested with ``isinstance`` at the point of use, as
+Jepsen separates ``Primary`` or ``LogFiles`` from ``DB``:
+
+- :class:`ControllerRemedy`: a controller that can get stuck and be re-elected
+  (ZooKeeper-mode Kafka);
+- :class:`ReadyRemedy`: a repair for a cluster that stays not ready after a heal
+  (Pulsar's bookies that never re-register);
+- :class:`LockLoopWatch`: nodes whose metadata lock flaps in a loop (Pulsar);
+- :class:`InSyncReplicas`: an ISR to await (Kafka);
+- :class:`Unloadable`: graceful ownership transfer (Pulsar bundles);
+- :class:`JavaProducers`: a producer driven by the system's Java client.
+
+Leadership is named two ways: ``ref`` is how the system names a leader (Kafka's
+broker id, -1 for none; Pulsar's owner node name), ``node`` is the harness's
+node name (None for none).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..backend.cluster import Cluster, Node
+    from ..case import ClientSpec, TopicSpec
+    from ..clusters import ClusterDef
+    from ..collect import Evidence
+    from ..history import HistoryWriter
+
+__all__ = ["ConsumerClient", "ControllerRemedy", "InSyncReplicas", "JavaProducers", "Leader",
+           "LockLoopWatch", "Mark", "ProducerClient", "ReadyRemedy", "Stats", "System",
+           "Unloadable"]
+
+LeaderRef = int | str | None
+
+
+@dataclass(frozen=True)
+class Leader:
+    """A partition's leader: ``ref`` as the system names it, ``node`` the harness's node name."""
+
+    ref: LeaderRef
+    node: str | None
+
+    @property
+    def none(self) -> bool:
+        return self.ref in (None, -1)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A timeline mark a system asks the run to record (what it did, and its detail)."""
+
+    label: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Stats(Protocol):
+    """A client's counters (sent, ok, fail, info, polled, ...)."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+class ProducerClient(Protocol):
+    def run(self, *, count: int | None, duration_s: float | None, rate: float | None,
+            value_size: int, keys: int | None, partition: int | None,
+            stop: threading.Event) -> Stats: ...
+
+    def close(self) -> None: ...
+
+
+class ConsumerClient(Protocol):
+    def run(self, *, count: int | None, duration_s: float | None, stop: threading.Event,
+            max_s: float) -> Stats: ...
+
+
+@runtime_checkable
+class System(Protocol):
+    """A running cluster of one system, as a run sees it."""
+
+    #: the system's name in case files ("kafka", "pulsar")
+    name: ClassVar[str]
+    cluster: Cluster
+    spec: ClusterDef
+
+    def brokers(self) -> list[Node]:
+        """The nodes that serve clients (Kafka brokers, Pulsar brokers)."""
+        ...
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        """Returns once the cluster serves; :class:`~harness.errors.WaitTimeout` otherwise."""
+        ...
+
+    def create_case_topic(self, topic: str, spec: TopicSpec) -> list[Mark]:
+        """Creates the case's topic as ``spec`` says, led or owned; the marks to record."""
+        ...
+
+    def leader_of(self, topic: str, partition: int) -> Leader:
+        """The partition's leader (Kafka) or owner (Pulsar) now."""
+        ...
+
+    def leader_ref(self, node: Node | str) -> int | str:
+        """How :meth:`leader_of` names ``node`` when it leads."""
+        ...
+
+    def leadership(self, topic: str, partition: int) -> dict[str, Any]:
+        """A ``leader`` timeline event's fields (``leader_node`` among them)."""
+        ...
+
+    def converged(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        """Whether every partition is whole again (led with a full ISR; owned)."""
+        ...
+
+    def resolve_role(self, role: str, topic: str, partition: int,
+                     last_leader: Callable[[], str | None]) -> Node:
+        """The node a system role (leader, follower, controller, owner, bookie, ...) names;
+        ``last_leader`` gives the last node seen leading (for a leaderless partition)."""
+        ...
+
+    def producer(self, topic: str, history: HistoryWriter, client: ClientSpec) -> ProducerClient:
+        ...
+
+    def consumer(self, topic: str, history: HistoryWriter, client: ClientSpec,
+                 group: str | None) -> ConsumerClient:
+        ...
+
+    def recovery_read(self, topic: str, history: HistoryWriter, client: ClientSpec,
+                      partitions: int) -> dict[str, Any]:
+        """Reads every partition from the beginning with a fresh client; its stats."""
+        ...
+
+    def collect_evidence(self, run_dir: Path, evidence: Evidence, topic: str,
+                         partitions: int) -> None:
+        """Adds the system's own evidence (beyond logs) to ``evidence`` and the run dir."""
+        ...
+
+    def reuse_problem(self) -> str | None:
+        """What makes this running cluster unfit for another case (None: fit)."""
+        ...
+
+    def reuse_remedy(self, problem: str) -> str:
+        """Tries to fix what :meth:`reuse_problem` found; says what it did."""
+        ...
+
+
+@runtime_checkable
+class ControllerRemedy(Protocol):
+    def stuck_controller(self, timeout: float) -> str | None:
+        """What keeps the controller from doing its work (None: nothing found, or no such
+        controller on this cluster)."""
+        ...
+
+    def force_controller_election(self) -> None: ...
+
+
+@runtime_checkable
+class ReadyRemedy(Protocol):
+    def ready_remedy(self) -> str | None:
+        """Repairs what keeps a healed cluster from being ready; what it did, or None."""
+        ...
+
+
+@runtime_checkable
+class LockLoopWatch(Protocol):
+    def lock_loops(self) -> dict[str, int]:
+        """Nodes whose metadata lock flaps in a loop: node -> recent invalidations."""
+        ...
+
+    def restart(self, names: list[str]) -> str: ...
+
+
+@runtime_checkable
+class InSyncReplicas(Protocol):
+    def isr_size(self, topic: str, partition: int) -> int: ...
+
+
+@runtime_checkable
+class Unloadable(Protocol):
+    def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
+               timeout: float = 60) -> Node: ...
+
+
+@runtime_checkable
+class JavaProducers(Protocol):
+    def java_producer(self, run_dir: Path, topic: str, name: str, client: ClientSpec,
+                      ready: threading.Event | None) -> Any: ...

@@ -1,0 +1,107 @@
+"""The report reads result.json only through RunResult, and shows the judge's decisions."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from harness.report import render_index, render_run
+from harness.report.load import load_run
+
+if TYPE_CHECKING:
+    from conftest import RunFactory
+
+
+def _section(html: str, section_id: str) -> str:
+    match = re.search(rf'<section id="{section_id}">(.*?)</section>', html, re.S)
+    assert match, section_id
+    return match.group(1)
+
+
+def _rows(html: str) -> dict[str, str]:
+    """The index's rows by run id."""
+    return dict(re.findall(r'<tr class="run" data-run="([^"]+)">(.*?)</tr>', html, re.S))
+
+
+def test_a_malformed_result_renders_its_problem_and_the_index_lists_the_others(make_run: RunFactory) -> None:
+    good = make_run("good", history=False, verdict="pass", expectations=[])
+    bad = make_run("bad", at=make_run.start + timedelta(hours=1), steps=[{"index": "zero"}])
+    html = render_run(bad).read_text()
+    problem = _section(html, "summary")
+    assert "verdict-unknown" in problem and "Incomplete run" in problem
+    assert "result.json: steps[0].index: expected an integer" in problem
+    assert str(bad) not in problem  # the message names the file relative to the run
+    assert "acks/s" in html  # the histories are still charted
+    index = render_index(good.parent).read_text()
+    rows = _rows(index)
+    assert list(rows) == ["bad", "good"]
+    assert "verdict-unknown" in rows["bad"] and "steps[0].index: expected an integer" in rows["bad"]
+    assert "verdict-pass" in rows["good"] and "kafka-zk-kill-leader" in rows["good"]
+
+
+def test_load_run_keeps_the_problem_not_a_traceback(make_run: RunFactory) -> None:
+    run = load_run(make_run("bad", history=False, anomalies={"lost-write": "many"}))
+    assert (run.verdict, run.result.run_id, run.problem) == (
+        "unknown", "bad", "result.json: anomalies: expected an object of integers")
+    ok = load_run(make_run("ok", history=False))
+    assert ok.problem is None and ok.verdict == "fail" and ok.started == make_run.start
+
+
+def test_a_schema_1_result_renders(make_run: RunFactory) -> None:
+    run_dir = make_run("round-1", schema=..., recovery=..., collect_problems=..., topic=...)
+    assert "schema" not in json.loads((run_dir / "result.json").read_text())
+    assert load_run(run_dir).result.schema == 1
+    html = render_run(run_dir).read_text()
+    assert '<span class="verdict verdict-fail">FAIL</span>' in html and 'id="problem"' not in html
+
+
+def test_anomaly_shading_follows_the_expectations(make_run: RunFactory) -> None:
+    """A count the case allows, or only observes, is not shown as a failure."""
+    run_dir = make_run(anomalies={"lost-write": 0, "duplicate": 2, "unseen": 4}, verdict="pass",
+                       expectations=[{"name": "lost-write", "expected": "<= 0", "observed": 0, "ok": True},
+                                     {"name": "duplicate", "expected": "<= 5", "observed": 2, "ok": True}])
+    html = render_run(run_dir).read_text()
+    anomalies = _section(html, "anomalies")
+    assert "bad" not in anomalies and "notok" not in anomalies
+    assert "expected &lt;= 5" in anomalies and "observed, not judged" in anomalies
+    row = _rows(render_index(run_dir.parent).read_text())[run_dir.name]
+    assert "duplicate 2" in row and "unseen 4" in row and "notok" not in row
+
+
+def test_index_marks_only_unmet_anomalies(make_run: RunFactory) -> None:
+    run_dir = make_run(anomalies={"lost-write": 0, "duplicate": 2, "unseen": 4})
+    row = _rows(render_index(run_dir.parent).read_text())[run_dir.name]
+    assert '<span class="example mono notok">duplicate 2</span>' in row
+    assert '<span class="example mono" title="observed, not judged">unseen 4</span>' in row
+
+
+def test_injection_outcome_is_coloured_by_its_expectation_only(make_run: RunFactory) -> None:
+    unjudged = _section(render_run(make_run("a", history=False)).read_text(), "injection")
+    assert "<dd><span>hit</span></dd>" in unjudged
+    expected_miss = {"name": "injection hit", "expected": False, "observed": False, "ok": True}
+    judged = make_run("b", history=False, injection={"point": "C2", "n": 1, "hit": False},
+                      expectations=[expected_miss])
+    assert '<span class="ok">miss</span>' in _section(render_run(judged).read_text(), "injection")
+
+
+def test_expected_verdict_is_shown(make_run: RunFactory) -> None:
+    html = render_run(make_run("a", history=False, expected_verdict="fail", as_expected=True)).read_text()
+    assert re.search(r'id="expected-verdict">fail <span class="ok">\(as expected\)', html)
+    html = render_run(make_run("b", history=False, verdict="error")).read_text()
+    assert 'id="expected-verdict">pass</dd>' in html
+
+
+def test_key_shared_rows_are_observations(make_run: RunFactory) -> None:
+    run_dir = make_run(history=False)
+    t0 = make_run.start.timestamp()
+
+    def poll(t: float, mid: str, entry: int) -> dict[str, object]:
+        return {"type": "poll", "client": "c", "t": t0 + t, "phase": "run", "mid": mid, "topic": "x",
+                "partition": 0, "ledger": 1, "entry": entry, "batch": -1, "key": "k",
+                "subscription": "ks", "subscription_type": "Key_Shared"}
+
+    make_run.write_jsonl(run_dir / "history" / "c.jsonl", [poll(1, "m2", 2), poll(2, "m1", 1)])
+    key_order = _section(render_run(run_dir).read_text(), "key-order")
+    assert "m1 (key k, c) after m2" in key_order and "bad" not in key_order

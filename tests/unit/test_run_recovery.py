@@ -1,0 +1,202 @@
+"""The run's remedies, against fake systems: a stuck controller, an unfit reused cluster,
+a cluster that stays not ready after the heal.
+
+Kafka 3.9.2 sometimes keeps stamping LeaderAndIsr with a broker's old epoch after the
+replicas and the controller restart in quick succession; the ISR then never grows. An
+``await isr_size`` probes for that after UNSTICK_AFTER_S and forces an election once.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.case import load_case_text
+from harness.errors import WaitTimeout
+from harness.run import recovery, setup
+from harness.run.context import RunContext
+from harness.run.events import RunEvents
+from harness.systems.kafka import KafkaSystem
+
+CASE = """
+name: fake
+system: kafka
+cluster: kafka-zk
+steps:
+  - await: {time: 1}
+"""
+
+
+class FakeSystem:
+    """The stuck-controller part of ZooKeeper-mode Kafka: the real ``stuck_controller``
+    runs against fake brokers and a fake controller probe."""
+
+    stuck_controller = KafkaSystem.stuck_controller
+
+    def __init__(self, problem: str | None, statuses: tuple[str, ...] = ("running",) * 3,
+                 mode: str = "zk") -> None:
+        self.problem = problem
+        self.elections = 0
+        self.spec = SimpleNamespace(mode=mode)
+        self._nodes = [SimpleNamespace(name=f"kafka-{i}", container=SimpleNamespace(status=s))
+                       for i, s in enumerate(statuses, 1)]
+
+    def brokers(self) -> list[Any]:
+        return self._nodes
+
+    def controller_problem(self, timeout: float = 20) -> str | None:
+        return self.problem
+
+    def broken_controller(self) -> str | None:
+        return None
+
+    def force_controller_election(self) -> None:
+        self.elections += 1
+
+
+class Marks:
+    def __init__(self) -> None:
+        self.marks: list[dict[str, Any]] = []
+
+    def record(self, type_: str, **fields: Any) -> dict[str, Any]:
+        self.marks.append(fields)
+        return fields
+
+
+def _run(system: Any, tmp_path: Path = Path("/nonexistent")) -> Any:
+    timeline = Marks()
+    ctx = RunContext(load_case_text(CASE), tmp_path, ExitStack(),
+                     RunEvents(timeline))  # type: ignore[arg-type]
+    ctx.system = system
+    ctx.cluster = SimpleNamespace(node_logs=None)  # type: ignore[assignment]
+    ctx.timeline = timeline  # type: ignore[attr-defined]
+    return ctx
+
+
+@pytest.fixture(autouse=True)
+def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recovery, "UNSTICK_AFTER_S", 0.3)
+
+
+def test_a_stuck_controller_is_unstuck_once_and_recorded() -> None:
+    system = FakeSystem("kafka-1 did not take the controller's LeaderAndIsr")
+    run = _run(system)
+    assert recovery.wait_unsticking(run, lambda: system.elections > 0, timeout=6.0,
+                                    what="an ISR of 2")
+    assert system.elections == 1
+    assert "forced a controller election" in run.recovery.actions[0]
+    assert run.timeline.marks[0]["label"] == "forced controller election"
+
+
+def test_a_healthy_controller_is_left_alone_and_the_wait_times_out() -> None:
+    system = FakeSystem(None)
+    run = _run(system)
+    with pytest.raises(WaitTimeout):
+        recovery.wait_unsticking(run, lambda: False, timeout=6.0, what="an ISR of 2")
+    assert system.elections == 0 and not run.recovery.actions and not run.timeline.marks
+
+
+def test_no_probe_while_a_broker_is_down_nor_in_kraft_mode() -> None:
+    down = FakeSystem("kafka-3 did not take it", ("running", "running", "exited"))
+    with pytest.raises(WaitTimeout):
+        recovery.wait_unsticking(_run(down), lambda: False, timeout=6.0, what="x")
+    kraft = FakeSystem("whatever", mode="kraft")
+    with pytest.raises(WaitTimeout):
+        recovery.wait_unsticking(_run(kraft), lambda: False, timeout=1.0, what="x")
+    assert down.elections == 0 and kraft.elections == 0
+
+
+class FakeReuse:
+    """A reused cluster whose problem goes away after ``cured_after`` remedies (None: never)."""
+
+    def __init__(self, problem: str | None, cured_after: int | None) -> None:
+        self.problem, self.cured_after, self.remedies = problem, cured_after, 0
+
+    def wait_ready(self, timeout: float) -> None:
+        pass
+
+    def reuse_problem(self) -> str | None:
+        if self.cured_after is not None and self.remedies >= self.cured_after:
+            return None
+        return self.problem
+
+    def reuse_remedy(self, problem: str) -> str:
+        self.remedies += 1
+        return "restarted bookie-2"
+
+
+def _reuse_run(system: FakeReuse, caplog: pytest.LogCaptureFixture
+               ) -> tuple[Any, pytest.LogCaptureFixture, list[bool]]:
+    run = _run(system)
+    ups: list[bool] = []
+    run.cluster = SimpleNamespace(up=lambda reuse=True: ups.append(reuse))
+    caplog.set_level("INFO", logger="harness")
+    return run, caplog, ups
+
+
+def test_a_fit_reused_cluster_is_kept_untouched(caplog: pytest.LogCaptureFixture) -> None:
+    run, said, ups = _reuse_run(FakeReuse(None, None), caplog)
+    assert setup._reuse_healthy(run) is True
+    assert said.messages == [] and ups == [] and run.system.remedies == 0
+
+
+def test_an_unfit_reused_cluster_gets_the_remedy_and_is_kept_when_it_works(caplog: pytest.LogCaptureFixture) -> None:
+    run, said, ups = _reuse_run(FakeReuse("bookie-2 lock invalidated 900 times in 10 s", 1), caplog)
+    assert setup._reuse_healthy(run) is True
+    assert run.system.remedies == 1 and ups == []
+    assert any("bookie-2 lock invalidated" in s for s in said.messages)
+    assert any("restarted bookie-2" in s for s in said.messages)
+
+
+def test_an_unfit_reused_cluster_is_recreated_when_the_remedy_fails(caplog: pytest.LogCaptureFixture) -> None:
+    run, said, ups = _reuse_run(FakeReuse("controller stuck", None), caplog)
+    assert setup._reuse_healthy(run) is False
+    assert run.system.remedies == 1 and ups == [False]
+    assert "recreating the cluster" in said.messages[-1]
+
+
+class ReadySystem:
+    """A system whose readiness arrives only after its remedy ran (or never)."""
+
+    def __init__(self, remedy: str | None) -> None:
+        self.remedy, self.remedies, self.waits = remedy, 0, []
+
+    def wait_ready(self, timeout: float) -> None:
+        self.waits.append(timeout)
+        if not self.remedies or self.remedy is None:
+            raise WaitTimeout("cluster: all 3 bookies registered")
+
+    def ready_remedy(self) -> str | None:
+        self.remedies += 1
+        return self.remedy
+
+
+def test_recovery_applies_the_readiness_remedy_once_and_records_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recovery, "READY_REMEDY_AFTER_S", 0.5)
+    system = ReadySystem("restarted bookie-1")
+    run = _run(system)
+    recovery._wait_ready(run, 30.0)
+    assert system.remedies == 1 and system.waits[0] == 0.5 and 28 < system.waits[1] <= 30
+    assert run.recovery.actions == ["recovery: not ready 0.5 s after the heal, restarted bookie-1"]
+    assert run.timeline.marks[0]["label"] == "readiness remedy"
+
+
+def test_a_remedy_with_nothing_to_do_lets_the_wait_time_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recovery, "READY_REMEDY_AFTER_S", 0.5)
+    system = ReadySystem(None)
+    run = _run(system)
+    with pytest.raises(WaitTimeout):
+        recovery._wait_ready(run, 30.0)
+    assert system.remedies == 1 and len(system.waits) == 2 and not run.recovery.actions
+
+
+def test_a_system_without_a_remedy_waits_once() -> None:
+    system = FakeSystem(None)
+    calls = []
+    system.wait_ready = lambda timeout: calls.append(timeout)  # type: ignore[attr-defined]
+    recovery._wait_ready(_run(system), 30.0)
+    assert calls == [30.0]
