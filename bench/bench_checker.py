@@ -126,7 +126,8 @@ class Row:
         ratio = f"{self.reference_s / self.check_s:.1f}x" if self.reference_s else "-"
         ref = f"{self.reference_s:.1f}" if self.reference_s else "-"
         return [f"{self.records:,}", f"{self.lines:,}", f"{self.gigabytes:.1f}", f"{self.generate_s:.1f}",
-                f"{self.check_s:.1f}", f"{self.cpu_s:.0f}", f"{self.peak_gib:.1f}", ref, ratio, f"{self.load:.1f}",
+                f"{self.check_s:.1f}", f"{self.cpu_s:.0f}", f"{self.peak_gib:.1f}", ref, ratio,
+                f"{self.load:.1f}",
                 "yes" if self.correct else "NO"]
 
 

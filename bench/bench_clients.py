@@ -25,6 +25,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -96,7 +97,7 @@ def main() -> None:
     ap.add_argument("--cluster", default="kafka-zk", help="a Kafka cluster name (default kafka-zk)")
     args = ap.parse_args()
     cluster = Cluster.named(Engine(), args.cluster)
-    reused = cluster.up(lambda m: None)
+    reused = cluster.up()
     kafka = KafkaSystem(cluster)
     kafka.wait_ready()
     kinds = ("plain-produce", "harness-produce", "plain-consume", "fields-consume",
@@ -108,26 +109,26 @@ def main() -> None:
             for r in range(args.rounds):
                 topic = f"bench-{uuid.uuid4().hex[:6]}"
                 kafka.create_topic(topic, 1, 3)
-                rate, secs = timed(lambda: plain_produce(cluster.spec.bootstrap, topic, args.records))
+                rate, secs = timed(partial(plain_produce, cluster.spec.bootstrap, topic, args.records))
                 results["plain-produce"].append(rate)
                 cpu["plain-produce"].append(secs / args.records)
                 with HistoryWriter(Path(tmp) / f"p{r}.jsonl", "p") as hist:
-                    def produce() -> float:
+                    def produce(topic: str = topic) -> float:
                         client = KafkaProducerClient(producer_config(cluster.spec.bootstrap),
                                                      topic, hist)
                         return args.records / client.run(count=args.records).seconds
                     rate, secs = timed(produce)
                 results["harness-produce"].append(rate)
                 cpu["harness-produce"].append(secs / args.records)
-                rate, secs = timed(lambda: plain_consume(cluster.spec.bootstrap, topic, 2 * args.records))
+                rate, secs = timed(partial(plain_consume, cluster.spec.bootstrap, topic, 2 * args.records))
                 results["plain-consume"].append(rate)
                 cpu["plain-consume"].append(secs / (2 * args.records))
-                rate, secs = timed(lambda: plain_consume(cluster.spec.bootstrap, topic,
-                                                         2 * args.records, fields=True))
+                rate, secs = timed(partial(plain_consume, cluster.spec.bootstrap, topic,
+                                           2 * args.records, fields=True))
                 results["fields-consume"].append(rate)
                 cpu["fields-consume"].append(secs / (2 * args.records))
                 with HistoryWriter(Path(tmp) / f"c{r}.jsonl", "c") as hist:
-                    def consume() -> float:
+                    def consume(topic: str = topic) -> float:
                         st = KafkaConsumerClient(cluster.spec.bootstrap, topic, hist).read_all(1)
                         return st.polled / st.seconds
                     rate, secs = timed(consume)

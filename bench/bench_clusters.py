@@ -36,7 +36,6 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true")
     args = ap.parse_args()
     engine = Engine()
-    quiet = lambda msg: None  # noqa: E731
     builds = {}
     wanted = {(CLUSTERS[c].system, v) for c in args.clusters for v in CLUSTERS[c].versions[:1]}
     if args.cold:
@@ -48,10 +47,10 @@ def main() -> None:
             shutil.rmtree(IMAGES_DIR / sub / "build", ignore_errors=True)
     for system, version in sorted(wanted):
         t0 = time.monotonic()
-        ensure_images(engine, system, version, progress=quiet)
+        ensure_images(engine, system, version)
         first = time.monotonic() - t0
         t0 = time.monotonic()
-        ensure_images(engine, system, version, progress=quiet)
+        ensure_images(engine, system, version)
         builds[(system, version)] = (first, time.monotonic() - t0)
     print(f"{'image':28} {'build (s)':>10} {'again (s)':>10}")
     for (system, version), (first, again) in sorted(builds.items()):
@@ -63,7 +62,7 @@ def main() -> None:
         cluster.down()
         try:
             t0 = time.monotonic()
-            cluster.up(quiet, reuse=False)
+            cluster.up(reuse=False)
             open_system(cluster).wait_ready(timeout=300)
             ready = time.monotonic() - t0
             time.sleep(5)

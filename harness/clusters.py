@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR", "CASES_DIR",
-           "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS"]
+__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
+           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "compose"
@@ -31,7 +31,8 @@ class NodeDef:
     """One container of a cluster.
 
     ``kind``: zookeeper, broker (Kafka broker or combined KRaft node), controller
-    (KRaft controller-only node), bookie, pulsar-broker. ``host_port``: the port on 127.0.0.1 the harness reaches it on.
+    (KRaft controller-only node), bookie, pulsar-broker. ``host_port``: the port on 127.0.0.1 the harness
+    reaches it on.
     """
 
     name: str

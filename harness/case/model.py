@@ -17,7 +17,8 @@ from harness.anomalies import ANOMALIES, INFORMATIONAL
 from harness.clusters import SYSTEMS, ClusterDef, get_cluster
 
 __all__ = [
-    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "roles_for", "other_system",
+    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "roles_for",
+    "other_system",
     "ACTIONS", "NODE_FAULTS", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",

@@ -103,7 +103,8 @@ def place_pair(name: str) -> tuple[int, int]:
     return int(topic_h), int(part)
 
 
-def plan(history: Sequence[str], replicas: Sequence[str], split_bytes: int | None = None) -> list[tuple[Any, ...]]:
+def plan(history: Sequence[str], replicas: Sequence[str],
+         split_bytes: int | None = None) -> list[tuple[Any, ...]]:
     """The tasks: (path, file index, replicas?, start, stop) splits of at most
     ``split_bytes`` (:data:`SPLIT_BYTES`) each; a split holds the lines that start in it."""
     split_bytes = split_bytes or SPLIT_BYTES
@@ -360,7 +361,8 @@ def _events(table: pa.Table, file: int, replicas: bool) -> pa.Table:
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S))
         return pa.table(out, schema=EVENTS_SCHEMA)
     recovery = _eq(table.column("phase"), "recovery")
-    flags_line = (np.where(recovery, ROW_REC, 0) | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
+    flags_line = (np.where(recovery, ROW_REC, 0)
+                  | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
                   | np.where(_eq(table.column("isolation"), "read_committed"), ROW_RC, 0))
     client = table.column("client").take(take).combine_chunks()
     at = table.column("_at").to_numpy()

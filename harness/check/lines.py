@@ -22,8 +22,8 @@ from typing import Any
 
 from harness.history import BATCH_EVENTS, expand_batch
 
-__all__ = ["ANY_LISTS", "BREAK", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "conform", "decode", "double",
-           "read_lines", "split_lines", "text"]
+__all__ = ["ANY_LISTS", "BREAK", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "conform", "decode",
+           "double", "read_lines", "split_lines", "text"]
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
 STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",

@@ -87,7 +87,8 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
         poll = pc.equal(ev["code"], POLL)
         rec = pc.not_equal(pc.bit_wise_and(ev["flags"], ROW_REC), 0)
         parts.append(pa.table({
-            "client_h": ev["client_h"], "grp": pc.if_else(poll, pc.if_else(rec, 1, 0).cast(i64), pa.scalar(None, i64)),
+            "client_h": ev["client_h"],
+            "grp": pc.if_else(poll, pc.if_else(rec, 1, 0).cast(i64), pa.scalar(None, i64)),
             "topic_h": ev["topic_h"], "part": ev["part"], "pl": ev["pl"], "pe": ev["pe"], "pb": ev["pb"],
             "mh": id_hash(ev["mid"]), "seq": ev["seq"],
             "tag": pc.if_else(poll, pc.if_else(rec, TAG_RPOLL, TAG_POLL), TAG_REPLICA).cast(i64)}))
@@ -97,7 +98,8 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
             filter=pc.field("ack_pl").is_valid())
         n = ack.num_rows
         parts.append(pa.table({
-            "client_h": ack["inv_client"], "grp": const(2, n), "topic_h": const(topic_h, n), "part": const(part, n),
+            "client_h": ack["inv_client"], "grp": const(2, n), "topic_h": const(topic_h, n),
+            "part": const(part, n),
             "pl": ack["ack_pl"], "pe": ack["ack_pe"], "pb": ack["ack_pb"], "mh": id_hash(ack["mid"]),
             "seq": ack["inv_seq"], "tag": const(TAG_ACK, n)}))
     if polled and resets_dir is not None:  # a reset without topic or partition covers all those polls read
@@ -146,8 +148,8 @@ def _validity(col: Any) -> np.ndarray:
 
 
 def anomalies(values: Columns, valid: Columns) -> Columns:
-    """The anomaly rows of the given rows (any order), any number of (topic, partition) groups: ``kind`` and, per
-    :data:`OUT_COLUMNS`, the values and ``valid:<column>`` masks (false where the value
+    """The anomaly rows of the given rows (any order), any number of (topic, partition) groups: ``kind``
+    and, per :data:`OUT_COLUMNS`, the values and ``valid:<column>`` masks (false where the value
     is null)."""
     n = values["tag"].size
     if n == 0:

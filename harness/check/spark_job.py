@@ -61,7 +61,8 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Event type codes and row flags: those of the ingest step.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = (
-    ingest.INVOKE, ingest.OK, ingest.FAIL, ingest.INFO, ingest.POLL, ingest.RESET, ingest.META, ingest.REPLICA)
+    ingest.INVOKE, ingest.OK, ingest.FAIL, ingest.INFO, ingest.POLL, ingest.RESET, ingest.META,
+    ingest.REPLICA)
 ROW_REC, ROW_ABORTED, ROW_RC = ingest.ROW_REC, ingest.ROW_ABORTED, ingest.ROW_RC
 # Per-id flags.
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP = (1 << i for i in range(9))
@@ -184,7 +185,8 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
                                         dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
         try:
-            return _Job(spark, scratch, _Inputs([str(f.resolve()) for f in files], [str(f.resolve()) for f in replicas])).result()
+            return _Job(spark, scratch, _Inputs([str(f.resolve()) for f in files],
+                                                [str(f.resolve()) for f in replicas])).result()
         except (PySparkException, Py4JError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
@@ -443,7 +445,8 @@ class _Job:
         })
         of_position = F.col("kind").isin(*_POS_KINDS)
         return rows.select(*[F.when(of_position, a).otherwise(b).alias(name)
-                             for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"), strict=False)])
+                             for a, b, name in zip(at_position, in_sequence, ("kind", "n", "sk", "ex"),
+                                                   strict=False)])
 
     def _key_order_rows(self, events: DataFrame, ranks: _Ranks) -> DataFrame:
         """key-order: Key_Shared run polls (``ks_t`` set at ingest) with a position; per

@@ -22,7 +22,6 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from ..case import InjectArgs, Selector
 from ..errors import BackendError, InjectError, WaitTimeout
 from ..history import Recorder
 from ..points import POINTS, RULES_DIR, PointSpec, available_points, rule_blocks, rule_file
+from ..systems.base import CrashPoints, System
 from ..systems.kafka_segments import log_end_offset
 from ..wait import wait_until
 
@@ -75,17 +75,16 @@ class _Armed:
 class Injector:
     """Arms points on one run's Kafka cluster and reports hits (one run, many points)."""
 
-    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: Recorder,
-                 progress: Callable[[str], None] | None = None, hold_ms: int = 120_000) -> None:
-        """``timeline`` records the inject events; ``progress`` (default: this module's log)
-        tells a person what happens."""
-        if system.spec.system != "kafka":
-            raise InjectError("crash-timing points are implemented for Kafka only")
+    def __init__(self, system: System, topic: str, run_dir: Path, timeline: Recorder,
+                 hold_ms: int = 120_000) -> None:
+        """``timeline`` records the inject events (progress goes to this module's log)."""
+        if not isinstance(system, CrashPoints):
+            raise InjectError(f"crash-timing points are implemented for Kafka only "
+                              f"({system.name} has none)")
         self.system = system
         self.topic = topic
         self.run_dir = run_dir
         self.timeline = timeline
-        self.progress: Callable[[str], None] = progress or log.info
         self.hold_ms = hold_ms
         self.armed: dict[str, _Armed] = {}
         self._disarmed: list[_Armed] = []
@@ -120,23 +119,14 @@ class Injector:
         self.timeline.record("inject", point=args.point, node=",".join(x.name for x in nodes),
                              status="armed", detail={"n": n, "key": key, "leader": leader.name,
                                                      "follower": follower.name})
-        self.progress(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} "
+        log.info(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} "
                       f"for {self.topic}-{args.partition} at offset N={n}")
         return {"point": args.point, "n": n, "nodes": [x.name for x in nodes]}
 
     def _target_offset(self, args: InjectArgs) -> int:
         if isinstance(args.offset, int):
             return args.offset
-        from confluent_kafka import Consumer, TopicPartition
-
-        consumer = Consumer({"bootstrap.servers": self.system.spec.bootstrap,
-                             "group.id": "chaos-inject", "log_level": 0})
-        try:
-            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, args.partition),
-                                                     timeout=15)
-        finally:
-            consumer.close()
-        return int(high)
+        return self.system.high_watermark(self.topic, args.partition)
 
     def _submit(self, node: Any, rules: str, key: str, unload: bool = False) -> None:
         path = f"/chaos/{key}.btm"
@@ -182,7 +172,7 @@ class Injector:
         armed.hit = hit
         armed.at_hit = self.replica_offsets("hit", armed)
         self.timeline.record("inject", point=point, node=hit["node"], status="hit", detail=hit)
-        self.progress(f"inject {point}: hit on {hit['node']} {hit}")
+        log.info(f"inject {point}: hit on {hit['node']} {hit}")
         return hit
 
     def note_fault(self, action: str, node: Any) -> None:

@@ -13,7 +13,8 @@ Jepsen separates ``Primary`` or ``LogFiles`` from ``DB``:
 - :class:`LockLoopWatch`: nodes whose metadata lock flaps in a loop (Pulsar);
 - :class:`InSyncReplicas`: an ISR to await (Kafka);
 - :class:`Unloadable`: graceful ownership transfer (Pulsar bundles);
-- :class:`JavaProducers`: a producer driven by the system's Java client.
+- :class:`JavaProducers`: a producer driven by the system's Java client;
+- :class:`CrashPoints`: brokers that take the crash-timing rules (Kafka).
 
 Leadership is named two ways: ``ref`` is how the system names a leader (Kafka's
 broker id, -1 for none; Pulsar's owner node name), ``node`` is the harness's
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ..collect import Evidence
     from ..history import HistoryWriter
 
-__all__ = ["ConsumerClient", "ControllerRemedy", "InSyncReplicas", "JavaProducers", "Leader",
+__all__ = ["ConsumerClient", "ControllerRemedy", "CrashPoints", "InSyncReplicas", "JavaProducers", "Leader",
            "LockLoopWatch", "Mark", "ProducerClient", "ReadyRemedy", "Stats", "System",
            "Unloadable"]
 
@@ -185,6 +186,19 @@ class InSyncReplicas(Protocol):
 class Unloadable(Protocol):
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
                timeout: float = 60) -> Node: ...
+
+
+@runtime_checkable
+class CrashPoints(Protocol):
+    """A system whose brokers take the crash-timing rules of :mod:`harness.points`."""
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        """The offset the next record of the partition gets, as a consumer sees it (N)."""
+        ...
+
+    def replica_log(self, node: Node, topic: str, partition: int = 0) -> list[Any]:
+        """The records in ``node``'s copy of the partition, read from its files."""
+        ...
 
 
 @runtime_checkable

@@ -360,7 +360,8 @@ class KafkaSystem:
             if node.container.status != "running":
                 continue
             code, out = node.container.exec(
-                ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.MetadataQuorumCommand",
+                ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*",
+                 "org.apache.kafka.tools.MetadataQuorumCommand",
                  "--bootstrap-controller", voters, "describe", "--status"])
             leader = re.search(r"LeaderId:\s*(-?\d+)", out)
             epoch = re.search(r"LeaderEpoch:\s*(\d+)", out)
@@ -449,6 +450,17 @@ class KafkaSystem:
             collect_kafka_replicas(self.cluster, run_dir, evidence, topic, partitions)
         except HarnessError as exc:
             evidence.problems.append(f"replicas: {exc}")
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.spec.bootstrap,
+                             "group.id": "chaos-inject", "log_level": 0})
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+        finally:
+            consumer.close()
+        return int(high)
 
     def stuck_controller(self, timeout: float) -> str | None:
         """ZooKeeper mode, every broker running: a controller that fails its state changes

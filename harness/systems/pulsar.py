@@ -408,7 +408,8 @@ class PulsarSystem:
         base = tuple(int(defaults.get(k, d)) for k, d in zip(
             ("managedLedgerDefaultEnsembleSize", "managedLedgerDefaultWriteQuorum",
              "managedLedgerDefaultAckQuorum"), DEFAULT_QUORUMS, strict=False))
-        e, w, a = (v if v is not None else d for v, d in zip((ensemble, write_quorum, ack_quorum), base, strict=False))
+        e, w, a = (v if v is not None else d
+                   for v, d in zip((ensemble, write_quorum, ack_quorum), base, strict=False))
         if not e >= w >= a >= 1:
             raise AdminError(f"topic {name}: need ensemble >= write quorum >= ack quorum >= 1, "
                              f"got {e}/{w}/{a}")

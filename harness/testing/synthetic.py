@@ -123,7 +123,7 @@ class Profile:
             raise ValueError("topics, partitions, producers, consumers and chunk must be >= 1")
         if self.inject.get("replica-divergence") and self.replicas < 2:
             raise ValueError("replica-divergence needs replicas >= 2")
-        if self.key_shared and self.system != "pulsar":
+        if self.key_shared and not self.pulsar:
             raise ValueError("key_shared needs system pulsar")
         if self.inject.get("key-order") and not self.key_shared:
             raise ValueError("key-order needs key_shared (and system pulsar)")
@@ -514,7 +514,7 @@ class _Chunk:
 
     def _sub(self, phase: str) -> str:
         """The batch fields of a Pulsar run-phase subscription."""
-        if self.pr.system != "pulsar" or phase != "run":
+        if not self.pr.pulsar or phase != "run":
             return ""
         kind = "Key_Shared" if self.pr.key_shared else "Exclusive"
         return f',"subscription":"sub-0","subscription_type":"{kind}"'

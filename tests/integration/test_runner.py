@@ -74,9 +74,12 @@ def test_killing_the_harness_keeps_history_and_leaves_nothing_behind(tmp_path: P
 
 
 @pytest.mark.parametrize("args, message", [
-    (["cluster", "up", "kafka-bogus"], "unknown cluster 'kafka-bogus' (known: kafka-kraft, kafka-kraft-split, kafka-zk, pulsar)"),
-    (["cluster", "up", "kafka-kraft", "--version", "3.1.0"], "does not support version '3.1.0' (supported: 3.9.2, 4.1.2)"),
-    (["images", "build", "--system", "kafka", "--version", "9.9.9"], "org.apache.kafka:kafka_2.13:9.9.9 does not resolve on Maven Central"),
+    (["cluster", "up", "kafka-bogus"],
+     "unknown cluster 'kafka-bogus' (known: kafka-kraft, kafka-kraft-split, kafka-zk, pulsar)"),
+    (["cluster", "up", "kafka-kraft", "--version", "3.1.0"],
+     "does not support version '3.1.0' (supported: 3.9.2, 4.1.2)"),
+    (["images", "build", "--system", "kafka", "--version", "9.9.9"],
+     "org.apache.kafka:kafka_2.13:9.9.9 does not resolve on Maven Central"),
     (["run", str(DATA.parent / "cases" / "bad" / "unknown-role.yaml")], "unknown role 'leadr'"),
 ])
 def test_bad_input_gives_one_clear_error(args: list[str], message: str) -> None:

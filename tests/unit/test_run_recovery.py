@@ -144,7 +144,8 @@ def test_a_fit_reused_cluster_is_kept_untouched(caplog: pytest.LogCaptureFixture
     assert said.messages == [] and ups == [] and run.system.remedies == 0
 
 
-def test_an_unfit_reused_cluster_gets_the_remedy_and_is_kept_when_it_works(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unfit_reused_cluster_gets_the_remedy_and_is_kept_when_it_works(
+        caplog: pytest.LogCaptureFixture) -> None:
     run, said, ups = _reuse_run(FakeReuse("bookie-2 lock invalidated 900 times in 10 s", 1), caplog)
     assert setup._reuse_healthy(run) is True
     assert run.system.remedies == 1 and ups == []

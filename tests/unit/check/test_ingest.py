@@ -64,7 +64,8 @@ def _read_layout(out_dir: Path) -> list[dict[str, Any]]:
         got = pq.read_table(path).to_pylist()
         for r in got:
             placed = (r["pl"] is not None and r["topic_h"] is not None
-                      and (r["code"] == ingest.POLL or (r["code"] == ingest.REPLICA and r["mid"] is not None)))
+                      and (r["code"] == ingest.POLL
+                           or (r["code"] == ingest.REPLICA and r["mid"] is not None)))
             if where.parts[0] == ingest.PLACED:
                 assert placed and (r["topic_h"], r["part"]) == ingest.place_pair(where.parts[1]), (where, r)
             elif where.parts[0] == ingest.RESETS:
@@ -80,7 +81,8 @@ def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -
     out_dir.mkdir()
     run = ingest.kernel(str(out_dir))
     tasks = ingest.plan([] if replicas else [str(path)], [str(path)] if replicas else [], split_bytes)
-    names = pa.RecordBatch.from_pylist([dict(zip(("path", "file", "replicas", "start", "stop"), t, strict=False))
+    names = pa.RecordBatch.from_pylist([dict(zip(("path", "file", "replicas", "start", "stop"), t,
+                                                 strict=False))
                                         for t in tasks]).schema.names
     found = set()
     for task in tasks:
@@ -148,7 +150,8 @@ def test_odd_lines_read_as_the_contract_reads_them(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(ingest, "BLOCK_BYTES", block_bytes)
     path = tmp_path / "h.jsonl"
     body = "\n".join(ODD_LINES * 3) + "\r\n" + "\r".join(ODD_LINES[:3]) + "\n" + ODD_LINES[0][:40]
-    path.write_bytes(body.encode("utf-8", errors="surrogatepass") + b"\n\xff\xfe{\"type\":\"poll\",\"mid\":\"\xe9\"}")
+    path.write_bytes(body.encode("utf-8", errors="surrogatepass")
+                     + b"\n\xff\xfe{\"type\":\"poll\",\"mid\":\"\xe9\"}")
     expected = _expected(path)
     assert len(expected) > 20
     assert _ingested(tmp_path, path, split_bytes) == expected
@@ -157,7 +160,8 @@ def test_odd_lines_read_as_the_contract_reads_them(tmp_path: Path, monkeypatch: 
 def test_replica_lines(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     lines = [{"type": "replica", "node": "kafka-1", "mid": "a", "topic": "t", "partition": 0, "offset": 3},
-             {"type": "replica", "node": 2, "mid": "b", "topic": "t", "partition": 0, "ledger": 1, "entry": 0},
+             {"type": "replica", "node": 2, "mid": "b", "topic": "t", "partition": 0, "ledger": 1,
+              "entry": 0},
              {"type": "replica", "node": "kafka-1", "partitions": "not read", "partition": 1, "offset": 1},
              {"type": "other", "node": "x", "partition": 0, "offset": 1},
              {"type": "replica", "node": "kafka-1", "partition": 0, "offset": 1.5}]
@@ -181,7 +185,8 @@ _KEYS = st.sampled_from(["type", "client", "mid", "topic", "partition", "offset"
 _LINE = st.one_of(
     st.dictionaries(_KEYS, _VALUES, max_size=8).map(
         lambda d: {**d, "type": d.get("type", "polls")}),
-    st.fixed_dictionaries({"type": st.sampled_from(["polls", "oks", "invokes", "poll", "ok", "invoke", "fail"]),
+    st.fixed_dictionaries({"type": st.sampled_from(["polls", "oks", "invokes", "poll", "ok", "invoke",
+                                                    "fail"]),
                            "partitions": st.lists(st.integers(0, 2), min_size=1, max_size=3),
                            "offsets": st.lists(st.integers(-1, 9), min_size=1, max_size=3),
                            "mids": st.lists(st.text(max_size=2), min_size=1, max_size=3)},

@@ -132,8 +132,8 @@ def test_the_order_of_the_rows_does_not_matter(spec: list[tuple[int, ...]], rnd:
     assert run(shuffled) == run(rows)
     # and so do rows already in position order
     def place(r: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(x for c in ("topic_h", "part", "pl", "pe", "pb") for x in (r[c] is not None, r[c] or 0)) + (
-            r["tag"],)
+        return tuple(x for c in ("topic_h", "part", "pl", "pe", "pb")
+                     for x in (r[c] is not None, r[c] or 0)) + (r["tag"],)
     assert run(sorted(shuffled, key=place)) == run(rows)
 
 
