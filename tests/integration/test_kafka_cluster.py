@@ -32,7 +32,7 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[KafkaSystem]:
                             broker_config={"replica.lag.time.max.ms": str(LAG_MS)})
     t0 = time.monotonic()
     try:
-        cluster.up(print)
+        cluster.up()
         system = KafkaSystem(cluster)
         system.wait_ready(timeout=120)
         print(f"{request.param} ready in {time.monotonic() - t0:.1f}s")

@@ -34,7 +34,7 @@ def pulsar() -> Iterator[PulsarSystem]:
     cluster = Cluster.named(Engine(), "pulsar")
     t0 = time.monotonic()
     try:
-        cluster.up(print)
+        cluster.up()
         system = PulsarSystem(cluster)
         system.wait_ready(timeout=120)
         print(f"pulsar ready in {time.monotonic() - t0:.1f}s")
