@@ -95,29 +95,36 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 # -- cases ---------------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .case import find_case_files, validate_paths
+    from .case import find_case_files, load_case
 
-    paths = args.paths or [str(CASES_DIR)]
-    errors = validate_paths(paths)
-    for err in errors:
-        print(err, file=sys.stderr)
-    files = find_case_files(paths)
-    print(f"{len(files) - len(errors)} of {len(files)} case file(s) valid")
-    return 2 if errors else 0
+    # A missing path, an empty one or a directory without case files is a CaseError here.
+    files = find_case_files(args.paths or [str(CASES_DIR)])
+    invalid = 0
+    for path in files:
+        try:
+            load_case(path)
+        except HarnessError as exc:
+            invalid += 1
+            print(exc, file=sys.stderr)
+    print(f"{len(files) - invalid} of {len(files)} case file(s) valid")
+    return 2 if invalid else 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from .case import find_case_files, load_case
 
+    invalid = 0
     for path in find_case_files(args.paths or [str(CASES_DIR)]):
         try:
             case = load_case(path)
         except HarnessError as exc:
-            print(f"{path}: INVALID: {exc}")
+            invalid += 1
+            print(f"{str(path):45} INVALID (see below)")
+            print(exc, file=sys.stderr)
             continue
         first = case.description.strip().splitlines()[0] if case.description.strip() else ""
         print(f"{str(path):45} {case.cluster:12} {case.version:7} {first[:70]}")
-    return 0
+    return 2 if invalid else 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -125,7 +132,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .report.text import format_result
     from .run import run_case
 
-    case = load_case(args.case or DEFAULT_CASE, cluster=args.cluster, version=args.version)
+    case = load_case(DEFAULT_CASE if args.case is None else args.case, cluster=args.cluster,
+                     version=args.version)
     outcome = run_case(case, reports_dir=Path(args.reports), keep_cluster=args.keep_cluster,
                        spark_master=args.spark_master,
                        owner="keep" if args.keep_cluster else None)
@@ -134,21 +142,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    import json
+    """Checks a stored run again and judges it against its case copy: rewrites result.json
+    and the report, prints the summary; exit code as ``harness run``'s."""
+    from .report.text import format_result
+    from .run.recheck import recheck
 
-    from .check import check_run
-
-    result = check_run(Path(args.run_dir), spark_master=args.spark_master).to_dict()
-    print(json.dumps({k: result.get(k) for k in ("anomalies", "counts")}, indent=2))
-    return 0
+    run_dir = Path(args.run_dir)
+    result = recheck(run_dir, spark_master=args.spark_master)
+    print(format_result(result, run_dir))
+    return result.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import render_index, render_run
 
-    path = render_run(Path(args.run_dir))
-    render_index(Path(args.run_dir).resolve().parent)
+    run_dir = Path(args.run_dir)
+    path = render_run(run_dir)  # a HarnessError unless run_dir is a run directory
     print(f"report: {path}")
+    parent = run_dir.resolve().parent
+    if render_index(parent) is None:
+        print(f"harness: index not updated: {parent / 'index.html'} was not written by the harness "
+              "(left as it is)", file=sys.stderr)
     return 0
 
 
@@ -203,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("paths", nargs="*")
     lst.set_defaults(fn=cmd_list)
 
-    check = sub.add_parser("check", help="re-run the checker on a stored run directory")
+    check = sub.add_parser("check", help="check a stored run again: judge it, rewrite its "
+                                         "result.json and report (exit 0/1/2)")
     check.add_argument("run_dir")
     check.add_argument("--spark-master")
     check.set_defaults(fn=cmd_check)

@@ -139,12 +139,22 @@ class RunResult:
         return _plain(asdict(self))
 
     def write(self, run_dir: Path) -> Path:
-        """Writes ``run_dir/result.json`` through a temporary file, so that a reader (the index
-        of a concurrent run) never sees half of it; returns its path."""
+        """Writes ``run_dir/result.json`` through a temporary file, flushed to disk and then
+        renamed over it: a reader (the index of a concurrent run) never sees half of it, and
+        a crash or a full disk leaves the old file or the new one, never a torn one; returns
+        its path."""
         path = Path(run_dir) / "result.json"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=2, default=str), encoding="utf-8")
-        os.replace(tmp, path)
+        text = json.dumps(self.to_json(), indent=2, default=str)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod
@@ -177,7 +187,7 @@ class RunResult:
             raise ResultError(f"{path}: unreadable: {exc.strerror or exc}") from None
         try:
             raw = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: also an integer of 5000 digits
             raise ResultError(f"{path}: not JSON: {exc}") from None
         return cls.from_json(raw, source=str(path))
 

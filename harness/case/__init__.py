@@ -7,6 +7,7 @@ The schema is documented in ``cases/SCHEMA.md``.
 
 from __future__ import annotations
 
+from ._files import MAX_CASE_BYTES, MAX_RULE_BYTES
 from ._load import find_case_files, load_case, load_case_text, validate_paths
 from .model import (
                     ACTIONS,
@@ -33,7 +34,8 @@ from .model import (
 )
 
 __all__ = [
-    "load_case", "load_case_text", "find_case_files", "validate_paths",
+    "load_case", "load_case_text", "find_case_files", "validate_paths", "MAX_CASE_BYTES",
+    "MAX_RULE_BYTES",
     "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for",
     "ACTIONS", "CONDITIONS", "ANOMALIES",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",

@@ -18,7 +18,8 @@ from harness.errors import CaseError
 from ._yaml import Node, Scalar
 
 __all__ = [
-    "Reader", "Fields", "error", "clip", "show", "suggest", "unknown", "string", "boolean",
+    "Reader", "Fields", "error", "clip", "listing", "show", "suggest", "unknown", "string",
+    "boolean",
     "integer", "POSITIVE", "NON_NEGATIVE", "number", "duration", "choice", "name", "str_map",
 ]
 
@@ -40,6 +41,12 @@ def error(node: Node, field: str, message: str) -> CaseError:
 def clip(text: str) -> str:
     """``text``, cut to 40 characters for an error message."""
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def listing(names: Sequence[str], limit: int = 12) -> str:
+    """``a, b, c``: at most ``limit`` names, each clipped, and how many more there are."""
+    shown = ", ".join(clip(n) for n in names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
 def show(value: object) -> str:
@@ -65,8 +72,8 @@ def suggest(value: str, choices: Sequence[str]) -> str:
 
 def unknown(kind: str, value: str, choices: Sequence[str]) -> str:
     """``unknown role 'leadr' (expected one of: ...); did you mean 'leader'?``."""
-    listing = ", ".join(choices)
-    return f"unknown {kind} {clip(value)!r} (expected one of: {listing})" + suggest(value, choices)
+    return (f"unknown {kind} {clip(value)!r} (expected one of: {listing(choices, 50)})"
+            + suggest(value, choices))
 
 
 class Fields:

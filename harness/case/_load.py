@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
@@ -11,6 +12,7 @@ from harness.clusters import CLUSTERS, ClusterDef
 from harness.errors import CaseError
 
 from ._fields import Fields, Reader, choice, duration, error, name, show, str_map, string, unknown
+from ._files import MAX_CASE_BYTES, Unreadable, os_reason, read_limited, too_large
 from ._specs import read_client, read_expect, read_topic
 from ._steps import StepContext, read_steps
 from ._yaml import Node, parse
@@ -32,14 +34,14 @@ def load_case(path: StrPath, *, cluster: str | None = None, version: str | None 
 
     ``cluster`` / ``version`` replace the file's (``harness run --cluster``), and the
     whole case is validated against them: the same file can run on ``kafka-zk`` and
-    ``kafka-kraft``, or on another Kafka version.
+    ``kafka-kraft``, or on another Kafka version. The file must be a regular file of at
+    most :data:`MAX_CASE_BYTES`.
     """
     shown = str(path)
     try:
-        data = Path(path).read_bytes()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise CaseError(f"cannot read the case file: {reason}", path=shown) from None
+        data = read_limited(path, MAX_CASE_BYTES, "the case file")
+    except Unreadable as exc:
+        raise CaseError(str(exc), path=shown) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -54,9 +56,14 @@ def load_case_text(text: str, path: StrPath = _NO_FILE, *, cluster: str | None =
 
     Rule files are looked up relative to ``path``'s directory; with the
     default ``path``, relative to the working directory, and ``Case.path`` is None.
+    Like a file, the text may have at most :data:`MAX_CASE_BYTES` (as UTF-8).
     """
     shown = str(path)
     case_path = None if shown == _NO_FILE else Path(path)
+    if len(text) > MAX_CASE_BYTES // 4:  # else it cannot have more bytes
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_CASE_BYTES:
+            raise CaseError(too_large("the case text", f"{size} bytes", MAX_CASE_BYTES), path=shown)
     try:
         return _build(parse(text), case_path, cluster, version)
     except CaseError as exc:
@@ -64,25 +71,61 @@ def load_case_text(text: str, path: StrPath = _NO_FILE, *, cluster: str | None =
 
 
 def find_case_files(paths: Iterable[StrPath]) -> list[Path]:
-    """The case files among ``paths``, each once.
+    """The case files among ``paths``, each once; a :class:`CaseError` if a path is missing.
 
     A directory gives its ``*.yaml``/``*.yml`` files, recursively and sorted,
-    except those whose name starts with ``_``; any other path is taken as is
-    (loading it reports it if it is missing).
+    except those whose name starts with ``_`` (and it must give at least one); any
+    other path is taken as is (loading it reports it if it is not a regular file).
     """
     found: dict[Path, None] = {}
-    for path in map(Path, paths):
-        if path.is_dir():
-            found.update(dict.fromkeys(sorted(
-                p for p in path.rglob("*")
-                if p.suffix in _SUFFIXES and not p.name.startswith("_") and p.is_file())))
+    for raw in paths:
+        shown = os.fspath(raw)
+        if not shown:
+            raise CaseError("an empty path was given (name a case file or a directory of them)")
+        path = Path(shown)
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            raise CaseError(os_reason(exc), path=shown) from None
+        if stat.S_ISDIR(mode):
+            files = _case_files_in(path)
+            if not files:
+                raise CaseError("no case files in this directory (case files are *.yaml or "
+                                "*.yml, not starting with '_')", path=shown)
+            found.update(dict.fromkeys(files))
         else:
             found[path] = None
     return list(found)
 
 
+def _case_files_in(directory: Path) -> list[Path]:
+    """The case files below ``directory``, sorted; symbolic links to directories are not
+    followed, an unreadable directory is a CaseError."""
+    def fail(exc: OSError) -> None:
+        raise CaseError(f"cannot read the directory: {os_reason(exc, 'the directory')}",
+                        path=exc.filename or str(directory))
+
+    files = []
+    for parent, _, entries in os.walk(directory, onerror=fail):
+        for entry in entries:
+            path = Path(parent, entry)
+            if path.suffix in _SUFFIXES and not entry.startswith("_") and _is_file(path):
+                files.append(path)
+    return sorted(files)
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file; if that cannot be told (no permission), loading
+    it will say why."""
+    try:
+        return path.is_file()
+    except OSError:
+        return True
+
+
 def validate_paths(paths: Iterable[StrPath]) -> list[CaseError]:
-    """Loads every case file of :func:`find_case_files`; one error per invalid file."""
+    """Loads every case file of :func:`find_case_files`; one error per invalid file (a
+    path that names no case file raises, as there)."""
     errors = []
     for path in find_case_files(paths):
         try:

@@ -22,6 +22,7 @@ from ._fields import (
     clip,
     duration,
     error,
+    listing,
     name,
     number,
     show,
@@ -29,6 +30,7 @@ from ._fields import (
     suggest,
     unknown,
 )
+from ._files import MAX_RULE_BYTES, Unreadable, os_reason, read_limited
 from ._specs import read_client_settings
 from ._yaml import Node
 from .model import (
@@ -55,6 +57,12 @@ from .model import (
 )
 
 __all__ = ["StepContext", "read_steps", "available_points"]
+
+#: A point name of a user rule: it becomes part of file names inside the containers.
+_POINT = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+#: A Byteman rule: a ``RULE <name>`` line, later an ``ENDRULE`` line.
+_RULE_START = re.compile(r"RULE \S")
+_RULE_END = re.compile(r"ENDRULE\s*")
 
 
 def _natural(text: str) -> tuple[Any, ...]:
@@ -123,14 +131,33 @@ class StepContext:
         return point
 
     def rule_file(self, node: Node, field: str) -> Path:
-        """A Byteman rule file, relative to the case file's directory; it must exist."""
-        path = self.base_dir / string(node, field)
+        """A Byteman rule file in the case file's directory or below it (symbolic links
+        resolved): a regular UTF-8 text file of at most :data:`MAX_RULE_BYTES` that holds
+        at least one ``RULE`` ... ``ENDRULE`` block. The path returned is resolved."""
+        written = string(node, field)
         try:
-            found = path.is_file()
-        except OSError:  # e.g. a name too long
-            found = False
-        if not found:
-            raise error(node, field, f"rule file not found: {path}")
+            root = self.base_dir.resolve()
+            path = (self.base_dir / written).resolve()
+        except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+            reason = os_reason(exc) if isinstance(exc, (OSError, ValueError)) else exc
+            raise error(node, field, f"cannot use rule file {clip(written)!r}: {reason}") from None
+        if not path.is_relative_to(root):
+            raise error(node, field, f"rule file {clip(written)!r} is outside the case file's "
+                                     f"directory {root} (move it into that directory or below "
+                                     "it, and give its path relative to the case file)")
+        try:
+            data = read_limited(path, MAX_RULE_BYTES, f"rule file {path}")
+        except Unreadable as exc:
+            raise error(node, field, str(exc)) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise error(node, field, f"rule file {path} is not UTF-8 text (line {line}): "
+                                     "a rule file is Byteman rules as text") from None
+        if not _has_rule(text):
+            raise error(node, field, f"rule file {path} holds no Byteman rule (a 'RULE <name>' "
+                                     "line, the rule, then an 'ENDRULE' line)")
         return path
 
     def workload_name(self, fields: Fields, action: str, background: bool) -> str:
@@ -157,7 +184,7 @@ def read_steps(node: Node, ctx: StepContext) -> tuple[Step, ...]:
     for index, item in enumerate(node.value):
         field = f"steps[{index}]"
         if not isinstance(item.value, dict) or len(item.value) != 1:
-            got = (f"{len(item.value)} keys: {', '.join(item.value)} (is a '-' missing?)"
+            got = (f"{len(item.value)} keys: {listing(list(item.value))} (is a '-' missing?)"
                    if isinstance(item.value, dict) else show(item.value))
             raise error(item, field, f"a step is a mapping with one action, like "
                                      f"'- kill9: leader'; got {got}")
@@ -330,14 +357,34 @@ def _workload(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
 
 def _not_earlier(kind: str, value: str, earlier: set[str]) -> str:
     names = sorted(earlier, key=_natural)
-    listing = f" (earlier: {', '.join(names)})" if names else ""
-    return f"no {kind} {clip(value)!r} before this step{listing}{suggest(value, names)}"
+    shown = f" (earlier: {listing(names)})" if names else ""
+    return f"no {kind} {clip(value)!r} before this step{shown}{suggest(value, names)}"
+
+
+def _has_rule(text: str) -> bool:
+    """Whether ``text`` has a ``RULE`` line with an ``ENDRULE`` line after it (linear time)."""
+    started = False
+    for line in text.split("\n"):
+        if not started:
+            started = _RULE_START.match(line) is not None
+        elif _RULE_END.fullmatch(line):
+            return True
+    return False
+
+
+def _point_name(node: Node, field: str) -> str:
+    """The point name of a user rule: a letter, then letters, digits, '_' or '-'."""
+    point = string(node, field)
+    if not _POINT.fullmatch(point):
+        raise error(node, field, f"invalid point name {clip(point)!r} (start with a letter, then "
+                                 "letters, digits, '_' or '-'; at most 32 characters)")
+    return point
 
 
 def _inject(node: Node, field: str, ctx: StepContext) -> InjectArgs:
     f = Fields(node, field, ("point", "partition", "offset", "rule", "timeout"))
     rule = f.get("rule", ctx.rule_file, None)
-    point = f.need("point", string if rule else ctx.builtin_point)
+    point = f.need("point", _point_name if rule else ctx.builtin_point)
     ctx.armed.add(point)
     return InjectArgs(point=point, partition=f.get("partition", ctx.partition, 0),
                       offset=f.get("offset", _offset, "next"), rule=rule,

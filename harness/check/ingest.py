@@ -17,6 +17,10 @@ without a shuffle (like a table partitioned on write); ``r/`` the resets; ``o/``
 other events. Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
+A task also counts its split's history lines and the lines it skips (not read, of an
+unknown type, a batch whose columns differ in length: :mod:`harness.check.lines`), and
+returns the two numbers in one row of its result, with the names.
+
 ``seq``, an event's place in file order, is ``file index << 50 | (byte offset of its
 line + its index in the batch)``: a batch of k events takes more than k bytes, so
 places never collide, and they sort as the files do.
@@ -43,11 +47,12 @@ from harness.check.lines import (
     LONGS,
     STRING_LISTS,
     STRINGS,
+    blank,
     conform,
     decode,
     split_lines,
 )
-from harness.history import BATCH_EVENTS
+from harness.history import BATCH_EVENTS, CLIENT_TYPES
 
 __all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "place_dir",
            "place_pair", "plan"]
@@ -86,8 +91,11 @@ _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags"
 #: one row per task: its split, and what it read
 TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
 #: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
-RESULT_SCHEMA = "client_h long, client string, topic_h long, topic string, polled long, rc boolean"
+#: (``lines`` and ``skipped`` null), and one row of its history lines and skipped lines (the rest null)
+RESULT_SCHEMA = ("client_h long, client string, topic_h long, topic string, polled long, rc boolean, "
+                 "lines long, skipped long")
 _NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
+_KNOWN_TYPES = pa.array(sorted(CLIENT_TYPES), pa.string())
 # Where a task writes: see the module docstring.
 PLACED, RESETS, OTHER = "p", "r", "o"
 
@@ -119,8 +127,8 @@ def plan(history: Sequence[str], replicas: Sequence[str],
 
 def kernel(out_dir: str) -> Any:
     """The ``mapInArrow`` function for task rows of :data:`TASK_SCHEMA`: each split's
-    events go to a Parquet file in ``out_dir``; its names (:data:`RESULT_SCHEMA`) come
-    back."""
+    events go to a Parquet file in ``out_dir``; its names and its count of lines and
+    skipped lines (:data:`RESULT_SCHEMA`) come back."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -133,15 +141,25 @@ def kernel(out_dir: str) -> Any:
 def _ingest_split(out_dir: str, path: str, file: int, replicas: bool, start: int, stop: int) -> pa.Table:
     name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
     names = []
+    lines = skipped = 0
     with _Writers(out_dir, name) as writers:
         for base, block in _blocks(path, start, stop):
-            events = _events(_parse(block, base, replicas), file, replicas)
+            table, refused = _parse(block, base, replicas)
+            events, unknown = _events(table, file, replicas)
+            lines += table.num_rows + refused
+            skipped += refused + unknown
             if events.num_rows:
                 writers.write(events)
                 names.append(_names(events))
-    if not names:
-        return pa.table({k: [] for k in _NAME_KEYS}, schema=_NAMES_SCHEMA)
-    return pa.concat_tables(names).group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
+    if replicas:  # replica lines are not counted
+        lines = skipped = 0
+    found = (pa.concat_tables(names).group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
+             if names else _NAMES_SCHEMA.empty_table())
+    nulls = pa.nulls(found.num_rows, _L)
+    tally = pa.table({**{k: [None] for k in _NAME_KEYS}, "lines": [lines], "skipped": [skipped]},
+                     schema=_RESULT_SCHEMA)
+    return pa.concat_tables([found.append_column("lines", nulls).append_column("skipped", nulls)
+                             .cast(_RESULT_SCHEMA), tally])
 
 
 class _Writers:
@@ -198,6 +216,7 @@ class _Writers:
 
 _NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
                            ("rc", pa.bool_())])
+_RESULT_SCHEMA = _NAMES_SCHEMA.append(pa.field("lines", _L)).append(pa.field("skipped", _L))
 
 
 def _names(events: pa.Table) -> pa.Table:
@@ -230,19 +249,20 @@ def _blocks(path: str, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
             pos += len(data)
 
 
-def _parse(block: bytes, base: int, replicas: bool) -> pa.Table:
+def _parse(block: bytes, base: int, replicas: bool) -> tuple[pa.Table, int]:
     """The block's lines that are read, as a table of the line schema plus ``_at`` (the
-    line's byte offset)."""
+    line's byte offset), and how many other lines (not blank) were not read."""
     schema = _REPLICA_LINE if replicas else _HISTORY_LINE
     parts = list(_parse_fast(block, base, schema, replicas))
-    return pa.concat_tables(parts) if parts else _empty(schema)
+    refused = sum(n for _, n in parts)
+    return (pa.concat_tables([t for t, _ in parts]) if parts else _empty(schema)), refused
 
 
 def _empty(schema: pa.Schema) -> pa.Table:
     return schema.append(pa.field("_at", _L)).empty_table()
 
 
-def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> Iterator[pa.Table]:
+def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> Iterator[tuple[pa.Table, int]]:
     if b"\r" not in block:  # lines end at \n only: the table's rows are the non-blank lines
         try:
             table = pj.read_json(io.BytesIO(block), read_options=pj.ReadOptions(
@@ -252,7 +272,7 @@ def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> I
             table = None
         starts = None if table is None else _line_starts(block, table.num_rows)
         if starts is not None:
-            yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L))
+            yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L)), 0
             return
     # Refused: halves (by lines), down to small groups read line by line.
     breaks = [0, *[m.end() for m in BREAK.finditer(block)]]
@@ -283,11 +303,13 @@ def _line_starts(block: bytes, rows: int) -> np.ndarray | None:
     return starts.astype(np.int64) if len(starts) == rows else None
 
 
-def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> pa.Table:
+def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> tuple[pa.Table, int]:
     rows = []
+    refused = 0
     for at, line in split_lines(block, base):
         event = decode(line)
         if event is None or not conform(event, replicas):
+            refused += not blank(line)
             continue
         row = {name: event.get(name) for name in schema.names}
         for name in ANY_LISTS:  # counted, not read
@@ -296,20 +318,22 @@ def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> p
                 row[name] = [None] * len(value)
         row["_at"] = at
         rows.append(row)
-    return pa.Table.from_pylist(rows, schema=schema.append(pa.field("_at", _L)))
+    return pa.Table.from_pylist(rows, schema=schema.append(pa.field("_at", _L))), refused
 
 
-def _events(table: pa.Table, file: int, replicas: bool) -> pa.Table:
+def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     """Lines to events (:data:`EVENTS_SCHEMA`): a batch line becomes its events in list
     order (a record's field: its column's element, or the line's own field where the
     column is null or absent); a batch whose columns differ in length, or have none,
-    gives none."""
+    gives none. And the number of lines skipped (history lines only): of a type that is
+    no client event, or batches whose columns differ in length."""
     n_lines = table.num_rows
     types = table.column("type")
     code_line = _filled(_lookup(types, REPLICA_TYPES if replicas else HISTORY_TYPES, pa.int32()), -1)
     has_code = code_line >= 0
     counts = has_code.astype(np.int64)
     columns: dict[str, tuple[pa.Array, np.ndarray]] = {}
+    skipped = 0
     if not replicas and n_lines:
         size = np.full(n_lines, -1, np.int64)
         same = np.ones(n_lines, bool)
@@ -329,6 +353,8 @@ def _events(table: pa.Table, file: int, replicas: bool) -> pa.Table:
                     columns[column] = (arr, use)
         ok = same & (size > 0)
         counts = np.where(is_batch, np.where(ok, size, 0), counts)
+        known = _filled(pc.is_in(types, value_set=_KNOWN_TYPES), False)
+        skipped = int(np.count_nonzero(~known | (is_batch & ~same)))
     line = np.repeat(np.arange(n_lines, dtype=np.int64), counts)
     first = np.cumsum(counts) - counts
     index = np.arange(len(line), dtype=np.int64) - np.repeat(first, counts)
@@ -359,7 +385,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> pa.Table:
         out.update(client=pa.nulls(n, _S), client_h=pa.nulls(n, _L), flags=pa.array(np.zeros(n, np.int32)),
                    seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S))
-        return pa.table(out, schema=EVENTS_SCHEMA)
+        return pa.table(out, schema=EVENTS_SCHEMA), skipped
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
                   | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
@@ -378,7 +404,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> pa.Table:
                ks_t=_masked(table.column("t").take(take).combine_chunks(), ks_mask),
                ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
                ks_key=_masked(key, ks_mask))
-    return pa.table(out, schema=EVENTS_SCHEMA)
+    return pa.table(out, schema=EVENTS_SCHEMA), skipped
 
 
 def _position(part: pa.Array, offset: pa.Array, ledger: pa.Array, entry: pa.Array,

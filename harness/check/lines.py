@@ -9,6 +9,11 @@ parser took when Spark read the lines, are not taken); batch columns (``polls``,
 ``oks``, ``invokes``) must be lists, integer lists for positions, else the line is
 dropped. Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; a complete last line without a
 newline is kept; bytes that are not UTF-8 read as U+FFFD.
+
+A history line that is not blank is *skipped* (:func:`known`, :class:`Tally`) when it
+is dropped, when its ``type`` is not a client event of the contract
+(:data:`harness.history.CLIENT_TYPES`), or when it is a batch whose columns differ in
+length; both checkers count such lines the same way.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.history import BATCH_EVENTS, expand_batch
+from harness.history import BATCH_EVENTS, CLIENT_TYPES, expand_batch
 
-__all__ = ["ANY_LISTS", "BREAK", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "conform", "decode",
-           "double", "read_lines", "split_lines", "text"]
+__all__ = ["ANY_LISTS", "BREAK", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "Tally", "blank",
+           "conform", "decode", "double", "known", "read_lines", "split_lines", "text"]
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
 STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",
@@ -37,6 +43,15 @@ _LONG_MAX = 1 << 63
 _BLANKS = "".join(map(chr, range(33)))  # what Java's String.trim removes
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?")
 BREAK = re.compile(rb"\r\n|\r|\n")
+_BLANK_LINE = b" \t"  # what a blank line holds (the JSON whitespace a line can hold)
+
+
+@dataclass
+class Tally:
+    """History lines (not blank) and those of them skipped (see the module docstring)."""
+
+    lines: int = 0
+    skipped: int = 0
 
 
 def split_lines(data: bytes, base: int = 0) -> Iterator[tuple[int, bytes]]:
@@ -59,15 +74,29 @@ def decode(line: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def read_lines(path: Path, *, replicas: bool = False) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
+def blank(line: bytes) -> bool:
+    """Whether a line (without its end) is blank: empty, or spaces and tabs only. A blank
+    line is no line: neither read nor skipped."""
+    return not line.strip(_BLANK_LINE)
+
+
+def read_lines(path: Path, *, replicas: bool = False,
+               tally: Tally | None = None) -> Iterator[tuple[tuple[int, int], dict[str, Any]]]:
     """((line number, index in its batch), event) for each event the checker reads; a
     batch line gives its events (not in ``replicas`` files, whose lines are read with
-    the replica fields only)."""
+    the replica fields only). Lines of unknown types come out too (the checker ignores
+    them). ``tally``: the file's lines and skipped lines are added to it (history files
+    only: replica lines are not tallied)."""
     with open(path, "rb") as fh:
         data = fh.read()
     for n, (_, line) in enumerate(split_lines(data)):
         event = decode(line)
-        if event is None or not conform(event, replicas):
+        if event is not None and not conform(event, replicas):
+            event = None
+        if tally is not None and not replicas and not blank(line):
+            tally.lines += 1
+            tally.skipped += event is None or not known(event)
+        if event is None:
             continue
         if replicas or event.get("type") not in BATCH_EVENTS:
             yield (n, 0), event
@@ -103,6 +132,19 @@ def conform(event: dict[str, Any], replicas: bool = False) -> bool:
         if event.get(name) is not None:
             event[name] = [text(v) for v in event[name]]
     event["t"] = double(event.get("t"))
+    return True
+
+
+def known(event: dict[str, Any]) -> bool:
+    """Whether a history line read (:func:`conform`) is an event of the contract: a client
+    event type, and for a batch, columns (of its type) of one length (a batch without
+    columns, or with empty ones, is known and has no events)."""
+    kind = event.get("type")
+    if kind not in CLIENT_TYPES:
+        return False
+    if kind in BATCH_EVENTS:
+        lengths = {len(event[c]) for c in BATCH_EVENTS[kind][1] if event.get(c) is not None}
+        return len(lengths) <= 1
     return True
 
 

@@ -22,9 +22,11 @@ __all__ = [
     "example",
     "make_result",
     "position_fields",
+    "skipped_lines",
 ]
 
-#: Outcome counts (not anomalies), in report order.
+#: Outcome counts (not anomalies), in report order; then the history lines (not blank) and
+#: those of them that could not be read and were skipped.
 COUNTS = (
     "invoked",
     "ok",
@@ -38,6 +40,8 @@ COUNTS = (
     "info-absent",
     "unacked-present",
     "unacked-absent",
+    "lines",
+    "skipped",
 )
 
 #: Examples kept per anomaly.
@@ -77,6 +81,14 @@ def make_result(anomalies: Mapping[str, int], examples: Mapping[str, list[dict[s
         examples={kind: list(examples.get(kind, []))[:MAX_EXAMPLES] for kind in ANOMALIES},
         counts={name: int(counts.get(name, 0)) for name in COUNTS},
     )
+
+
+def skipped_lines(counts: Mapping[str, int]) -> str | None:
+    """The warning that some history lines were skipped (from a check's ``counts``), or None."""
+    skipped = int(counts.get("skipped", 0))
+    if not skipped:
+        return None
+    return f"{skipped} of {int(counts.get('lines', 0))} history lines could not be read and were skipped"
 
 
 def position_fields(pos: Position) -> dict[str, int]:

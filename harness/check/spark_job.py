@@ -10,7 +10,9 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    pb)`` (``harness.history.position_key``), row flags, ``seq``, the event's place
    in file order, and for Key_Shared run polls their time, subscription and key.
    Polls and replica records are written in one directory per (topic, partition),
-   resets in one of their own.
+   resets in one of their own. The tasks also count the history lines and those they
+   skip (``harness.check.lines``); no history line read is a CheckError. (The inputs
+   are validated before Spark starts: ``harness.check.inputs``.)
 2. names: the client and topic names behind the hashes, the read_committed
    clients and the polled partitions, from the distinct rows the ingest tasks
    return.
@@ -47,9 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness.check import ingest
 from harness.check import placed as placed_kernel
+from harness.check.inputs import require_lines, run_files
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
 from harness.errors import CheckError
-from harness.history import history_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -164,12 +166,7 @@ def _shuffle_partitions(input_bytes: int) -> int:
 
 def run(run_dir: Path, master: str | None = None) -> CheckResult:
     """Check one run directory on ``master``; see :func:`harness.check.check_run`."""
-    if not run_dir.is_dir():
-        raise CheckError(f"{run_dir}: not a run directory")
-    files = history_files(run_dir)
-    if not files:
-        raise CheckError(f"{run_dir}: no history/*.jsonl files")
-    replicas = sorted((run_dir / "replicas").glob("*.jsonl"))
+    files, replicas = run_files(run_dir)  # before Spark starts: one clear error for a bad input
     if max(len(files), len(replicas)) > ingest.MAX_FILES:
         raise CheckError(f"{run_dir}: {max(len(files), len(replicas))} history or replica files; "
                          f"at most {ingest.MAX_FILES} supported")
@@ -185,7 +182,7 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
                                         dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
         try:
-            return _Job(spark, scratch, _Inputs([str(f.resolve()) for f in files],
+            return _Job(spark, scratch, _Inputs(run_dir, [str(f.resolve()) for f in files],
                                                 [str(f.resolve()) for f in replicas])).result()
         except (PySparkException, Py4JError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -196,6 +193,7 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
 
 @dataclass(frozen=True)
 class _Inputs:
+    run_dir: Path
     history: list[str]
     replicas: list[str]
 
@@ -272,7 +270,7 @@ class _Job:
     def _ingest(self) -> tuple[DataFrame, list[Row]]:
         """Step 1 in the Python workers (:mod:`harness.check.ingest`): one task per file
         split writes its events as Parquet, read back from there, and returns its names
-        (step 2's input)."""
+        and its count of lines and skipped lines (step 2's input)."""
         out = self.scratch / "events"
         out.mkdir()
         tasks = ingest.plan(self.inputs.history, self.inputs.replicas)
@@ -285,7 +283,8 @@ class _Job:
 
     def _names(self, rows: Sequence[Row]) -> _Names:
         """From the ingest tasks' distinct (client, topic, polled partition,
-        read_committed) rows: a few per (client, topic, partition) and task."""
+        read_committed) rows: a few per (client, topic, partition) and task (a task's row
+        of line counts has no names)."""
         names: tuple[dict[int, str], dict[int, str]] = ({}, {})
         for row in rows:
             for known, h, name in ((names[0], row.client_h, row.client), (names[1], row.topic_h, row.topic)):
@@ -519,6 +518,9 @@ class _Job:
 
     def result(self) -> CheckResult:
         events, name_rows = self._ingest()
+        tallies = [r for r in name_rows if r.lines is not None]
+        lines, skipped = sum(r.lines for r in tallies), sum(r.skipped for r in tallies)
+        require_lines(self.inputs.run_dir, lines, skipped)
         names = self._names(name_rows)
         mids = self._mids(events, names)
         totals: dict[str, int] = {}
@@ -531,7 +533,7 @@ class _Job:
                     for kind, exs in firsts.items() if not kind.startswith("count:")}
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
         anomalies = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
-        return make_result(anomalies, examples, counts)
+        return make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
 
     def _details(self, events: DataFrame, mids: DataFrame, firsts: Mapping[str, list[Row]]) -> _Details:
         """The events of the example ids and positions that need more than the anomaly row."""

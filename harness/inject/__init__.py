@@ -98,11 +98,11 @@ class Injector:
         key = f"chaos-{args.point}-{secrets.token_hex(4)}"
         events = f"/chaos/{key}.events"
         if args.rule is not None:
-            text = Path(args.rule).read_text()
+            text = Path(args.rule).read_text(encoding="utf-8")
             spec = POINTS.get(args.point)
             nodes = [b for b in self.system.brokers() if b.container.status == "running"]
         else:
-            blocks = rule_blocks(rule_file("kafka", version).read_text())
+            blocks = rule_blocks(rule_file("kafka", version).read_text(encoding="utf-8"))
             if args.point not in blocks:
                 raise InjectError(f"point {args.point} has no rule for kafka {version}")
             text = blocks[args.point]
@@ -251,7 +251,7 @@ class Injector:
         request; it is loaded only now, or it would release the hold at once.
         """
         version = self.system.cluster.version
-        release = rule_blocks(rule_file("kafka", version).read_text()).get("RELEASE") \
+        release = rule_blocks(rule_file("kafka", version).read_text(encoding="utf-8")).get("RELEASE") \
             if rule_file("kafka", version).exists() else None
         for armed in list(self.armed.values()):
             live = [n for n in armed.nodes if n.container.status == "running"]

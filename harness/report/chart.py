@@ -17,6 +17,8 @@ __all__ = ["Axis", "Band", "Chart", "Marker", "Series", "line_chart", "peak", "c
 
 #: Most points per line; longer runs are averaged over wider buckets.
 MAX_POINTS = 1200
+#: Most lines in a merged marker's hover title (the timeline table lists them all).
+MAX_TITLE_LINES = 20
 LANE_HEIGHT = 14
 MAX_LANES = 4
 CHAR_WIDTH = 6.3  # average advance of the 11px sans-serif label font
@@ -62,10 +64,13 @@ class Axis:
 
     @classmethod
     def covering(cls, first: float, last: float) -> Axis:
-        start = int(first)
-        seconds = int(last) - start + 1
-        step = math.ceil(seconds / MAX_POINTS)
-        return cls(start, step, math.ceil(seconds / step))
+        """At most :data:`MAX_POINTS` buckets from ``first`` to ``last``, however far apart."""
+        if not (math.isfinite(first) and math.isfinite(last)) or last < first:
+            raise ValueError(f"no time axis from {first} to {last}")
+        start = math.floor(first)
+        seconds = math.floor(last) - start + 1
+        step = -(-seconds // MAX_POINTS)
+        return cls(start, step, -(-seconds // step))
 
     @property
     def seconds(self) -> int:
@@ -156,7 +161,10 @@ def _group(axis: Axis, entries: Iterable[TimelineEntry]) -> list[tuple[float, st
     merged = []
     for (tone, _), items in groups.items():
         label = items[0].label if len(items) == 1 else f"{items[0].label} +{len(items) - 1}"
-        title = "\n".join(f"+{e.t - axis.start:.1f}s {e.label} {e.detail}".rstrip() for e in items)
+        title = "\n".join(f"+{e.t - axis.start:.1f}s {e.label} {e.detail}".rstrip()
+                          for e in items[:MAX_TITLE_LINES])
+        if len(items) > MAX_TITLE_LINES:
+            title += f"\n+{len(items) - MAX_TITLE_LINES} more in the timeline table"
         merged.append((items[0].t, tone, label, title))
     return sorted(merged)
 
@@ -231,7 +239,9 @@ def line_chart(chart_id: str, title: str, axis: Axis, lines: Sequence[tuple[str,
         Marker(x_of(t), y0_of(tone, lane), tone, label, title, lane, anchor)
         for (t, tone, label, title), (lane, anchor) in zip(grouped, lanes, strict=True)
     ]
-    tick = next((s for s in _TICK_STEPS if axis.seconds / s <= x_ticks), _TICK_STEPS[-1])
+    # at most x_ticks + 1 ticks, however long the axis: past the longest step, whole multiples of it
+    tick = next((s for s in _TICK_STEPS if axis.seconds / s <= x_ticks),
+                _TICK_STEPS[-1] * -(-axis.seconds // (_TICK_STEPS[-1] * x_ticks)))
     return Chart(
         id=chart_id, title=title, width=width, height=int(bottom + BOTTOM),
         left=LEFT, top=top, right=right, bottom=bottom,

@@ -7,26 +7,49 @@ result is unusable when it is (the page and the index still render, verdict
 tolerant: an errored or crashed run may lack any file or key. Histories are
 streamed and reduced to per-second counts, so a run of millions of events costs
 only its buckets in memory.
+
+Bad input never stops a page: a line that is not JSON or not an event, a batch
+whose columns do not line up (both: :mod:`harness.report.inputs`), an event
+without a finite time, a Key_Shared poll without an integer position, a history
+event far outside the run's window (:func:`result_window`,
+:func:`~harness.report.inputs.bulk_window`) is left out and counted in a
+:class:`~harness.report.inputs.Skipped`, which the page shows; a ``result.json``
+value of the wrong type is left out the same way (:func:`load_run` keeps every
+other value). The files themselves are only read.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from harness.errors import ResultError
-from harness.history import history_files, position_key, read_events
+from harness.history import history_files
+from harness.report.inputs import (
+    BAD_POSITION,
+    BAD_STALL,
+    BAD_TIME,
+    MARGIN_S,
+    MAX_RUN_S,
+    OUTSIDE,
+    Skipped,
+    Window,
+    read_lenient,
+)
 from harness.result import Expectation, RunResult
 
 __all__ = [
     "LoadedRun",
     "Rates",
+    "is_run_dir",
+    "result_window",
     "TimelineEntry",
     "load_run",
     "scan_history",
@@ -39,34 +62,60 @@ __all__ = [
 
 RESTORE_ACTIONS = frozenset({"start", "resume", "heal"})
 PartitionKey = tuple[str, int]
+#: The files that make a directory a run directory (any one of them; see :func:`is_run_dir`).
+RUN_MARKERS = ("result.json", "timeline.jsonl", "history/")
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` holds a run: a ``result.json``, a ``timeline.jsonl`` or a ``history/``.
+
+    An errored or crashed run may lack ``result.json``; every run writes its timeline
+    first, so a directory with none of the three is not a run directory.
+    """
+    try:
+        return (path / "result.json").is_file() or (path / "timeline.jsonl").is_file() \
+            or (path / "history").is_dir()
+    except OSError:  # unreadable: not ours to show
+        return False
 
 
 def _text(value: Any) -> str | None:
     """A display string for a free-form value (None stays None)."""
     if value is None or isinstance(value, str):
         return value
-    return json.dumps(value, sort_keys=True, default=str)
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (ValueError, TypeError, RecursionError):  # mixed key types, nesting too deep
+        return repr(value)[:200]
 
 
 def _float(value: Any) -> float | None:
+    """A finite JSON number as a float; None for anything else (NaN, Infinity, too large)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1
+    """An integral JSON number as an int (``3`` or ``3.0``); -1 for anything else."""
+    number = _float(value)
+    return int(number) if number is not None and number.is_integer() else -1
 
 
 def _timestamp(value: str | None) -> datetime | None:
-    """An ISO 8601 time of ``result.json`` (UTC when it names no zone); None if it is not one."""
+    """An ISO 8601 time of ``result.json`` in UTC (UTC when it names no zone); None if it is not
+    one, or is one that UTC cannot hold (``0001-01-01T00:00+01:00``)."""
     if value is None:
         return None
     try:
         stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return stamp.astimezone(timezone.utc) if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
 
 
 def safe_href(path: Any) -> str | None:
@@ -88,14 +137,17 @@ class LoadedRun:
     """A run directory as the report shows it: its :class:`RunResult`, or why there is none.
 
     With a ``problem`` (``result.json`` missing, unreadable or malformed: the
-    :class:`ResultError` message), ``result`` is an empty one named after the
-    directory and the verdict shown is ``unknown``; the rest of the directory
-    (histories, timeline, logs) is still shown.
+    :class:`ResultError` message) the verdict shown is ``unknown``. ``result``
+    then holds what could be kept: for a malformed file every value of the
+    right type (``dropped`` lists the others, one message each), else an empty
+    result named after the directory. The rest of the directory (histories,
+    timeline, logs) is still shown.
     """
 
     run_dir: Path
     result: RunResult
     problem: str | None = None
+    dropped: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -121,9 +173,78 @@ class LoadedRun:
         except OSError:  # removed while the index is written: sorts last
             return 0.0
 
+    @property
+    def bad_times(self) -> str | None:
+        """What is wrong with ``started`` / ``finished`` when one is there but is not a time
+        UTC can hold (the page and the index then show none)."""
+        bad = [f"{name}: not a time: {value[:40]!r}"
+               for name, value in (("started", self.result.started), ("finished", self.result.finished))
+               if value is not None and _timestamp(value) is None]
+        return "; ".join(bad) or None
+
     def expectation(self, name: str) -> Expectation | None:
         """The judged expectation ``name`` (an anomaly kind, ``injection hit``, ...), if any."""
         return next((e for e in self.result.expectations if e.name == name), None)
+
+
+#: Fields of result.json kept item by item (a bad step drops that step, not all of them).
+_ITEM_LISTS = frozenset({"observed", "expectations", "steps", "truncations", "replicas",
+                         "collect_problems", "story"})
+_ITEM_MAPS = frozenset({"anomalies", "examples", "counts"})
+_FIELDS = frozenset(f.name for f in fields(RunResult)) - {"run_id"}
+
+
+def _salvage(run_dir: Path) -> tuple[RunResult, tuple[str, ...]]:
+    """What :meth:`RunResult.from_json` accepts of a malformed ``result.json``, value by value
+    (list items and object members one by one), and a message for each value left out."""
+    empty = RunResult(run_dir.name)
+    try:
+        raw = json.loads((run_dir / "result.json").read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError):
+        return empty, ()
+    if not isinstance(raw, dict):
+        return empty, ()
+    run_id = raw.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        run_id = run_dir.name
+
+    def problem(name: str, value: Any) -> str | None:
+        try:
+            RunResult.from_json({"run_id": run_id, name: value})
+        except ResultError as exc:
+            return str(exc)
+        return None
+
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for name, value in raw.items():
+        if name not in _FIELDS:
+            continue
+        if name in _ITEM_LISTS and isinstance(value, list):
+            kept[name] = []
+            for i, item in enumerate(value):
+                why = problem(name, [item])
+                if why is None:
+                    kept[name].append(item)
+                else:
+                    dropped.append(why.replace(f"{name}[0]", f"{name}[{i}]", 1) if f"{name}[0]" in why
+                                   else f"{why} (item {i})")
+        elif name in _ITEM_MAPS and isinstance(value, dict):
+            kept[name] = {}
+            for key, item in value.items():
+                why = problem(name, {key: item})
+                if why is None:
+                    kept[name][key] = item
+                else:
+                    dropped.append(why if f"{name}.{key}" in why else f"{why} (key {key!r})")
+        elif (why := problem(name, value)) is None:
+            kept[name] = value
+        else:
+            dropped.append(why)
+    try:
+        return RunResult.from_json({**kept, "run_id": run_id}), tuple(dropped)
+    except ResultError:  # not expected: every value passed alone
+        return empty, tuple(dropped)
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> LoadedRun:
@@ -134,7 +255,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> LoadedRun:
     except ResultError as exc:
         # the message starts with the file's path; inside the run's page it is just result.json
         problem = str(exc).removeprefix(f"{run_dir}{os.sep}")
-        return LoadedRun(run_dir, RunResult(run_dir.name), problem)
+        result, dropped = _salvage(run_dir)
+        return LoadedRun(run_dir, result, problem, dropped)
 
 
 def short_topic(topic: str) -> str:
@@ -207,6 +329,56 @@ class KeyOrder:
     examples: list[str] = field(default_factory=list)
 
 
+#: History event types the report counts (others, such as ``meta``, are not its business).
+CHARTED_TYPES = frozenset({"ok", "poll", "fail", "info", "reset", "invoke", "stall"})
+#: Times beyond this many seconds from 1970 are not times (and would overflow arithmetic).
+TIME_LIMIT = 1e17
+
+
+def _time(value: Any) -> float | None:
+    """An event's time ``t``: a finite number of Unix seconds (within :data:`TIME_LIMIT`)."""
+    t = _float(value)
+    return t if t is not None and abs(t) <= TIME_LIMIT else None
+
+
+def _label(value: Any) -> str:
+    """A name field (client, topic, key, ...) as text: "" for null, JSON for containers."""
+    return _text(value) or ""
+
+
+def _partition(value: Any) -> int | None:
+    """A partition number: an integral JSON number (not a boolean), else None."""
+    number = _float(value)
+    return int(number) if number is not None and number.is_integer() else None
+
+
+def _position(event: dict[str, Any]) -> tuple[int, int, int] | None:
+    """:func:`harness.history.position_key` of a poll, or None when a position field that is
+    there is not an integer (a string, a fraction, a list)."""
+    parts = []
+    names = ("offset",) if event.get("offset") is not None else ("ledger", "entry", "batch")
+    for name in names:
+        value = event.get(name)
+        number = _float(value)
+        if value is not None and (number is None or not number.is_integer()):
+            return None
+        parts.append(-1 if number is None else int(number))
+    return (-1, parts[0], -1) if len(parts) == 1 else (parts[0], parts[1], parts[2])
+
+
+def result_window(run: LoadedRun) -> Window | None:
+    """The run's window from ``result.json``: started .. finished, widened by :data:`MARGIN_S`;
+    None without both times or when they do not make a run (reversed, or days long)."""
+    started, finished = run.started, run.finished
+    if started is None or finished is None:
+        return None
+    lo, hi = started.timestamp(), finished.timestamp()
+    if not 0 <= hi - lo <= MAX_RUN_S:
+        return None
+    return Window(lo - MARGIN_S, hi + MARGIN_S,
+                  f"result.json started .. finished, \u00b1 {MARGIN_S:.0f} s")
+
+
 #: At most this many blocked-send bands are kept per partition (the longest ones).
 MAX_STALL_BANDS = 8
 
@@ -238,6 +410,13 @@ class Rates:
     key_order: dict[str, KeyOrder] = field(default_factory=dict)
     _ks_polls: list[tuple[float, str, str, str, int, tuple[int, int, int], str]] = field(
         default_factory=list)
+    #: events left out, per file and reason
+    skipped: Skipped = field(default_factory=Skipped)
+    #: when set, events outside it are counted in ``skipped`` and ``outside``, nothing else
+    window: Window | None = None
+    #: every event of a charted type with a usable time, per whole second, in the window or not
+    times: Counter[int] = field(default_factory=Counter)
+    outside: int = 0
 
     def finish_key_order(self) -> None:
         """Judges the collected Key_Shared polls in time order (call once, after every file)."""
@@ -271,35 +450,45 @@ class Rates:
     def _widen(self, t: float) -> None:
         self.span = (min(self.span[0], t), max(self.span[1], t)) if self.span else (t, t)
 
-    def add(self, event: dict[str, Any]) -> None:
-        """Count one history event."""
-        t = _float(event.get("t"))
+    def add(self, event: dict[str, Any], where: str = "history") -> None:
+        """Count one history event (``where``: its file, for ``skipped``)."""
         kind = event.get("type")
-        if t is None or kind not in ("ok", "poll", "fail", "info", "reset", "invoke", "stall"):
+        if not isinstance(kind, str) or kind not in CHARTED_TYPES:
+            return
+        t = _time(event.get("t"))
+        if t is None:
+            self.skipped.add(where, BAD_TIME)
             return
         second = int(t)
-        client = str(event.get("client", ""))
+        self.times[second] += 1
+        if self.window is not None and t not in self.window:
+            self.outside += 1
+            self.skipped.add(where, OUTSIDE)
+            return
+        client = _label(event.get("client"))
+        partition = _partition(event.get("partition"))
         if kind == "invoke":
-            self._client_topic.setdefault(client, str(event.get("topic", "")))
-            if isinstance(event.get("partition"), int):  # the producer chose it before the call
-                key = (str(event.get("topic", "")), event["partition"])
+            self._client_topic.setdefault(client, _label(event.get("topic")))
+            if partition is not None:  # the producer chose it before the call
+                key = (_label(event.get("topic")), partition)
                 self.sends_by_partition.setdefault(key, Counter())[second] += 1
-                self._flow(client, event["partition"]).send(t)
+                self._flow(client, partition).send(t)
             return
         if kind == "stall":
             seconds = _float(event.get("seconds"))
-            partition = event.get("partition")
-            if seconds is not None and isinstance(partition, int):
-                self._flow(client, partition).stall(t, seconds)
-                key = (self._client_topic.get(client, ""), partition)
-                bands = self.stall_bands.setdefault(key, [])
-                bands.append((t - seconds, t, client))
-                if len(bands) > MAX_STALL_BANDS:
-                    bands.remove(min(bands, key=lambda b: b[1] - b[0]))
+            if seconds is None or seconds < 0 or partition is None:
+                self.skipped.add(where, BAD_STALL)
+                return
+            self._flow(client, partition).stall(t, seconds)
+            key = (self._client_topic.get(client, ""), partition)
+            bands = self.stall_bands.setdefault(key, [])
+            bands.append((t - seconds, t, client))
+            if len(bands) > MAX_STALL_BANDS:
+                bands.remove(min(bands, key=lambda b: b[1] - b[0]))
             return
         if kind == "ok":
             self.acks[second] += 1
-            key = (str(event.get("topic", "")), _int(event.get("partition")))
+            key = (_label(event.get("topic")), -1 if partition is None else partition)
             self.by_partition.setdefault(key, Counter())[second] += 1
             if client in self._flow_clients:
                 self._flow(client, key[1]).ack(t)
@@ -310,11 +499,15 @@ class Rates:
             self.polls[second] += 1
             if event.get("subscription_type") == "Key_Shared" and event.get("key") is not None \
                     and isinstance(event.get("mid"), str):
-                self._ks_polls.append((t, str(event.get("subscription")), event["mid"],
-                                       str(event["key"]), _int(event.get("partition")),
-                                       position_key(event), client))
+                position = _position(event)
+                if position is None:
+                    self.skipped.add(where, BAD_POSITION)
+                else:
+                    self._ks_polls.append((t, _label(event.get("subscription")), event["mid"],
+                                           _label(event["key"]), -1 if partition is None else partition,
+                                           position, client))
         elif kind == "reset":
-            self.resets.setdefault(second, Counter())[str(event.get("reason") or "unknown")] += 1
+            self.resets.setdefault(second, Counter())[_label(event.get("reason")) or "unknown"] += 1
         else:
             self.errors[second] += 1
         self._widen(t)
@@ -326,21 +519,31 @@ def scan_owners(run_dir: str | os.PathLike[str]) -> dict[int, list[str]]:
     owners: dict[int, list[str]] = {}
     if not path.is_file():
         return owners
-    for event in read_events(path):
-        if event.get("type") == "leader" and isinstance(event.get("partition"), int):
-            leader = event.get("leader_node") or event.get("leader")
-            seq = owners.setdefault(event["partition"], [])
-            if isinstance(leader, str) and (not seq or seq[-1] != leader):
-                seq.append(leader)
+    try:
+        for event in read_lenient(path, "timeline.jsonl", Skipped()):  # scan_timeline counts them
+            partition = _partition(event.get("partition"))
+            if event["type"] == "leader" and partition is not None:
+                leader = event.get("leader_node") or event.get("leader")
+                seq = owners.setdefault(partition, [])
+                if isinstance(leader, str) and (not seq or seq[-1] != leader):
+                    seq.append(leader)
+    except OSError:  # scan_timeline says so
+        pass
     return owners
 
 
-def scan_history(run_dir: str | os.PathLike[str]) -> Rates:
-    """Stream every ``history/*.jsonl`` of the run into per-second :class:`Rates`."""
-    rates = Rates()
+def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) -> Rates:
+    """Stream every ``history/*.jsonl`` of the run into per-second :class:`Rates`; with a
+    ``window``, events outside it are only counted (``Rates.outside``)."""
+    rates = Rates(window=window)
+    run_dir = Path(run_dir)
     for path in history_files(run_dir):
-        for event in read_events(path):
-            rates.add(event)
+        where = path.relative_to(run_dir).as_posix()
+        try:
+            for event in read_lenient(path, where, rates.skipped):
+                rates.add(event, where)
+        except OSError as exc:  # a directory named *.jsonl, no permission: the rest still counts
+            rates.skipped.add(where, f"unreadable ({exc.strerror or exc})")
     rates.finish_key_order()
     return rates
 
@@ -361,6 +564,8 @@ class TimelineEntry:
     detail: str
     marker: bool = True
     partition: PartitionKey | None = None
+    #: far outside the run's window: listed in the table, not drawn
+    outside: bool = False
 
 
 def _pairs(value: Any) -> str:
@@ -380,11 +585,11 @@ class _Leaders:
     def __init__(self) -> None:
         self._last: dict[PartitionKey, tuple[str, str]] = {}
 
-    def change(self, event: dict[str, Any]) -> TimelineEntry | None:
-        key = (str(event.get("topic", "")), _int(event.get("partition")))
+    def change(self, event: dict[str, Any], t: float) -> TimelineEntry | None:
+        key = (_label(event.get("topic")), _int(event.get("partition")))
         leader = _text(event.get("leader")) or "none"
         isr = event.get("isr")
-        isr_text = "[" + ",".join(str(i) for i in isr) + "]" if isinstance(isr, list) else "?"
+        isr_text = "[" + ",".join(_label(i) for i in isr) + "]" if isinstance(isr, list) else "?"
         before = self._last.get(key)
         self._last[key] = (leader, isr_text)
         if before == (leader, isr_text):
@@ -397,13 +602,13 @@ class _Leaders:
         else:
             label = f"{name} ISR {before[1]}\u2192{isr_text}"
         detail = _join(f"isr={isr_text}", f"epoch={_text(event['epoch'])}" if "epoch" in event else None)
-        return TimelineEntry(event["t"], "leader", "leader", label, detail,
+        return TimelineEntry(t, "leader", "leader", label, detail,
                              marker=before is not None, partition=key)
 
 
-def _entry(event: dict[str, Any]) -> TimelineEntry | None:
-    """A timeline entry for a non-leader timeline event, None for other types."""
-    kind, t = event.get("type"), event["t"]
+def _entry(event: dict[str, Any], t: float) -> TimelineEntry | None:
+    """A timeline entry for a non-leader timeline event at ``t``, None for other types."""
+    kind = event["type"]
     if kind == "fault":
         action = _text(event.get("action")) or "fault"
         tone = "restore" if action in RESTORE_ACTIONS else "fault"
@@ -426,16 +631,30 @@ def _entry(event: dict[str, Any]) -> TimelineEntry | None:
     return None
 
 
-def scan_timeline(run_dir: str | os.PathLike[str]) -> list[TimelineEntry]:
-    """The run's ``timeline.jsonl`` as entries in time order (leader snapshots as changes)."""
+#: Timeline event types that become entries.
+TIMELINE_KINDS = frozenset({"fault", "inject", "leader", "step", "mark"})
+
+
+def scan_timeline(run_dir: str | os.PathLike[str], skipped: Skipped | None = None) -> list[TimelineEntry]:
+    """The run's ``timeline.jsonl`` as entries in time order (leader snapshots as changes); lines
+    and events it cannot use are counted in ``skipped``."""
     path = Path(run_dir) / "timeline.jsonl"
     if not path.is_file():
         return []
+    skipped = Skipped() if skipped is None else skipped
     entries: list[TimelineEntry] = []
     leaders = _Leaders()
-    for event in read_events(path):
-        if _float(event.get("t")) is not None:
-            entry = leaders.change(event) if event["type"] == "leader" else _entry(event)
+    try:
+        for event in read_lenient(path, "timeline.jsonl", skipped):
+            if event["type"] not in TIMELINE_KINDS:
+                continue
+            t = _time(event.get("t"))
+            if t is None:
+                skipped.add("timeline.jsonl", BAD_TIME)
+                continue
+            entry = leaders.change(event, t) if event["type"] == "leader" else _entry(event, t)
             if entry is not None:
                 entries.append(entry)
+    except OSError as exc:
+        skipped.add("timeline.jsonl", f"unreadable ({exc.strerror or exc})")
     return sorted(entries, key=lambda e: e.t)

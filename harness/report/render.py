@@ -3,40 +3,58 @@
 Pages open offline: inline CSS, inline SVG charts, no scripts, and a
 Content-Security-Policy that forbids loading anything. Templates autoescape,
 so broker and client strings can never become markup.
+
+Whatever a run directory holds, :func:`render_run` writes a page or raises one
+:class:`HarnessError`: values it cannot use are left out and counted on the
+page, the charts cover only the run's window (far-off times are counted, not
+drawn), and every chart has a bounded number of points and ticks. Each row of
+the index is built on its own, so one bad run is a row saying what is wrong,
+and an ``index.html`` the harness did not write is never replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from harness.errors import HarnessError
 from harness.report.chart import Axis, Chart, line_chart, peak
+from harness.report.inputs import OUTSIDE_TIMELINE, Skipped, Window, bulk_window
 from harness.report.load import (
     LoadedRun,
     Rates,
     TimelineEntry,
+    is_run_dir,
     load_run,
+    result_window,
     safe_href,
     scan_history,
     scan_owners,
     scan_timeline,
 )
 
-__all__ = ["render_run", "render_index"]
+__all__ = ["render_run", "render_index", "index_is_ours", "INDEX_MARK"]
 
 MAX_EXAMPLES = 5
 MAX_PARTITION_CHARTS = 32
+#: Most rows of the run page's timeline table (timeline.jsonl, linked, has them all).
+MAX_TIMELINE_ROWS = 5000
+#: Most messages about result.json values left out that the page lists.
+MAX_DROPPED = 20
 REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
+#: In the head of every index the harness writes; an index.html without it is not replaced.
+INDEX_MARK = '<meta name="generator" content="chaos-harness index">'
 
 
 def show(value: Any) -> str:
@@ -52,8 +70,8 @@ def show(value: Any) -> str:
 
 def duration(seconds: float | None) -> str:
     """``42.1 s``, ``3 min 05 s`` or ``1 h 02 min``."""
-    if seconds is None:
-        return "\u2014"
+    if seconds is None or not isinstance(seconds, (int, float)) or not -1e15 < seconds < 1e15:
+        return "\u2014" if seconds is None else show(seconds)
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, secs = divmod(int(round(seconds)), 60)
@@ -66,9 +84,12 @@ def utc(stamp: datetime | float | None, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> s
     """A datetime or Unix time as UTC text."""
     if stamp is None:
         return "\u2014"
-    if not isinstance(stamp, datetime):
-        stamp = datetime.fromtimestamp(stamp, timezone.utc)
-    return stamp.astimezone(timezone.utc).strftime(fmt)
+    try:
+        if not isinstance(stamp, datetime):
+            stamp = datetime.fromtimestamp(stamp, timezone.utc)
+        return stamp.astimezone(timezone.utc).strftime(fmt)
+    except (OverflowError, ValueError, OSError):  # beyond the years 1..9999
+        return "out of range"
 
 
 @lru_cache(maxsize=1)
@@ -82,9 +103,21 @@ def _env() -> Environment:
 def _write(path: Path, text: str) -> Path:
     """Write via a temporary file so a reader never sees half a page."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise HarnessError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return path
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long, a NUL byte: no such file
+        return False
 
 
 @dataclass(frozen=True)
@@ -97,7 +130,7 @@ class Link:
 def _link(run_dir: Path, rel: Any) -> Link:
     label = show(rel)
     href = safe_href(rel)
-    return Link(label, href, href is not None and (run_dir / label).exists())
+    return Link(label, href, href is not None and _exists(run_dir / label))
 
 
 def _files(run: LoadedRun) -> dict[str, list[Link]]:
@@ -212,24 +245,68 @@ def _uncommitted(row: dict[str, Any]) -> Any:
     return leo - hw if isinstance(leo, int) and isinstance(hw, int) else None
 
 
-def render_run(run_dir: str | os.PathLike[str]) -> Path:
-    """Write ``run_dir/report.html`` for one run and return its path."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise HarnessError(f"{run_dir}: no such run directory")
+@dataclass(frozen=True)
+class Reading:
+    """What the page shows of the run's histories and timeline, and what was left out."""
+
+    rates: Rates
+    entries: list[TimelineEntry]  # timeline and consumer resets, in time order
+    window: Window | None
+    skipped: Skipped
+
+
+def _inside(times: Counter[int], window: Window) -> int:
+    return sum(n for second, n in times.items() if window.lo - 1 < second <= window.hi)
+
+
+def _read(run: LoadedRun) -> Reading:
+    """Histories and timeline within the run's window.
+
+    The window is result.json's started .. finished (:func:`result_window`), unless that
+    holds less than half of the recorded events; then (or without one) the bulk of the
+    events (:func:`bulk_window`). Histories are read once, twice only when the first
+    window was wrong or the bulk leaves events out.
+    """
+    skipped = Skipped()
+    timeline = scan_timeline(run.run_dir, skipped)
+    first = window = result_window(run)
+    rates = scan_history(run.run_dir, first)
+    times = rates.times + Counter(int(e.t) for e in timeline)
+    total = sum(times.values())
+    if first is None or 2 * _inside(times, first) < total:
+        window = bulk_window(times)
+        if first is not None or (window is not None and _inside(times, window) < total):
+            rates = scan_history(run.run_dir, window)
+    skipped.counts.update(rates.skipped.counts)
+    if window is not None:
+        far = sum(e.t not in window for e in timeline)
+        if far:
+            skipped.add("timeline.jsonl", OUTSIDE_TIMELINE, far)
+            timeline = [e if e.t in window else replace(e, marker=False, outside=True) for e in timeline]
+    entries = sorted([*timeline, *_reset_entries(rates)], key=lambda e: e.t)
+    return Reading(rates, entries, window, skipped)
+
+
+def _run_page(run_dir: Path) -> str:
     run = load_run(run_dir)
-    rates = scan_history(run_dir)
-    entries = sorted([*scan_timeline(run_dir), *_reset_entries(rates)], key=lambda e: e.t)
-    charts = _charts(rates, entries)
+    reading = _read(run)
+    rates, entries = reading.rates, reading.entries
+    charts = _charts(rates, [e for e in entries if not e.outside])
     files = _files(run)
     logs = {Path(link.label).stem: link for link in files["Broker logs"] if link.href}
-    html = _env().get_template("run.html.j2").render(
+    return _env().get_template("run.html.j2").render(
         run=run,
         r=run.result,
+        dropped=run.dropped[:MAX_DROPPED],
+        more_dropped=max(len(run.dropped) - MAX_DROPPED, 0),
+        skipped=reading.skipped,
+        window=reading.window,
+        outside=rates.outside,
         anomalies=_anomaly_rows(run),
         charts=charts,
         t0=charts.axis.start if charts else None,
-        entries=entries,
+        entries=entries[:MAX_TIMELINE_ROWS],
+        more_entries=max(len(entries) - MAX_TIMELINE_ROWS, 0),
         key_order=sorted(rates.key_order.values(), key=lambda k: k.subscription),
         flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
         replicas=[{**row, "uncommitted": _uncommitted(row)} for row in run.result.replicas],
@@ -237,20 +314,117 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
         logs=logs,
         generated=datetime.now(timezone.utc),
     )
+
+
+def _bug(what: Path, exc: Exception) -> HarnessError:
+    """A failure the report did not foresee, as one message instead of a traceback."""
+    return HarnessError(f"{what}: the report could not be rendered ({type(exc).__name__}: "
+                        f"{str(exc)[:300]}); this is a bug in harness.report, please report it")
+
+
+def render_run(run_dir: str | os.PathLike[str]) -> Path:
+    """Write ``run_dir/report.html`` for one run and return its path.
+
+    ``run_dir`` must be a run directory (:func:`~harness.report.load.is_run_dir`: it holds
+    ``result.json``, ``timeline.jsonl`` or ``history/``); anything it holds renders.
+    """
+    run_dir = Path(run_dir)
+    try:
+        exists = run_dir.is_dir()
+    except OSError as exc:
+        raise HarnessError(f"{run_dir}: unreadable: {exc.strerror or exc}") from None
+    if not exists:
+        raise HarnessError(f"{run_dir}: no such run directory")
+    if not is_run_dir(run_dir):
+        raise HarnessError(f"{run_dir}: not a run directory: it holds no result.json, "
+                           "timeline.jsonl or history/")
+    try:
+        html = _run_page(run_dir)
+    except HarnessError:
+        raise
+    except Exception as exc:  # never a traceback (the fuzz test looks for these)
+        raise _bug(run_dir, exc) from exc
     return _write(run_dir / REPORT_NAME, html)
 
 
-def render_index(reports_dir: str | os.PathLike[str]) -> Path:
-    """Write ``reports_dir/index.html`` listing every run, newest first, and return its path."""
+def index_is_ours(path: Path) -> bool:
+    """Whether ``path`` (an ``index.html``) may be written: it is absent, or an index the
+    harness wrote (:data:`INDEX_MARK` in its head, or the title and Content-Security-Policy
+    of an index written before the mark existed). A symlink or anything else is left alone."""
+    if path.is_symlink():
+        return False
+    if not path.exists():
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
+    except OSError:  # a directory, no permission
+        return False
+    return INDEX_MARK in head or ("<title>Chaos runs (" in head and "default-src 'none'" in head)
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """One run of the index, rendered on its own so that a bad run cannot break the others."""
+
+    run_id: str
+    verdict: str
+    sort_time: float
+    html: Markup
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _index_row(run_dir: Path) -> IndexRow:
+    macros = _env().get_template("macros.html.j2").module
+    try:
+        run = load_run(run_dir)
+        html = macros.index_row(run, _exists(run_dir / REPORT_NAME))  # type: ignore[attr-defined]
+        return IndexRow(run.result.run_id, run.verdict, run.sort_time, html)
+    except Exception as exc:  # this run's row says what is wrong; the others are unaffected
+        problem = f"cannot be shown: {type(exc).__name__}: {str(exc)[:300]}"
+        return IndexRow(run_dir.name, "unknown", _mtime(run_dir),
+                        macros.index_broken_row(run_dir.name, problem))  # type: ignore[attr-defined]
+
+
+def _run_dirs(reports_dir: Path) -> list[Path]:
+    try:
+        children = list(reports_dir.iterdir())
+    except OSError as exc:
+        raise HarnessError(f"{reports_dir}: cannot list: {exc.strerror or exc}") from None
+    out = []
+    for child in children:
+        try:
+            if child.is_dir() and is_run_dir(child):
+                out.append(child)
+        except OSError:  # gone or unreadable: not listed
+            continue
+    return out
+
+
+def render_index(reports_dir: str | os.PathLike[str]) -> Path | None:
+    """Write ``reports_dir/index.html`` listing every run directory in it, newest first, and
+    return its path; None (nothing written) when an ``index.html`` is there that the harness
+    did not write (:func:`index_is_ours`)."""
     reports_dir = Path(reports_dir)
     if not reports_dir.is_dir():
         raise HarnessError(f"{reports_dir}: no such reports directory")
-    runs = sorted((load_run(d) for d in reports_dir.iterdir()
-                   if d.is_dir() and ((d / "result.json").is_file() or (d / "history").is_dir())),
-                  key=lambda r: (r.sort_time, r.result.run_id), reverse=True)
-    html = _env().get_template("index.html.j2").render(
-        runs=[(r, (r.run_dir / REPORT_NAME).is_file()) for r in runs],
-        totals=Counter(r.verdict for r in runs),
-        generated=datetime.now(timezone.utc),
-    )
-    return _write(reports_dir / INDEX_NAME, html)
+    target = reports_dir / INDEX_NAME
+    if not index_is_ours(target):
+        return None
+    rows = sorted((_index_row(d) for d in _run_dirs(reports_dir)),
+                  key=lambda r: (r.sort_time, r.run_id), reverse=True)
+    try:
+        html = _env().get_template("index.html.j2").render(
+            rows=rows,
+            totals=Counter(r.verdict for r in rows),
+            generated=datetime.now(timezone.utc),
+        )
+    except Exception as exc:
+        raise _bug(reports_dir, exc) from exc
+    return _write(target, html)

@@ -15,9 +15,12 @@ from ..case import Case
 from ..errors import HarnessError
 from ..result import Expectation, InjectionSummary, RunResult
 
-__all__ = ["check_and_judge", "judge"]
+__all__ = ["CHECK_FAILED", "apply_check", "check_and_judge", "judge"]
 
 log = logging.getLogger(__name__)
+
+#: How ``result.error`` begins when the run went well but its check failed.
+CHECK_FAILED = "check failed: "
 
 
 def judge(case: Case, check: dict[str, Any],
@@ -51,11 +54,23 @@ def check_and_judge(case: Case, result: RunResult, run_dir: Path, spark_master: 
         check = check_run(run_dir, spark_master=spark_master).to_dict()
     except HarnessError as exc:
         if not after_error:
-            result.error = f"check failed: {exc}"
+            result.error = f"{CHECK_FAILED}{exc}"
         return
+    apply_check(case, result, check, after_error=after_error)
+
+
+def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_error: bool = False) -> None:
+    """Fills ``result``'s anomalies, examples, counts and expectations from a check (a
+    :meth:`CheckResult.to_dict <harness.check.CheckResult.to_dict>`), and unless
+    ``after_error`` its verdict; warns when history lines were skipped."""
+    from ..check.result import skipped_lines
+
     result.anomalies = dict(check.get("anomalies") or {})
     result.examples = dict(check.get("examples") or {})
     result.counts = dict(check.get("counts") or {})
+    warning = skipped_lines(result.counts)
+    if warning:
+        log.warning("warning: %s", warning)
     rows, verdict = judge(case, check, result.injection)
     result.expectations = rows
     if not after_error:

@@ -8,7 +8,7 @@ from ..history import history_files, read_events
 from ..result import RunResult
 from .context import RunContext
 
-__all__ = ["story"]
+__all__ = ["loss_sentence", "story"]
 
 
 def story(result: RunResult, ctx: RunContext) -> list[str]:
@@ -34,11 +34,18 @@ def story(result: RunResult, ctx: RunContext) -> list[str]:
             lines.append(inj.seed)
     for note in ctx.recovery.actions + ctx.recovery.observations:
         lines.append(note[0].upper() + note[1:] + ".")
-    lost = result.anomalies.get("lost-write")
-    if lost is not None:
-        lines.append("No acknowledged record was lost." if not lost else
-                     f"{lost} acknowledged record(s) were lost.")
+    loss = loss_sentence(result)
+    if loss is not None:
+        lines.append(loss)
     return lines
+
+
+def loss_sentence(result: RunResult) -> str | None:
+    """The story's last sentence: how many acknowledged records were lost (if checked)."""
+    lost = result.anomalies.get("lost-write")
+    if lost is None:
+        return None
+    return "No acknowledged record was lost." if not lost else f"{lost} acknowledged record(s) were lost."
 
 
 def _in_flight(ctx: RunContext, armed_at: float) -> list[str]:

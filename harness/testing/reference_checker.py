@@ -14,7 +14,11 @@ numeric fields are not integers, is dropped; a non-string value of a string fiel
 becomes its JSON text; a batch line (``polls``, ``oks``, ``invokes``) is its events
 (``harness.history.expand_batch``; a null column reads like an absent one, as the
 line's own field); its columns must be lists (integer lists for positions), else
-the line is dropped.
+the line is dropped. History lines that are dropped, of a type that is no client
+event, or batches whose columns differ in length are counted as skipped (``lines``
+and ``skipped`` counts); a history of which no line could be read is a CheckError,
+as are inputs that are not readable files (``harness.check.inputs``), as in the
+Spark job.
 
 Usage: ``python -m harness.testing.reference_checker RUN_DIR`` prints the result as JSON.
 """
@@ -28,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.check.lines import read_lines
+from harness.check.inputs import require_lines, run_files
+from harness.check.lines import Tally, read_lines
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
-from harness.history import history_files
 
 __all__ = ["check"]
 
@@ -101,8 +105,9 @@ class _Mid:
 
 class _Checker:
     def __init__(self, run_dir: Path) -> None:
-        self.files = history_files(run_dir)
-        self.replica_files = sorted((run_dir / "replicas").glob("*.jsonl"))
+        self.run_dir = run_dir
+        self.files, self.replica_files = run_files(run_dir)
+        self.tally = Tally()
         self.mids: dict[str, _Mid] = {}
         self.bound: dict[Place, set[str]] = {}
         self.replicas: dict[Place, set[tuple[str | None, str]]] = {}
@@ -127,7 +132,7 @@ class _Checker:
     def first_pass(self) -> None:
         recovered: set[tuple[str, int, Pos]] = set()
         for fidx, path in enumerate(self.files):
-            for (n, i), ev in read_lines(path):
+            for (n, i), ev in read_lines(path, tally=self.tally):
                 kind, mid, pos = ev.get("type"), ev.get("mid"), valid_position(ev)
                 if kind in ("meta", "poll") and ev.get("isolation") == "read_committed":
                     self.rc_clients.add(ev.get("client"))
@@ -298,6 +303,7 @@ class _Checker:
         anomalies = {kind: len(rows) for kind, rows in self.found.items()}
         examples = {kind: [ex for _, ex in sorted(rows, key=lambda r: r[0])[:MAX_EXAMPLES]]
                     for kind, rows in self.found.items()}
+        counts.update(lines=self.tally.lines, skipped=self.tally.skipped)
         return make_result(anomalies, examples, counts)
 
 
@@ -314,6 +320,7 @@ def check(run_dir: str | Path) -> CheckResult:
     """Check ``run_dir`` in this process; same result as ``harness.check.check_run``."""
     checker = _Checker(Path(run_dir))
     checker.first_pass()
+    require_lines(checker.run_dir, checker.tally.lines, checker.tally.skipped)
     checker.second_pass()
     checker.key_order()
     return checker.judge()

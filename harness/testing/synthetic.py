@@ -57,9 +57,11 @@ Injections (each at its own place, away from the others):
 ``unexpected``
     a record that was never sent (``zz-...``) is in the log.
 
-A malformed ``polls`` line (lists of different lengths) sits in the middle of
-the first consumer's file when ``torn`` is set: it is dropped like a corrupt
-line.
+With ``torn``, a line that is not JSON sits in the middle of the first producer's
+file and malformed ``polls`` lines (lists of different lengths, ...) in the middle of
+the first consumer's: they are dropped like a corrupt line; and the consumer and
+recovery files end in a torn line. Each of them is a skipped line (the ``skipped``
+count; ``lines`` counts every history line).
 
 Records are made in chunks of ``Profile.chunk``: chunk ``j`` uses its own
 position range (Kafka offsets from ``j * stride``, Pulsar ledgers from ``1 + j
@@ -173,7 +175,8 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
             for kind, ids in out.mids.items():
                 mids.setdefault(kind, set()).update(ids)
         if profile.torn:
-            _tear(files)
+            torn = _tear(files)
+            counts.update(lines=torn, skipped=torn)
     finally:
         for fh in files.values():
             fh.close()
@@ -192,13 +195,16 @@ def _outputs(jobs: list[tuple[Profile, int, int, int]], workers: int) -> Iterato
         yield from pool.imap(_make_chunk, jobs)
 
 
-def _tear(files: Mapping[str, IO[str]]) -> None:
-    """Torn last lines (a crash mid-write) in the consumer and recovery files."""
+def _tear(files: Mapping[str, IO[str]]) -> int:
+    """Torn last lines (a crash mid-write) in the consumer and recovery files; how many."""
     torn = ('{"type":"poll","client":"recovery","t":1.0,"m":1.0,"mid":"torn-1","phase":"recovery",'
             '"topic":"topic-0","partition":0,"offset":1')
+    n = 0
     for name, fh in files.items():
         if name.startswith("history/consumer-") or name == "history/recovery.jsonl":
             fh.write(torn)
+            n += 1
+    return n
 
 
 @dataclass
@@ -596,6 +602,7 @@ class _Chunk:
         run_mids: set[str] = set()
         rec_mids: set[str] = set()
         self.early_t: dict[str | None, float] = {}
+        self.junk = 0  # history lines written that a checker skips
         if self.j == 0:
             self._meta(files)
         self._producer_lines(files)
@@ -605,9 +612,11 @@ class _Chunk:
             self._early_lines(files)
         self._recovery_lines(files, rec_mids)
         self._replica_lines(files)
-        return _Output({name: "".join(lines) for name, lines in files.items()},
-                       self._counts(run_mids, rec_mids), self.mids,
-                       sum(len(lines) for lines in files.values()))
+        texts = {name: "".join(lines) for name, lines in files.items()}
+        counts = self._counts(run_mids, rec_mids)
+        counts["lines"] = sum(text.count("\n") for name, text in texts.items() if name.startswith("history/"))
+        counts["skipped"] = self.junk
+        return _Output(texts, counts, self.mids, sum(len(lines) for lines in files.values()))
 
     def _meta(self, files: dict[str, list[str]]) -> None:
         tm = '"t":1700000000.000,"m":0.000'
@@ -635,6 +644,7 @@ class _Chunk:
                 f'{head},"partitions":0,"offsets":[1],"mids":["zz-malformed-3"]}}\n',
                 f'{head},"partitions":[0],"offsets":[1.5],"mids":["zz-malformed-4"]}}\n',
             ]
+            self.junk += 5
 
     def _producer_lines(self, files: dict[str, list[str]]) -> None:
         """Invokes and outcomes as a real producer writes them: the sends in ``invokes``

@@ -153,7 +153,7 @@ def test_bad_text(text: str, line: int, fragment: str) -> None:
 def test_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(CaseError, match=r"^.*missing\.yaml: cannot read the case file: "):
         load_case(tmp_path / "missing.yaml")
-    with pytest.raises(CaseError, match="cannot read the case file: Is a directory"):
+    with pytest.raises(CaseError, match="the case file is a directory, not a regular file"):
         load_case(tmp_path)
     with pytest.raises(CaseError, match="cannot read the case file: embedded null byte"):
         load_case("bad\0name.yaml")

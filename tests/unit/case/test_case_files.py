@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.case import find_case_files, validate_paths
+from harness.errors import CaseError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "cases"
 
@@ -22,9 +25,8 @@ def test_find_case_files(tmp_path: Path) -> None:
     _touch(tmp_path / "cases" / "kafka" / "_partial.yml")
     _touch(tmp_path / "cases" / "notes.txt")
     explicit = _touch(tmp_path / "_explicit.yaml")
-    missing = tmp_path / "missing.yaml"
-    found = find_case_files([tmp_path / "cases", str(explicit), a, missing])
-    assert found == [a, b, explicit, missing]
+    found = find_case_files([tmp_path / "cases", str(explicit), a])
+    assert found == [a, b, explicit]
 
 
 def test_validate_good_and_bad_directories() -> None:
@@ -36,5 +38,7 @@ def test_validate_good_and_bad_directories() -> None:
 
 
 def test_validate_reports_missing_files(tmp_path: Path) -> None:
-    (error,) = validate_paths([tmp_path / "nope.yaml"])
-    assert (error.path, error.line) == (str(tmp_path / "nope.yaml"), None)
+    with pytest.raises(CaseError) as info:
+        validate_paths([DATA / "good", tmp_path / "nope.yaml"])
+    assert (info.value.path, info.value.line) == (str(tmp_path / "nope.yaml"), None)
+    assert "No such file or directory (check the path)" in str(info.value)

@@ -1,7 +1,7 @@
 """The checker's ingest (PyArrow fast path, plain-Python slow path) reads every line
 as the history contract's reading (``harness.check.lines.read_lines``) does: the
-same events, fields and file order, whatever the block and split sizes. No Spark:
-the task kernel runs in this process."""
+same events, fields and file order, and the same count of lines and skipped lines,
+whatever the block and split sizes. No Spark: the task kernel runs in this process."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.check import ingest
-from harness.check.lines import read_lines
+from harness.check.lines import Tally, read_lines
 
 _TYPES = {**ingest.HISTORY_TYPES}
 _FLAGS = (("phase", "recovery", ingest.ROW_REC), ("txn", "aborted", ingest.ROW_ABORTED),
@@ -85,9 +85,20 @@ def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -
                                                  strict=False))
                                         for t in tasks]).schema.names
     found = set()
+    tally = Tally()
     for task in tasks:
         for batch in run([pa.RecordBatch.from_pylist([dict(zip(names, task, strict=False))])]):
-            found |= {(r["client"], r["topic"], r["polled"], r["rc"]) for r in batch.to_pylist()}
+            for r in batch.to_pylist():
+                if r["lines"] is None:
+                    found.add((r["client"], r["topic"], r["polled"], r["rc"]))
+                else:  # the task's row of line counts
+                    tally.lines += r["lines"]
+                    tally.skipped += r["skipped"]
+    # the lines and skipped lines of the contract's reading (none counted in replica files)
+    expected = Tally()
+    for _ in read_lines(path, replicas=replicas, tally=expected):
+        pass
+    assert tally == expected
     rows = _read_layout(out_dir)
     # the tasks' names: (client, topic, partition of a poll, read_committed poll or meta)
     assert found == {(r["client"], r["topic"], r["part"] if r["code"] == ingest.POLL else None,
@@ -155,6 +166,40 @@ def test_odd_lines_read_as_the_contract_reads_them(tmp_path: Path, monkeypatch: 
     expected = _expected(path)
     assert len(expected) > 20
     assert _ingested(tmp_path, path, split_bytes) == expected
+
+
+SKIPPED_LINES = [  # (line, counted as a line, skipped)
+    ('{"type":"poll","mid":"a","topic":"t","partition":0,"offset":1}', True, False),
+    ("", False, False),  # blank lines are no lines
+    (" \t ", False, False),
+    ("{not json", True, True),
+    ("[1,2]", True, True),
+    ('{"type":"stall","client":"p","seconds":1}', True, False),  # a client event the checker does not use
+    ('{"type":"fault","node":"kafka-1"}', True, True),  # not a client event
+    ('{"mid":"x","partition":0,"offset":3}', True, True),  # no type
+    ('{"type":"polls","partitions":[0,0],"offsets":[1],"mids":["b","c"]}', True, True),  # lengths differ
+    ('{"type":"polls","partitions":[],"offsets":[],"mids":[]}', True, False),  # an empty batch
+    ('{"type":"polls","partitions":[0],"offsets":[2],"mids":["d"],"tss":[1,2]}', True, True),
+    ('{"type":"ok","mid":"e","partition":0,"offset":1.5}', True, True),  # a float offset
+    ('{"type":"invoke","mid":"f","partitions":7}', True, True),  # a batch column that is no list
+]
+
+
+@pytest.mark.parametrize(("split_bytes", "block_bytes"), [(1 << 20, 1 << 20), (97, 64), (31, 7)])
+def test_skipped_lines_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_bytes: int,
+                                   block_bytes: int) -> None:
+    """Lines that are not read, not client events, or batches of unequal columns are
+    skipped; blank lines are no lines; a torn last line is skipped."""
+    monkeypatch.setattr(ingest, "BLOCK_BYTES", block_bytes)
+    path = tmp_path / "h.jsonl"
+    torn = '{"type":"poll","mid":"g","partition":0,"offset":2'
+    path.write_text("\n".join(line for line, _, _ in SKIPPED_LINES * 2) + "\n" + torn)
+    tally = Tally()
+    for _ in read_lines(path, tally=tally):
+        pass
+    assert tally == Tally(lines=2 * sum(c for _, c, _ in SKIPPED_LINES) + 1,
+                          skipped=2 * sum(s for _, _, s in SKIPPED_LINES) + 1)
+    assert _ingested(tmp_path, path, split_bytes) == _expected(path)  # the kernel counts the same
 
 
 def test_replica_lines(tmp_path: Path) -> None:

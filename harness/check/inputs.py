@@ -1,0 +1,73 @@
+"""What a check reads, validated before any reading starts (shared by the Spark job and
+the reference checker): the run directory, its ``history/*.jsonl`` files and its
+optional ``replicas/*.jsonl`` files, each a regular file that can be opened; and, once
+read, the rule that a history of which no line could be read is no history.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from harness.errors import CheckError
+from harness.history import history_files
+
+__all__ = ["require_lines", "run_files"]
+
+_SHOWN = 5  # problems named in one error
+
+
+def run_files(run_dir: Path) -> tuple[list[Path], list[Path]]:
+    """``run_dir``'s history files and replica files, in name order; a
+    :class:`CheckError` naming each path that is not a readable regular file, or when
+    there is no ``history/`` directory or no history file."""
+    if not run_dir.is_dir():
+        raise CheckError(f"{run_dir}: not a run directory")
+    history = run_dir / "history"
+    if not history.is_dir():
+        raise CheckError(f"{history}: not a directory" if history.exists() else
+                         f"{run_dir}: no history/ directory (not a run directory?)")
+    files = history_files(run_dir)
+    if not files:
+        raise CheckError(f"{run_dir}: no history/*.jsonl files")
+    replicas_dir = run_dir / "replicas"
+    replicas: list[Path] = []
+    problems = []
+    if replicas_dir.exists():
+        if replicas_dir.is_dir():
+            replicas = sorted(replicas_dir.glob("*.jsonl"))
+        else:
+            problems.append(f"{replicas_dir}: not a directory")
+    problems += [p for p in map(_problem, [*files, *replicas]) if p is not None]
+    if problems:
+        more = f" (and {len(problems) - _SHOWN} more)" if len(problems) > _SHOWN else ""
+        raise CheckError("cannot check the run: " + "; ".join(problems[:_SHOWN]) + more)
+    return files, replicas
+
+
+def _problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file of lines, or None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:  # a dangling link, no permission on the way
+        return f"{path}: cannot be read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{path}: a directory, not a file of lines"
+    if not stat.S_ISREG(mode):
+        return f"{path}: not a regular file"
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        return f"{path}: cannot be read: {exc.strerror or exc}"
+    return None
+
+
+def require_lines(run_dir: Path, lines: int, skipped: int) -> None:
+    """A :class:`CheckError` when no history line could be read: every line of the
+    history files was skipped (``harness.check.lines``), or they hold none."""
+    if lines == 0:
+        raise CheckError(f"{run_dir}: no history line could be read: the history files hold no lines")
+    if skipped >= lines:
+        raise CheckError(f"{run_dir}: no history line could be read: all {lines} lines were skipped "
+                         "(not JSON objects, or not events of the history contract)")
