@@ -243,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a path the commands did not foresee: still one line, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"harness: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("harness: interrupted (cleanup done)", file=sys.stderr)
         return 130

@@ -41,7 +41,11 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
     from ..check import check_run
 
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
+    try:
+        is_dir = run_dir.is_dir()
+    except OSError as exc:  # a name over 255 bytes, a loop of links
+        raise CheckError(f"{run_dir}: unreadable: {exc.strerror}") from None
+    if not is_dir:
         raise CheckError(f"{run_dir}: not a run directory")
     result = RunResult.read(run_dir)
     case = _case(run_dir, result)

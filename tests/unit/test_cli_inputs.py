@@ -85,6 +85,15 @@ def test_a_path_component_over_255_bytes(capsys: pytest.CaptureFixture[str], tmp
                    "at most 255 bytes)\n")
 
 
+@pytest.mark.parametrize("command", ["report", "check"])
+def test_a_run_directory_name_over_255_bytes(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                             command: str) -> None:
+    path = tmp_path / ("r" * 300)
+    code, out, err = _run(capsys, command, str(path))
+    assert code == 2 and "Traceback" not in out + err
+    assert err.startswith(f"harness: error: {path}") and "too long" in err and err.count("\n") == 1
+
+
 @COMMANDS
 def test_permission_denied(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                            tmp_path: Path, command: str) -> None:
