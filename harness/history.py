@@ -323,9 +323,9 @@ def read_events(path: str | os.PathLike[str], *, expand: bool = True) -> Iterato
                 return  # torn tail from a crash
             try:
                 event = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, a 5000-digit number, deep nesting
                 continue
-            if isinstance(event, dict) and "type" in event:
+            if isinstance(event, dict) and isinstance(event.get("type"), str):
                 if expand and event["type"] in BATCH_EVENTS:
                     yield from expand_batch(event)
                 else:

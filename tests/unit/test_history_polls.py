@@ -1,6 +1,7 @@
 """Batch events (``polls``, ``oks``): each means exactly its single events (history contract)."""
 
 import json
+import pathlib
 
 from harness.history import HistoryWriter, expand_polls, read_events
 
@@ -69,3 +70,12 @@ def test_read_events_expands_oks(tmp_path) -> None:
                                  "mids": ["p0-1", "p0-2"], "partitions": [0, 0], "offsets": [0, 1]}) + "\n")
     assert [(e["type"], e["mid"], e.get("offset")) for e in read_events(path)] == [
         ("invoke", "p0-1", None), ("invoke", "p0-2", None), ("ok", "p0-1", 0), ("ok", "p0-2", 1)]
+
+
+def test_read_events_skips_lines_no_writer_makes(tmp_path: pathlib.Path) -> None:
+    good = '{"type":"ok","client":"p","t":1,"m":1,"mid":"a"}'
+    lines = [good, '{"type":["ok"],"t":1}', '{"type":{"a":1}}', '{"type":"ok","n":' + "9" * 5000 + "}",
+             "[" * 100_000, "not json", good]
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert [e["mid"] for e in read_events(path)] == ["a", "a"]
