@@ -17,6 +17,8 @@ import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
+
 from ..backend.cluster import Cluster, Node
 from ..errors import BackendError, FaultError
 from ..history import Recorder
@@ -25,6 +27,7 @@ from ..wait import wait_until
 __all__ = ["Nemesis", "FAULTS", "DIRECTIONS"]
 
 DIRECTIONS = ("both", "in", "out")
+FREEZE_ATTEMPTS = 5
 _CHAIN = "CHAOS"
 
 
@@ -37,6 +40,7 @@ class Nemesis:
         self.paused: set[str] = set()
         self.down: set[str] = set()
         self.partitioned: set[str] = set()
+        self.last_freeze_attempts = 0
 
     # -- bookkeeping -------------------------------------------------------------
     def _record(self, action: str, node: Node | None, role: str | None = None, **detail: Any) -> None:
@@ -50,11 +54,15 @@ class Nemesis:
             fn = FAULTS[action]
         except KeyError:
             raise FaultError(f"unknown fault {action!r} (known: {', '.join(sorted(FAULTS))})") from None
+        self.last_freeze_attempts = 0
         try:
             fn(self, node, **params)
         except BackendError as exc:
             raise FaultError(f"{action} on {node.name} failed: {exc}") from exc
-        self._record(action, node, role, **{k: _plain(v) for k, v in params.items()})
+        detail = {k: _plain(v) for k, v in params.items()}
+        if self.last_freeze_attempts > 1:
+            detail["freeze_attempts"] = self.last_freeze_attempts
+        self._record(action, node, role, **detail)
 
     # -- process faults --------------------------------------------------------------
     def kill9(self, node: Node) -> None:
@@ -83,8 +91,20 @@ class Nemesis:
         self.down.discard(node.name)
 
     def pause(self, node: Node) -> None:
-        if node.container.status == "running":
-            node.container.pause()
+        """Freezes ``node``'s cgroup.
+
+        runc gives the kernel a bounded time to freeze every task and fails with
+        "unable to freeze" (thawing again) when a busy JVM's threads are not all
+        frozen in time: that is retried, up to :data:`FREEZE_ATTEMPTS` times, and
+        the number of attempts is kept for the timeline.
+        """
+        self.last_freeze_attempts = 0
+        for attempt in Retrying(stop=stop_after_attempt(FREEZE_ATTEMPTS), wait=wait_fixed(0.2),
+                                retry=retry_if_exception(_freeze_timed_out), reraise=True):
+            with attempt:
+                self.last_freeze_attempts += 1
+                if node.container.status == "running":
+                    node.container.pause()
         self.paused.add(node.name)
 
     def resume(self, node: Node) -> None:
@@ -211,3 +231,7 @@ FAULTS: dict[str, Fault] = {
     "partition": Nemesis.partition,
     "heal": Nemesis.heal,
 }
+
+
+def _freeze_timed_out(exc: BaseException) -> bool:
+    return isinstance(exc, BackendError) and "unable to freeze" in str(exc)

@@ -1,0 +1,73 @@
+"""The pause fault retries runc's "unable to freeze" and gives up on anything else."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from harness.backend.cluster import Node
+from harness.errors import BackendError, FaultError
+from harness.faults import FREEZE_ATTEMPTS, Nemesis
+
+FREEZE_FAILED = ('pause broker-2 failed: 500 Server Error: Internal Server Error ("Cannot pause container '
+                 'abc: OCI runtime pause failed: unable to freeze: unknown")')
+
+
+class FakeContainer:
+    def __init__(self, failures: list[str]) -> None:
+        self.failures = failures
+        self.status = "running"
+        self.calls = 0
+
+    def pause(self) -> None:
+        self.calls += 1
+        if self.failures:
+            raise BackendError(self.failures.pop(0))
+        self.status = "paused"
+
+
+class Timeline:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def record(self, kind: str, **fields: Any) -> None:
+        self.rows.append({"kind": kind, **fields})
+
+
+def _node(container: FakeContainer) -> Node:
+    return cast(Node, SimpleNamespace(name="broker-2", container=container))
+
+
+def test_a_freeze_that_times_out_is_retried_and_the_attempts_are_recorded() -> None:
+    container = FakeContainer([FREEZE_FAILED, FREEZE_FAILED])
+    timeline = Timeline()
+    nemesis = Nemesis(cast(Any, None), timeline)
+    nemesis.apply("pause", _node(container), role="owner")
+    assert container.status == "paused" and container.calls == 3
+    assert nemesis.paused == {"broker-2"}
+    assert timeline.rows[-1]["action"] == "pause"
+    assert timeline.rows[-1]["detail"] == {"freeze_attempts": 3}
+
+
+def test_a_first_time_freeze_records_no_attempts() -> None:
+    timeline = Timeline()
+    Nemesis(cast(Any, None), timeline).apply("pause", _node(FakeContainer([])))
+    assert timeline.rows[-1]["detail"] is None
+
+
+def test_a_freeze_that_never_succeeds_fails_after_the_bounded_attempts() -> None:
+    container = FakeContainer([FREEZE_FAILED] * (FREEZE_ATTEMPTS + 3))
+    nemesis = Nemesis(cast(Any, None), Timeline())
+    with pytest.raises(FaultError, match="unable to freeze"):
+        nemesis.apply("pause", _node(container))
+    assert container.calls == FREEZE_ATTEMPTS
+    assert nemesis.paused == set()
+
+
+def test_other_pause_errors_are_not_retried() -> None:
+    container = FakeContainer(["pause broker-2 failed: 409 Conflict: container is not running"])
+    with pytest.raises(FaultError, match="not running"):
+        Nemesis(cast(Any, None), Timeline()).apply("pause", _node(container))
+    assert container.calls == 1
