@@ -21,14 +21,20 @@ RULES_DIR = Path(__file__).resolve().parent / "inject" / "rules"
 class PointSpec:
     """Where a point lives and what a hit must look like (offsets relative to N)."""
 
-    role: str  # the node hosting the rule: leader | follower
-    leader_leo: int  # expected leader LEO at the kill, minus N
-    follower_leo: int  # expected follower LEO at the kill, minus N
-    hw: int  # expected high watermark in the HIT line (leader HW, or response HW), minus N
+    role: str  # the nodes hosting the rule: leader | follower | followers (every current one)
+    leader_leo: int | None  # expected leader LEO at the kill, minus N (None: see below)
+    follower_leo: int | None  # expected follower LEO at the kill, minus N
+    hw: int | None  # expected high watermark in the HIT line (leader HW, or response HW), minus N
     hw_field: str  # which HIT field holds it
     meaning: str
     seed: str = ("The seed defines this point but reports no run of it; with leader-epoch "
                  "truncation (KIP-101) no acknowledged record may be lost.")
+    #: every follower of the partition (not only the first) must have ``follower_leo``
+    every_follower: bool = False
+    #: a hold on a follower's fetch wherever that follower stands (``leader_leo`` is None):
+    #: hit when the HIT line's ``fetch_offset`` is the fetching follower's log end offset,
+    #: read from its files
+    fetch_hold: bool = False
 
 
 POINTS: dict[str, PointSpec] = {
@@ -44,6 +50,18 @@ POINTS: dict[str, PointSpec] = {
     "C4": PointSpec("leader", 1, 1, 0, "hw", "L has not processed R's second fetch (HW still N)"),
     "C5": PointSpec("leader", 1, 1, 1, "hw", "L processed the second fetch (HW N+1); its "
                     "response has not reached R"),
+    "HW-LEADER-ONLY": PointSpec(
+        "leader", 1, 1, 1, "hw", "every follower appended N and fetched at N+1, so the "
+        "leader's HW is N+1 (N acknowledged), but no response telling them has been sent: "
+        "the followers' HW is still N", every_follower=True,
+        seed="Seed 001's pre-0.11 loss scenario needs exactly this state: a follower that "
+             "truncates to its HW on becoming a follower drops N although N was acknowledged."),
+    "NEW-LEADER-FETCH": PointSpec(
+        "followers", None, None, None, "fetch_offset", "whichever follower (at arm time) next "
+        "leads holds its handling of the first fetch a follower sends it, wherever that "
+        "follower's log ends", fetch_hold=True,
+        seed="Seed 001: before 0.11 a follower truncated to its HW before fetching from a new "
+             "leader (KIP-101); the held fetch shows the offset it truncated to."),
 }
 
 
@@ -54,7 +72,8 @@ def rule_file(system: str, version: str) -> Path:
 
 
 def rule_blocks(text: str) -> dict[str, str]:
-    """``RULE <point> ...`` blocks of a rule file, by point name."""
+    """``RULE <point> ...`` blocks of a rule file, by point name (a block named
+    ``<point>.<suffix>`` is a companion rule, armed with ``<point>``)."""
     blocks = {}
     for m in re.finditer(r"^RULE (\S+).*?^ENDRULE\s*$", text, re.M | re.S):
         blocks[m.group(1)] = m.group(0)

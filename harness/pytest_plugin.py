@@ -85,13 +85,26 @@ class CaseFailed(Exception):
 
 
 class CaseFile(pytest.File):
+    """A case file: one item, or one per entry of its ``versions:`` list (``name[label]``)."""
+
     def collect(self) -> Iterator[pytest.Item]:
-        yield CaseItem.from_parent(self, name=self.path.stem)
+        from .case import load_case
+        from .errors import CaseError
+
+        try:
+            variants = load_case(self.path).variants
+        except CaseError:
+            variants = ()  # the one item reports it
+        if not variants:
+            yield CaseItem.from_parent(self, name=self.path.stem)
+        for label in variants:
+            yield CaseItem.from_parent(self, name=f"{self.path.stem}[{label}]", variant=label)
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, variant: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.variant = variant
         self.add_marker("case")
         self.add_marker("docker")
         system = _peek_system(self.path)
@@ -103,7 +116,7 @@ class CaseItem(pytest.Item):
         from .errors import CaseError
 
         try:
-            case = load_case(self.path)
+            case = load_case(self.path, version=self.variant)
         except CaseError as exc:
             raise CaseFailed(f"invalid case: {exc}") from None
         outcome = _run(self.config, case)

@@ -98,6 +98,8 @@ class RunResult:
     system: str | None = None
     cluster: str | None = None
     version: str | None = None
+    variant: str | None = None  # the case's ``versions:`` entry this run judged by
+    broker_config: dict[str, str] = field(default_factory=dict)  # the settings it ran with
     topic: str | None = None
     started: str | None = None  # ISO 8601, UTC
     finished: str | None = None
@@ -113,7 +115,8 @@ class RunResult:
     expectations: list[Expectation] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     recovery: Recovery | None = None
-    injection: InjectionSummary | None = None
+    injection: InjectionSummary | None = None  # the last armed point
+    injections: list[InjectionSummary] = field(default_factory=list)  # every armed point
     truncations: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
     collect_problems: list[str] = field(default_factory=list)
@@ -192,9 +195,9 @@ class RunResult:
         return cls.from_json(raw, source=str(path))
 
 
-_NOT_NULL = frozenset({"observed", "anomalies", "examples", "counts", "expectations", "steps",
-                       "truncations", "replicas", "collect_problems", "story", "files",
-                       "verdict", "expected_verdict", "as_expected", "schema"})
+_NOT_NULL = frozenset({"injections", "broker_config", "observed", "anomalies", "examples", "counts",
+                       "expectations", "steps", "truncations", "replicas", "collect_problems", "story",
+                       "files", "verdict", "expected_verdict", "as_expected", "schema"})
 
 
 def _plain(value: Any) -> Any:
@@ -318,6 +321,13 @@ def _read_field(name: str, v: Any, source: str) -> Any:
         return None if v is None else _record(Recovery, v, source, name)
     if name == "injection":
         return None if v is None else _record(InjectionSummary, v, source, name)
+    if name == "injections":
+        _expect(isinstance(v, list), source, name, "a list")
+        return [_record(InjectionSummary, x, source, f"{name}[{i}]") for i, x in enumerate(v)]
+    if name == "broker_config":
+        _expect(isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), source, name,
+                "an object of strings")
+        return {str(k): x for k, x in v.items()}
     if name == "examples":
         _expect(isinstance(v, dict), source, name, "an object")
         return {str(k): _dict_list(x, source, f"{name}.{k}") for k, x in v.items()}

@@ -25,7 +25,8 @@ StrPath = str | os.PathLike[str]
 #: The ``path`` of text that did not come from a file.
 _NO_FILE = "<string>"
 _TOP_KEYS = ("name", "description", "system", "cluster", "version", "timeout", "broker_config",
-             "topic", "client", "steps", "expect")
+             "topic", "client", "steps", "expect", "versions")
+_ENTRY_KEYS = ("label", "version", "cluster", "broker_config", "expect", "source")
 _SUFFIXES = (".yaml", ".yml")
 
 
@@ -146,24 +147,37 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
     case_name = f.get("name", name, path.stem if path else "case")
     description = f.get("description", string, "")
     system = f.need("system", choice(*SYSTEMS, kind="system"))
+    entries = f.get("versions", _entries, [])
+    entry = _select(entries, version_override, f.at("versions")) if entries else None
+    cluster_node = f.at("cluster")
     cluster = f.need("cluster", _cluster)
+    if entry is not None and entry.has("cluster"):
+        cluster_node, cluster = entry.at("cluster"), entry.need("cluster", _cluster)
     if cluster_override is not None:
         if cluster_override not in CLUSTERS:
-            raise error(f.at("cluster"), "cluster (override)", f"unknown cluster "
+            raise error(cluster_node, "cluster (override)", f"unknown cluster "
                         f"{cluster_override!r} (known: {', '.join(sorted(CLUSTERS))})")
         cluster = CLUSTERS[cluster_override]
     if cluster.system != system:
-        raise error(f.at("cluster"), "cluster",
+        raise error(cluster_node, "cluster",
                     f"{cluster.name} is a {cluster.system} cluster, but system is {system}")
-    version = f.get("version", _version(cluster), cluster.default_version) \
-        if version_override is None and (cluster_override is None or f.has("version")) \
-        else (version_override or cluster.default_version)
+    if entry is not None:
+        version = entry.need("version", _version(cluster))
+        version_node = entry.at("version")
+    else:
+        version = f.get("version", _version(cluster), cluster.default_version) \
+            if version_override is None and (cluster_override is None or f.has("version")) \
+            else (version_override or cluster.default_version)
+        version_node = f.at("version") if f.has("version") else cluster_node
     if version not in cluster.versions:
-        raise error(f.at("version") if f.has("version") else f.at("cluster"), "version",
+        raise error(version_node, "version",
                     f"{version!r} is not a version of cluster {cluster.name} "
                     f"(known: {', '.join(cluster.versions)})")
     timeout_s = f.get("timeout", duration, DEFAULT_CASE_TIMEOUT_S)
     broker_config = f.get("broker_config", str_map, MappingProxyType({}))
+    if entry is not None and entry.has("broker_config"):
+        broker_config = MappingProxyType({**broker_config,
+                                          **entry.need("broker_config", str_map)})
     topic = f.get("topic", lambda n, _: read_topic(n, system, cluster), TopicSpec())
     client = f.get("client", lambda n, _: read_client(n, system), ClientSpec())
     ctx = StepContext(system=system, cluster=cluster, version=version,
@@ -172,9 +186,63 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
                       case_timeout_s=timeout_s)
     steps = f.need("steps", lambda n, _: read_steps(n, ctx))
     expect = f.get("expect", lambda n, _: read_expect(n, bool(ctx.armed)), Expect())
+    if entry is not None and entry.has("expect"):
+        expect = entry.need("expect", lambda n, fld: read_expect(n, bool(ctx.armed), fld))
+    elif entries and not f.has("expect"):
+        raise error(entry.node if entry is not None else root, "expect",
+                    "each entry of versions needs an expect, or the case one for all")
     return Case(name=case_name, path=path, description=description, system=system,
                 cluster=cluster.name, version=version, broker_config=broker_config, topic=topic,
-                client=client, steps=steps, expect=expect, timeout_s=timeout_s)
+                client=client, steps=steps, expect=expect, timeout_s=timeout_s,
+                variant=_label(entry) if entry is not None else None,
+                variants=tuple(_label(e) for e in entries),
+                source=entry.get("source", string, "") if entry is not None else "")
+
+
+def _entries(node: Node, field: str) -> list[Fields]:
+    """The ``versions`` list: mappings of :data:`_ENTRY_KEYS`, each with a version, labels
+    unique."""
+    if not isinstance(node.value, list) or not node.value:
+        raise error(node, field, f"expected a non-empty list of versions (each a mapping with "
+                                 f"version and expect), got {show(node.value)}")
+    entries: list[Fields] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(node.value):
+        entry = Fields(item, f"{field}[{i}]", _ENTRY_KEYS)
+        if not entry.has("version"):
+            raise error(item, entry.sub("version"), "missing required key")
+        label = _label(entry)
+        if label in seen:
+            raise error(item, entry.sub("label"), f"label {label!r} is also entry "
+                        f"{seen[label]}'s: give each entry of one version its own label")
+        seen[label] = i
+        entries.append(entry)
+    return entries
+
+
+def _label(entry: Fields) -> str:
+    """An entry's label: its ``label``, else its version."""
+    if entry.has("label"):
+        return name(entry.at("label"), entry.sub("label"))
+    raw = entry.at("version").value
+    return str(raw) if isinstance(raw, str) else name(entry.at("version"), entry.sub("version"))
+
+
+def _select(entries: list[Fields], wanted: str | None, at: Node) -> Fields:
+    """The entry ``wanted`` names (a label, or a version only one entry has); the first
+    entry when nothing is wanted."""
+    if wanted is None:
+        return entries[0]
+    labels = [_label(e) for e in entries]
+    if wanted in labels:
+        return entries[labels.index(wanted)]
+    same = [e for e in entries if e.at("version").value == wanted]
+    if len(same) == 1:
+        return same[0]
+    if same:
+        raise error(at, "versions", f"{len(same)} entries run version {wanted}: name one by its "
+                                    f"label ({', '.join(_label(e) for e in same)})")
+    raise error(at, "versions", f"no entry for {wanted!r} (labels: {', '.join(labels)})")
 
 
 def _cluster(node: Node, field: str) -> ClusterDef:

@@ -61,7 +61,7 @@ _CLIENT: dict[str, _Table] = {
                "batching_max_bytes": POSITIVE, "block_if_queue_full": boolean},
 }
 
-_EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict")
+_EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces")
 
 
 def _read_section(node: Node, field: str, system: str,
@@ -144,9 +144,9 @@ def _check_kafka_client(f: Fields, client: ClientSpec) -> None:
                   f"linger_ms + request_timeout_ms ({floor})")
 
 
-def read_expect(node: Node, armed: bool) -> Expect:
+def read_expect(node: Node, armed: bool, field: str = "expect") -> Expect:
     """The ``expect`` section; ``armed``: whether the case has an inject step."""
-    f = Fields(node, "expect", ANOMALIES + _EXPECT_KEYS, kind="anomaly")
+    f = Fields(node, field, ANOMALIES + _EXPECT_KEYS, kind="anomaly")
     # `unseen` is informative (the recovery read found it), so it is observed unless limited.
     default_observe = frozenset(a for a in DEFAULT_OBSERVED if not f.has(a))
     observe = f.get("observe", _anomaly_list, default_observe)
@@ -159,9 +159,18 @@ def read_expect(node: Node, armed: bool) -> Expect:
     if injection_hit is not None and not armed:
         raise error(f.at("injection_hit"), f.sub("injection_hit"),
                     "the case has no inject step to judge")
+    reproduces = f.get("reproduces", _anomaly_list, frozenset())
+    for anomaly in reproduces:
+        if anomaly in observe:
+            raise error(f.at("reproduces"), f.sub("reproduces"),
+                        f"{anomaly} is observed, not judged: it cannot be reproduced")
+    verdict = f.get("verdict", choice(*VERDICTS), "fail" if reproduces else "pass")
+    if reproduces and verdict != "fail":
+        raise error(f.at("verdict"), f.sub("verdict"),
+                    "a case that reproduces an anomaly expects verdict fail")
     return Expect(anomalies=MappingProxyType({a: n for a, n in limits.items() if a not in observe}),
                   observe=observe, min_acked=f.get("min_acked", NON_NEGATIVE, 1),
-                  injection_hit=injection_hit, verdict=f.get("verdict", choice(*VERDICTS), "pass"))
+                  injection_hit=injection_hit, verdict=verdict, reproduces=reproduces)
 
 
 def _anomaly_list(node: Node, field: str) -> frozenset[str]:

@@ -247,6 +247,9 @@ class Expect:
     min_acked: int = 1
     injection_hit: bool | None = None  # None: not judged
     verdict: str = "pass"
+    #: with ``verdict: fail``: the anomalies that must exceed their limits, every other
+    #: expectation holding (the named bug, and no other failure, reproduced)
+    reproduces: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,12 @@ class Case:
     steps: tuple[Step, ...]
     expect: Expect
     timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+    #: the ``versions:`` entry this case was loaded for (None: the file has no such list)
+    variant: str | None = None
+    #: every entry's label, in file order
+    variants: tuple[str, ...] = ()
+    #: the entry's ``source``: the public source its expectation states
+    source: str = ""
 
     @property
     def cluster_def(self) -> ClusterDef:

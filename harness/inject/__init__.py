@@ -105,9 +105,14 @@ class Injector:
             blocks = rule_blocks(rule_file("kafka", version).read_text(encoding="utf-8"))
             if args.point not in blocks:
                 raise InjectError(f"point {args.point} has no rule for kafka {version}")
-            text = blocks[args.point]
+            text = "\n\n".join(b for name, b in blocks.items()
+                                 if name == args.point or name.startswith(args.point + "."))
             spec = POINTS[args.point]
-            nodes = [leader if spec.role == "leader" else follower]
+            if spec.role == "followers":
+                nodes = [n for n in self.system.followers(self.topic, args.partition)
+                         if n.container.status == "running"]
+            else:
+                nodes = [leader if spec.role == "leader" else follower]
         rendered = render_rule(text, {"TOPIC": self.topic, "PARTITION": args.partition, "N": n,
                                       "N1": n + 1, "KEY": key, "EVENTS": events,
                                       "HOLD_MS": self.hold_ms})
@@ -188,9 +193,7 @@ class Injector:
         """The armed partition's log end offset on each of its replicas, read from the files
         (a dead node's files too)."""
         out = []
-        for node in self.system.brokers():
-            if node.name not in (armed.leader, armed.follower):
-                continue
+        for node in self.system.brokers():  # every replica (a broker without one is skipped)
             try:
                 records = self.system.replica_log(node, self.topic, armed.partition)
             except BackendError:
@@ -202,10 +205,15 @@ class Injector:
     # -- judgement ------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any] | None:
         """The ``injection`` block of result.json (the last armed point)."""
-        every = self._disarmed + list(self.armed.values())
-        if not every:
-            return None
-        armed = every[-1]
+        every = self.summaries()
+        return every[-1] if every else None
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """One ``injection`` block per armed point, in the order they were armed."""
+        every = sorted(self._disarmed + list(self.armed.values()), key=lambda a: a.armed_at)
+        return [self._judge(a) for a in every]
+
+    def _judge(self, armed: _Armed) -> dict[str, Any]:
         result: dict[str, Any] = {"point": armed.point, "n": armed.n, "leader": armed.leader,
                                   "follower": armed.follower, "hit": False,
                                   "node": armed.hit.get("node") if armed.hit else None,
@@ -218,19 +226,41 @@ class Injector:
         n = armed.n
         result["meaning"] = spec.meaning
         result["seed"] = spec.seed
-        result["expected"] = (f"leader LEO={n + spec.leader_leo}, follower LEO={n + spec.follower_leo}"
-                              f", {spec.hw_field}={n + spec.hw}")
-        if armed.hit is None:
-            result["observed"] = "the point was never reached"
-            return result
         state = armed.at_kill or armed.at_hit or []
         leos = {r["node"]: r["log_end_offset"] for r in state}
         lleo, fleo = leos.get(armed.leader), leos.get(armed.follower)
+        when = "kill" if armed.at_kill else "hit"
+        if spec.fetch_hold:  # a hold on a fetch, wherever the follower stands
+            result["expected"] = ("the follower's fetch held, at the follower's log end offset "
+                                  "read from its files")
+            if armed.hit is None:
+                result["observed"] = "the point was never reached"
+                return result
+            fetched = armed.hit.get("fetch_offset")
+            result["leader"] = armed.hit.get("node")
+            if isinstance(armed.hit.get("follower"), int):
+                result["follower"] = self.system.node_name(armed.hit["follower"])
+            lleo, fleo = leos.get(result["leader"]), leos.get(result["follower"])
+            result["observed"] = (f"leader LEO={lleo}, follower LEO={fleo}, fetch_offset={fetched}"
+                                  f" (at {when})")
+            result["hit"] = fleo is not None and fetched == fleo
+            return result
+        assert spec.leader_leo is not None and spec.follower_leo is not None and spec.hw is not None
+        result["expected"] = (f"leader LEO={n + spec.leader_leo}, follower LEO={n + spec.follower_leo}"
+                              f", {spec.hw_field}={n + spec.hw}"
+                              + (" on every follower" if spec.every_follower else ""))
+        if armed.hit is None:
+            result["observed"] = "the point was never reached"
+            return result
         hw = armed.hit.get(spec.hw_field)
+        others = [r for r in state if r["node"] not in (armed.leader, armed.follower)]
         result["observed"] = (f"leader LEO={lleo}, follower LEO={fleo}, {spec.hw_field}={hw}"
-                              f" (at {'kill' if armed.at_kill else 'hit'})")
+                              + "".join(f", {r['node']} LEO={r['log_end_offset']}" for r in others)
+                              + f" (at {when})")
         result["hit"] = (lleo == n + spec.leader_leo and fleo == n + spec.follower_leo
-                         and hw == n + spec.hw)
+                         and hw == n + spec.hw
+                         and (not spec.every_follower
+                              or all(r["log_end_offset"] == n + spec.follower_leo for r in others)))
         return result
 
     def first_armed_at(self) -> float | None:

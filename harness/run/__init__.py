@@ -97,7 +97,8 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: b
     result = RunResult(run_dir.name, case=case.name,
                        case_file=str(case.path) if case.path else None,
                        description=case.description, system=case.system, cluster=case.cluster,
-                       version=case.version, started=_iso(time.time()),
+                       version=case.version, variant=case.variant,
+                       broker_config=dict(case.broker_config), started=_iso(time.time()),
                        expected_verdict=case.expect.verdict, observed=sorted(case.expect.observe))
     t0 = time.monotonic()
     ctx: RunContext | None = None
@@ -158,8 +159,8 @@ def _fill_from_run(result: RunResult, ctx: RunContext) -> None:
     result.steps = ctx.steps
     result.recovery = ctx.recovery if ctx.recovery != type(ctx.recovery)() else None
     if ctx.injector is not None:
-        summary = ctx.injector.summary()
-        result.injection = InjectionSummary(**summary) if summary else None
+        result.injections = [InjectionSummary(**s) for s in ctx.injector.summaries()]
+        result.injection = result.injections[-1] if result.injections else None
     if ctx.evidence is not None:
         result.truncations = ctx.evidence.truncations
         result.replicas = ctx.evidence.replicas + (ctx.injector.replicas_at_kill()

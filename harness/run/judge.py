@@ -15,7 +15,7 @@ from ..case import Case
 from ..errors import HarnessError
 from ..result import Expectation, InjectionSummary, RunResult
 
-__all__ = ["CHECK_FAILED", "apply_check", "check_and_judge", "judge"]
+__all__ = ["CHECK_FAILED", "apply_check", "as_expected", "check_and_judge", "judge"]
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +23,10 @@ log = logging.getLogger(__name__)
 CHECK_FAILED = "check failed: "
 
 
-def judge(case: Case, check: dict[str, Any],
-          injection: InjectionSummary | None) -> tuple[list[Expectation], str]:
-    """Expectations against what was observed, and the verdict they give."""
+def judge(case: Case, check: dict[str, Any], injection: InjectionSummary | None,
+          injections: list[InjectionSummary] | None = None) -> tuple[list[Expectation], str]:
+    """Expectations against what was observed, and the verdict they give (``injection_hit``
+    judges every armed point in ``injections``, else the one ``injection``)."""
     anomalies = check.get("anomalies", {})
     rows = []
     for name, limit in case.expect.anomalies.items():
@@ -35,10 +36,21 @@ def judge(case: Case, check: dict[str, Any],
     rows.append(Expectation("acknowledged writes", f">= {case.expect.min_acked}", acked,
                             acked >= case.expect.min_acked))
     if case.expect.injection_hit is not None:
-        hit = bool(injection and injection.hit)
+        every = injections or ([injection] if injection else [])
+        hit = bool(every) and all(i.hit for i in every)
         rows.append(Expectation("injection hit", case.expect.injection_hit, hit,
                                 hit == case.expect.injection_hit))
     return rows, "pass" if all(r.ok for r in rows) else "fail"
+
+
+def as_expected(case: Case, rows: list[Expectation], verdict: str) -> bool:
+    """Whether the verdict is the one the case expects; a case that ``reproduces`` anomalies
+    fails exactly on those (each over its limit, every other expectation holding)."""
+    if verdict != case.expect.verdict:
+        return False
+    if not case.expect.reproduces:
+        return True
+    return all(r.ok != (r.name in case.expect.reproduces) for r in rows)
 
 
 def check_and_judge(case: Case, result: RunResult, run_dir: Path, spark_master: str | None, *,
@@ -71,10 +83,10 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     warning = skipped_lines(result.counts)
     if warning:
         log.warning("warning: %s", warning)
-    rows, verdict = judge(case, check, result.injection)
+    rows, verdict = judge(case, check, result.injection, result.injections)
     result.expectations = rows
     if not after_error:
         result.verdict = verdict
-        result.as_expected = verdict == case.expect.verdict
+        result.as_expected = as_expected(case, rows, verdict)
         log.info("verdict: %s%s", verdict, "" if result.as_expected else
                  f" (expected {case.expect.verdict})")

@@ -90,13 +90,13 @@ def _case(run_dir: Path, result: RunResult) -> Case:
         raise CaseError("missing: the run directory holds no copy of its case, whose expectations "
                         "judge the run", path=str(copy))
     try:
-        return load_case(copy, cluster=result.cluster, version=result.version)
+        return load_case(copy, cluster=result.cluster, version=result.variant or result.version)
     except CaseError as exc:
         original = Path(result.case_file) if result.case_file else None
         if original is not None and original.parent.is_dir():
             try:
                 return load_case_text(copy.read_bytes().decode("utf-8"), original, cluster=result.cluster,
-                                      version=result.version)
+                                      version=result.variant or result.version)
             except (CaseError, OSError, UnicodeDecodeError):
                 pass
         raise CaseError(f"cannot judge the run: its case copy is invalid: {exc}") from None

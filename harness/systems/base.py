@@ -200,6 +200,14 @@ class CrashPoints(Protocol):
         """The records in ``node``'s copy of the partition, read from its files."""
         ...
 
+    def followers(self, topic: str, partition: int = 0) -> list[Node]:
+        """The partition's replicas other than its leader."""
+        ...
+
+    def node_name(self, broker_id: int) -> str:
+        """The node with this broker id."""
+        ...
+
 
 @runtime_checkable
 class JavaProducers(Protocol):
