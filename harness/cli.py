@@ -123,7 +123,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(exc, file=sys.stderr)
             continue
         first = case.description.strip().splitlines()[0] if case.description.strip() else ""
-        print(f"{str(path):45} {case.cluster:12} {case.version:7} {first[:70]}")
+        versions = ", ".join(case.variants) if case.variants else case.version
+        print(f"{str(path):45} {case.cluster:12} {versions:7} {first[:70]}")
     return 2 if invalid else 0
 
 
@@ -139,6 +140,26 @@ def cmd_run(args: argparse.Namespace) -> int:
                        owner="keep" if args.keep_cluster else None)
     print(format_result(outcome.result, outcome.run_dir))
     return outcome.exit_code
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """Runs cases on every version of their ``versions:`` lists; writes reports/matrix.html;
+    exit 0 when every cell behaved as stated in every run, 1 otherwise, 2 on an error."""
+    from .run.matrix import cells_of, format_table, run_matrix, write_matrix
+
+    if args.reps < 1:
+        raise HarnessError(f"--reps {args.reps}: give at least 1 run per cell")
+    cells = cells_of(args.paths or [str(CASES_DIR / "kafka" / "regressions")], args.version or ())
+    if not cells:
+        raise HarnessError(f"no case has a version entry named {', '.join(args.version)}")
+    done = run_matrix(cells, reps=args.reps, reports_dir=Path(args.reports),
+                      spark_master=args.spark_master)
+    page = write_matrix(done, Path(args.reports))
+    print(format_table(done))
+    print(f"matrix: {page}")
+    if any(c.errors for c in done):
+        return 2
+    return 0 if all(c.as_expected == len(c.runs) for c in done) else 1
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -208,6 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
                           "`harness cluster down NAME` or `harness clean`")
     run.add_argument("--spark-master", help="run the check on this Spark master (default local[*])")
     run.set_defaults(fn=cmd_run)
+
+    matrix = sub.add_parser("matrix", help="run cases on every version they name; write "
+                                           "reports/matrix.html (case x version)")
+    matrix.add_argument("paths", nargs="*", help="case files or directories "
+                                                 "(default: cases/kafka/regressions)")
+    matrix.add_argument("--reps", type=int, default=1, help="runs per case and version (default 1)")
+    matrix.add_argument("--version", action="append",
+                        help="only the version entries with this label (a case without "
+                             "versions: its version; repeatable)")
+    matrix.add_argument("--reports", default=str(REPORTS_DIR))
+    matrix.add_argument("--spark-master")
+    matrix.set_defaults(fn=cmd_matrix)
 
     validate = sub.add_parser("validate", help="validate case files (no Docker)")
     validate.add_argument("paths", nargs="*", help="files or directories (default: cases/)")

@@ -43,7 +43,7 @@ from harness.report.load import (
     scan_timeline,
 )
 
-__all__ = ["render_run", "render_index", "index_is_ours", "INDEX_MARK"]
+__all__ = ["render_run", "render_index", "render_matrix", "index_is_ours", "INDEX_MARK"]
 
 MAX_EXAMPLES = 5
 MAX_PARTITION_CHARTS = 32
@@ -53,6 +53,7 @@ MAX_TIMELINE_ROWS = 5000
 MAX_DROPPED = 20
 REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
+MATRIX_NAME = "matrix.html"
 #: In the head of every index the harness writes; an index.html without it is not replaced.
 INDEX_MARK = '<meta name="generator" content="chaos-harness index">'
 
@@ -422,9 +423,22 @@ def render_index(reports_dir: str | os.PathLike[str]) -> Path | None:
     try:
         html = _env().get_template("index.html.j2").render(
             rows=rows,
+            matrix=_exists(reports_dir / MATRIX_NAME),
             totals=Counter(r.verdict for r in rows),
             generated=datetime.now(timezone.utc),
         )
     except Exception as exc:
         raise _bug(reports_dir, exc) from exc
+    return _write(target, html)
+
+
+def render_matrix(reports_dir: str | os.PathLike[str], rows: list[dict[str, Any]]) -> Path:
+    """Write ``reports_dir/matrix.html``: one row per case and version entry (the dicts of
+    :func:`harness.run.matrix.run_matrix`'s cells, as the page shows them)."""
+    target = Path(reports_dir) / MATRIX_NAME
+    try:
+        html = _env().get_template("matrix.html.j2").render(rows=rows,
+                                                            generated=datetime.now(timezone.utc))
+    except Exception as exc:
+        raise _bug(Path(reports_dir), exc) from exc
     return _write(target, html)

@@ -30,3 +30,54 @@ def test_versions_without_rules_have_no_points() -> None:
 def test_unknown_placeholder_is_a_clear_error() -> None:
     with pytest.raises(HarnessError, match="@WHAT@ is unknown"):
         render_rule("IF $1 == @WHAT@", {"N": 1})
+
+
+class _FakeKafka:
+    """Enough of a system for the injector's judgement (no cluster)."""
+
+    cluster = None
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        return 0
+
+    def replica_log(self, node: object, topic: str, partition: int = 0) -> list[object]:
+        return []
+
+    def followers(self, topic: str, partition: int = 0) -> list[object]:
+        return []
+
+    def node_name(self, broker_id: int) -> str:
+        return f"kafka-{broker_id}"
+
+
+def _judged(point: str, hit: dict[str, object] | None, leos: dict[str, int]) -> dict[str, object]:
+    from pathlib import Path
+    from typing import Any, cast
+
+    from harness.inject import Injector, _Armed
+
+    injector = Injector(cast(Any, _FakeKafka()), "t", Path("."), cast(Any, None))
+    armed = _Armed(point, "k", 100, 0, [], "/chaos/e", POINTS[point], "kafka-3", "kafka-1", 0.0,
+                   hit=hit, at_kill=[{"node": n, "log_end_offset": leo} for n, leo in leos.items()])
+    injector.armed[point] = armed
+    return injector.summaries()[-1]
+
+
+def test_hw_leader_only_needs_every_follower_at_n_plus_1() -> None:
+    hit = {"node": "kafka-3", "hw": 101}
+    assert _judged("HW-LEADER-ONLY", hit, {"kafka-1": 101, "kafka-2": 101, "kafka-3": 101})["hit"]
+    lagging = _judged("HW-LEADER-ONLY", hit, {"kafka-1": 101, "kafka-2": 100, "kafka-3": 101})
+    assert not lagging["hit"] and "kafka-2 LEO=100" in str(lagging["observed"])
+    assert not _judged("HW-LEADER-ONLY", {"node": "kafka-3", "hw": 100},
+                       {"kafka-1": 101, "kafka-2": 101, "kafka-3": 101})["hit"]
+
+
+def test_a_held_fetch_is_hit_when_it_asks_for_the_followers_log_end() -> None:
+    # the HIT line names the fetching follower by broker id; its LEO comes from its files
+    truncated = {"node": "kafka-1", "follower": 2, "fetch_offset": 100}
+    judged = _judged("NEW-LEADER-FETCH", truncated, {"kafka-1": 101, "kafka-2": 100, "kafka-3": 101})
+    assert judged["hit"] and judged["leader"] == "kafka-1" and judged["follower"] == "kafka-2"
+    assert judged["observed"] == "leader LEO=101, follower LEO=100, fetch_offset=100 (at kill)"
+    stale = _judged("NEW-LEADER-FETCH", truncated, {"kafka-1": 101, "kafka-2": 101})
+    assert not stale["hit"]  # the files disagree with the fetch: not the interleaving stated
+    assert not _judged("NEW-LEADER-FETCH", None, {"kafka-2": 100})["hit"]
