@@ -243,6 +243,9 @@ def _consume(node: Node, field: str, ctx: StepContext) -> ConsumeArgs:
 
 
 def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    if field.endswith(".powerloss") and ctx.system != "kafka":
+        raise error(node, field, f"powerloss cuts Kafka log segments; {ctx.system} has none "
+                                 f"(use kill9)")
     return FaultArgs(ctx.selector(node, field))
 
 

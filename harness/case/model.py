@@ -35,7 +35,7 @@ ROLE_ANY_BROKER = "any-broker"
 ROLE_LAST_TARGET = "last-target"
 
 #: Fault steps whose argument is one selector.
-NODE_FAULTS = ("kill9", "stop", "start", "pause", "resume")
+NODE_FAULTS = ("kill9", "powerloss", "stop", "start", "pause", "resume")
 #: Every step name, in the order the schema documents them.
 ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition", "heal", "inject",
                                                                   "unload")

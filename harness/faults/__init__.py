@@ -56,10 +56,12 @@ class Nemesis:
             raise FaultError(f"unknown fault {action!r} (known: {', '.join(sorted(FAULTS))})") from None
         self.last_freeze_attempts = 0
         try:
-            fn(self, node, **params)
+            returned = fn(self, node, **params)
         except BackendError as exc:
             raise FaultError(f"{action} on {node.name} failed: {exc}") from exc
-        detail = {k: _plain(v) for k, v in params.items()}
+        detail = {k: _plain(v) for k, v in params.items() if not callable(v)}
+        if isinstance(returned, dict):
+            detail.update(returned)
         if self.last_freeze_attempts > 1:
             detail["freeze_attempts"] = self.last_freeze_attempts
         self._record(action, node, role, **detail)
@@ -73,6 +75,14 @@ class Nemesis:
             node.container.kill("KILL")
         self.down.add(node.name)
         self.partitioned.discard(node.name)  # its network namespace died with it
+
+    def powerloss(self, node: Node, lose: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
+        """kill -9, then ``lose`` (the system's) cuts what the node had not flushed; returns
+        what was cut, for the timeline."""
+        self.kill9(node)
+        wait_until(lambda: node.container.status not in ("running", "paused"), timeout=30,
+                   what=f"{node.name} dead after kill -9")
+        return lose(node)
 
     def stop(self, node: Node, grace: int = 30) -> None:
         if node.container.status == "paused":
@@ -220,10 +230,11 @@ def _flush_chain(pid: int) -> None:
         _iptables(pid, ["-F", _CHAIN])
 
 
-Fault = Callable[..., None]
+Fault = Callable[..., Any]
 #: The fault registry: case files name faults by these keys.
 FAULTS: dict[str, Fault] = {
     "kill9": Nemesis.kill9,
+    "powerloss": Nemesis.powerloss,
     "stop": Nemesis.stop,
     "start": Nemesis.start,
     "pause": Nemesis.pause,

@@ -182,7 +182,7 @@ class Injector:
 
     def note_fault(self, action: str, node: Any) -> None:
         """After a fault: the first kill/stop after a hit freezes the state the hit is judged on."""
-        if action not in ("kill9", "stop"):
+        if action not in ("kill9", "stop", "powerloss"):
             return
         for armed in self.armed.values():
             if armed.hit is not None and armed.at_kill is None:

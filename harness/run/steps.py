@@ -14,7 +14,7 @@ from typing import Any
 from ..case import AwaitArgs, ConsumeArgs, FaultArgs, HealArgs, InjectArgs, ProduceArgs, Step, UnloadArgs
 from ..errors import HarnessError
 from ..result import StepRecord
-from ..systems.base import Unloadable
+from ..systems.base import PowerLoss, Unloadable
 from .awaits import await_condition, leader_now
 from .context import RunContext
 
@@ -80,6 +80,10 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     else:
         ctx.leader_before_fault[p] = leader_now(ctx, p)
     params: dict[str, Any] = {}
+    if action == "powerloss":
+        if not isinstance(system, PowerLoss):
+            raise HarnessError(f"{system.name} has no power-loss fault")
+        params["lose"] = system.lose_unflushed
     if action == "partition":
         params["peers"] = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
         params["direction"] = args.direction

@@ -210,6 +210,15 @@ class CrashPoints(Protocol):
 
 
 @runtime_checkable
+class PowerLoss(Protocol):
+    """A system whose nodes can lose what they had not flushed (the ``powerloss`` fault)."""
+
+    def lose_unflushed(self, node: Node) -> dict[str, Any]:
+        """Cuts a dead node's data back to what it had flushed; returns what was cut."""
+        ...
+
+
+@runtime_checkable
 class JavaProducers(Protocol):
     def java_producer(self, run_dir: Path, topic: str, name: str, client: ClientSpec,
                       ready: threading.Event | None) -> Any: ...

@@ -21,7 +21,15 @@ from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
 from ._zk import zk_call, zk_port
 from .base import ConsumerClient, Leader, Mark, ProducerClient
-from .kafka_segments import LOG_DIR, SegmentRecord, read_partition_dir
+from .kafka_segments import (
+    CLEAN_SHUTDOWN_MARKER,
+    LOG_DIR,
+    RECOVERY_CHECKPOINT,
+    SegmentRecord,
+    read_checkpoint,
+    read_partition_dir,
+    unflushed_cuts,
+)
 
 if TYPE_CHECKING:
     from ..case import ClientSpec, TopicSpec
@@ -253,6 +261,31 @@ class KafkaSystem:
         """The records in ``node``'s copy of the partition, read from its files (works while it is down)."""
         files = node.container.get_files(f"{LOG_DIR}/{topic}-{partition}")
         return read_partition_dir(files).get((topic, partition), [])
+
+    def lose_unflushed(self, node: Node) -> dict[str, Any]:
+        """After a kill -9: what a power loss takes from ``node``: each log segment is cut back
+        to its partition's recovery point, read from the log dir's recovery checkpoint
+        (as Kafka's EpochDrivenReplicationProtocolAcceptanceTest does), so that the next
+        start recovers from the flushed data only. A broker that was running has no
+        clean-shutdown marker (it is written at a clean shutdown, removed at start); one that
+        was stopped cleanly has, and is refused. Returns what was cut."""
+        if node.container.status == "running":
+            raise FaultError(f"{node.name} is running: a power loss cuts the files of a dead node")
+        files = list(node.container.get_files(LOG_DIR))
+        if any(p.endswith("/" + CLEAN_SHUTDOWN_MARKER) for p, _ in files):
+            raise FaultError(f"{node.name} was shut down cleanly (its logs are flushed and marked "
+                             f"clean): powerloss takes a running broker")
+        checkpoint_text = next((c.decode("utf-8", "replace") for p, c in files
+                                if p.endswith("/" + RECOVERY_CHECKPOINT)), "")
+        cuts = unflushed_cuts(files, read_checkpoint(checkpoint_text))
+        parent = LOG_DIR.rsplit("/", 1)[0]
+        for cut, kept in cuts:
+            node.container.put_file(f"{parent}/{cut.path}", kept)
+        return {"checkpoint": bool(checkpoint_text),
+                "cuts": [{"topic": c.topic, "partition": c.partition,
+                          "recovery_point": c.recovery_point, "segment": c.path.rsplit("/", 1)[-1],
+                          "bytes_cut": c.size_before - c.size_after,
+                          "records_lost": c.records_lost} for c, _ in cuts]}
 
     # -- controller ---------------------------------------------------------------
     def controller(self) -> ControllerState:

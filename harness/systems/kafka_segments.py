@@ -17,10 +17,15 @@ from dataclasses import dataclass
 from ..history import parse_mid
 
 __all__ = ["SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "LOG_DIR",
-           "PARTITION_DIR"]
+           "PARTITION_DIR", "Cut", "batch_spans", "read_checkpoint", "unflushed_cuts",
+           "CLEAN_SHUTDOWN_MARKER", "RECOVERY_CHECKPOINT"]
 
 #: ``log.dirs`` inside the broker containers (compose/images/kafka/entrypoint.sh).
 LOG_DIR = "/data/kafka"
+#: In each log dir: the offsets below which every partition's data was flushed to disk.
+RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+#: Written at a clean shutdown; without it the next start recovers the logs.
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 
 _HEADER = struct.Struct(">qiiBIhiqqqhii")  # 61 bytes of a v2 batch header
 PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)$")
@@ -93,3 +98,70 @@ def read_partition_dir(files: Iterable[tuple[str, bytes]]) -> dict[tuple[str, in
 def log_end_offset(records: list[SegmentRecord]) -> int:
     """The next offset to be written (0 for an empty log)."""
     return max((r.offset for r in records), default=-1) + 1
+
+
+def batch_spans(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(base offset, last offset, start byte, end byte) of each whole v2 batch of a segment."""
+    spans = []
+    pos = 0
+    while pos + _HEADER.size <= len(data):
+        fields = _HEADER.unpack_from(data, pos)
+        base, length, magic, last_delta = fields[0], fields[1], fields[3], fields[6]
+        end = pos + 12 + length
+        if magic != 2 or length <= 0 or end > len(data):
+            break
+        spans.append((base, base + last_delta, pos, end))
+        pos = end
+    return spans
+
+
+def read_checkpoint(text: str) -> dict[tuple[str, int], int]:
+    """An offset checkpoint file of a log dir (``recovery-point-offset-checkpoint``):
+    version line, count line, then ``topic partition offset`` lines."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    out: dict[tuple[str, int], int] = {}
+    for parts in lines[2:]:
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].lstrip("-").isdigit():
+            out[(parts[0], int(parts[1]))] = int(parts[2])
+    return out
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What a power loss takes from one segment: the bytes past the flushed position."""
+
+    path: str  # the segment file, as read from the container
+    topic: str
+    partition: int
+    recovery_point: int
+    size_before: int
+    size_after: int
+    records_lost: int
+
+
+#: Partitions the log manager does not checkpoint (the KRaft metadata log flushes itself).
+_NOT_CHECKPOINTED = ("__cluster_metadata",)
+
+
+def unflushed_cuts(files: Iterable[tuple[str, bytes]], checkpoint: dict[tuple[str, int], int]
+                   ) -> list[tuple[Cut, bytes]]:
+    """For each ``.log`` segment holding records at or past its partition's recovery point,
+    the cut and the segment's bytes up to the first batch that reaches that point (a
+    partition missing from the checkpoint was never flushed: its recovery point is 0)."""
+    out = []
+    for path, content in sorted(files):
+        parts = path.split("/")
+        if len(parts) < 2 or not parts[-1].endswith(".log"):
+            continue
+        m = PARTITION_DIR.match(parts[-2])
+        if not m or m.group("topic") in _NOT_CHECKPOINTED:
+            continue
+        key = (m.group("topic"), int(m.group("partition")))
+        point = checkpoint.get(key, 0)
+        spans = batch_spans(content)
+        keep = next((start for _b, last, start, _e in spans if last >= point), None)
+        if keep is None:
+            continue  # every batch is below the recovery point
+        lost = sum(1 for r in read_segment(content[keep:]))
+        out.append((Cut(path, key[0], key[1], point, len(content), keep, lost), content[:keep]))
+    return out

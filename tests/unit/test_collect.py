@@ -80,3 +80,25 @@ def test_truncation_lines_of_every_known_format() -> None:
     assert found[0]["reason"].startswith("leader epoch and offset EpochEndOffset")
     assert found[3]["hw"] == 95 and found[0]["partition"] == 0
     assert len(parse_truncations("kafka-1", LOG)) == 6  # no topic filter: other-0 too
+
+
+def test_a_power_loss_cuts_each_segment_back_to_its_partitions_recovery_point() -> None:
+    from harness.systems.kafka_segments import batch_spans, read_checkpoint, unflushed_cuts
+
+    first = _batch(0, 0, [b"a", b"b"]) + _batch(2, 0, [b"c"]) + _batch(3, 1, [b"d", b"e"])
+    assert [(b, last) for b, last, _, _ in batch_spans(first)] == [(0, 1), (2, 2), (3, 4)]
+    checkpoint = read_checkpoint("0\n2\nt 0 3\nflushed 0 99\n")
+    assert checkpoint == {("t", 0): 3, ("flushed", 0): 99}
+    files = [("kafka/t-0/00000000000000000000.log", first),
+             ("kafka/t-0/00000000000000000000.index", b"\0" * 8),
+             ("kafka/flushed-0/00000000000000000000.log", first),
+             ("kafka/new-0/00000000000000000000.log", first),  # created after the checkpoint
+             ("kafka/__cluster_metadata-0/00000000000000000000.log", first)]
+    cuts = {c.topic: (c, kept) for c, kept in unflushed_cuts(files, checkpoint)}
+    assert set(cuts) == {"t", "new"}  # flushed: nothing past 99; the metadata log flushes itself
+    cut, kept = cuts["t"]
+    assert (cut.recovery_point, cut.records_lost) == (3, 2)
+    assert [r.offset for r in read_segment(kept)] == [0, 1, 2]
+    assert cut.size_after == len(kept) < cut.size_before == len(first)
+    new, kept_new = cuts["new"]
+    assert (new.recovery_point, new.records_lost, kept_new) == (0, 5, b"")
