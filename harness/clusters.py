@@ -95,7 +95,9 @@ CLUSTERS: dict[str, ClusterDef] = {
         name="kafka-zk", system="kafka", mode="zk",
         compose_file=COMPOSE_DIR / "kafka-zk.yaml",
         nodes=(NodeDef("zk", "zookeeper", 0, host_port=12181),) + _kafka_brokers(19090),
-        versions=("3.9.2",),
+        # 0.10.2.2 (before KIP-101) and 0.11.0.3 (the first release line with it) for the
+        # regression library; built on demand, like every image (docs/regressions.md)
+        versions=("3.9.2", "0.10.2.2", "0.11.0.3"),
     ),
     "kafka-kraft": ClusterDef(
         name="kafka-kraft", system="kafka", mode="kraft",

@@ -59,7 +59,8 @@ class _SystemImage:
 #: The broker artifact of each of :data:`~harness.clusters.SYSTEMS`.
 SYSTEM_IMAGES = {
     "kafka": _SystemImage("kafka", "org.apache.kafka", "kafka_2.13",
-                          profiles=((("2.", "3."), "kafka3"),), default_profile="kafka4"),
+                          profiles=((("0.10.2.",), "kafka0102"), (("0.11.0.",), "kafka0110"),
+                                    (("3.",), "kafka3")), default_profile="kafka4"),
     "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker"),
 }
 
@@ -131,7 +132,8 @@ def resolve_jars(system: str, version: str, dest: Path) -> None:
     profile = spec.profile(version)
     if profile:
         args.append(f"-P{profile}")
-    missing = re.compile(re.escape(f"{spec.maven_artifact}:") + r"(jar|pom):" + re.escape(version))
+    artifact = re.escape(spec.maven_artifact).replace(r"2\.13", r"2\.1[123]")  # Scala 2.11-2.13
+    missing = re.compile(artifact + ":" + r"(jar|pom):" + re.escape(version))
     _maven_copy(IMAGES_DIR / system / "pom.xml", dest, f"jars of {coord}", args,
                 missing=(missing, f"{coord} does not resolve on Maven Central: is {version!r} "
                                   f"a released {system} version?"))
@@ -185,7 +187,7 @@ def ensure_images(engine: Engine, system: str, version: str, *,
     """Builds (or reuses) the image for ``system`` ``version``; returns its tag."""
     if system not in SYSTEMS:
         raise ImageError(f"unknown system {system!r} (known: {', '.join(SYSTEMS)})")
-    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+    if not re.fullmatch(r"\d+\.\d+\.\d+(\.\d+)?", version):  # 0.10.2.2: four numbers before 1.0
         raise ImageError(f"version {version!r} is not of the form MAJOR.MINOR.PATCH")
     jvm = _build_jvm(engine, force)
     tag = image_tag(system, version)

@@ -51,10 +51,26 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes of a v0/v1 message
+_MAGIC_AT = 16  # a v2 batch's magic and a v0/v1 message's are both 16 bytes in
+
+
 def read_segment(data: bytes) -> Iterator[SegmentRecord]:
-    """Records of one ``.log`` segment; stops at a torn tail (a crash mid-append)."""
+    """Records of one ``.log`` segment; stops at a torn tail (a crash mid-append).
+
+    Message format v2 (Kafka 0.11+) batches and v0/v1 messages (0.10 and older brokers,
+    or a newer one writing an old format; their records carry no leader epoch: -1)."""
     pos = 0
-    while pos + _HEADER.size <= len(data):
+    while pos + _MAGIC_AT + 1 <= len(data):
+        if data[pos + _MAGIC_AT] in (0, 1):
+            record, end = _legacy_message(data, pos)
+            if record is None:
+                return
+            yield record
+            pos = end
+            continue
+        if pos + _HEADER.size > len(data):
+            return
         (base, length, epoch, magic, crc, attrs, last_delta, _ts0, _ts1, _pid, _pepoch,
          _seq, count) = _HEADER.unpack_from(data, pos)
         end = pos + 12 + length
@@ -80,6 +96,24 @@ def read_segment(data: bytes) -> Iterator[SegmentRecord]:
         pos = end
 
 
+def _legacy_message(data: bytes, pos: int) -> tuple[SegmentRecord | None, int]:
+    """The v0/v1 message at ``pos`` and where the next begins; (None, pos) when torn."""
+    if pos + _LEGACY.size > len(data):
+        return None, pos
+    offset, size, crc, magic, attrs = _LEGACY.unpack_from(data, pos)
+    end = pos + 12 + size
+    if size < 14 or end > len(data):
+        return None, pos
+    if attrs & 0x07:  # a compressed wrapper: its offset is its last inner record's
+        return SegmentRecord(offset, -1, crc, None), end
+    q = pos + _LEGACY.size + (8 if magic == 1 else 0)
+    klen = struct.unpack_from(">i", data, q)[0]
+    q += 4 + max(klen, 0)
+    vlen = struct.unpack_from(">i", data, q)[0]
+    value = data[q + 4:q + 4 + vlen] if vlen > 0 else None
+    return SegmentRecord(offset, -1, crc, parse_mid(value)), end
+
+
 def read_partition_dir(files: Iterable[tuple[str, bytes]]) -> dict[tuple[str, int], list[SegmentRecord]]:
     """(topic, partition) -> records, from (path, content) pairs of a broker's log dir."""
     out: dict[tuple[str, int], list[SegmentRecord]] = {}
@@ -101,10 +135,20 @@ def log_end_offset(records: list[SegmentRecord]) -> int:
 
 
 def batch_spans(data: bytes) -> list[tuple[int, int, int, int]]:
-    """(base offset, last offset, start byte, end byte) of each whole v2 batch of a segment."""
+    """(base offset, last offset, start byte, end byte) of each whole v2 batch (or v0/v1
+    message) of a segment."""
     spans = []
     pos = 0
-    while pos + _HEADER.size <= len(data):
+    while pos + _MAGIC_AT + 1 <= len(data):
+        if data[pos + _MAGIC_AT] in (0, 1):
+            record, end = _legacy_message(data, pos)
+            if record is None:
+                break
+            spans.append((record.offset, record.offset, pos, end))
+            pos = end
+            continue
+        if pos + _HEADER.size > len(data):
+            break
         fields = _HEADER.unpack_from(data, pos)
         base, length, magic, last_delta = fields[0], fields[1], fields[3], fields[6]
         end = pos + 12 + length

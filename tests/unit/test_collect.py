@@ -102,3 +102,23 @@ def test_a_power_loss_cuts_each_segment_back_to_its_partitions_recovery_point() 
     assert cut.size_after == len(kept) < cut.size_before == len(first)
     new, kept_new = cuts["new"]
     assert (new.recovery_point, new.records_lost, kept_new) == (0, 5, b"")
+
+
+def _legacy(offset: int, value: bytes, magic: int = 1) -> bytes:
+    body = struct.pack(">bb", magic, 0) + (struct.pack(">q", 0) if magic == 1 else b"") + \
+        struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    crc = zlib.crc32(body)
+    return struct.pack(">qiI", offset, 4 + len(body), crc) + body
+
+
+def test_reads_the_message_format_of_kafka_0_10() -> None:
+    from harness.systems.kafka_segments import batch_spans
+
+    data = _legacy(0, make_value("p0-1", 20), magic=0) + _legacy(1, make_value("p0-2", 20)) + \
+        _legacy(2, make_value("p0-3", 20))[:-3]  # torn
+    recs = list(read_segment(data))
+    assert [(r.offset, r.epoch, r.mid) for r in recs] == [(0, -1, "p0-1"), (1, -1, "p0-2")]
+    assert [(b, last) for b, last, _, _ in batch_spans(data)] == [(0, 0), (1, 1)]
+    # a broker that switched format keeps old messages before new batches
+    mixed = _legacy(0, make_value("p0-1", 20)) + _batch(1, 4, [make_value("p0-2", 20)])
+    assert [(r.offset, r.epoch) for r in read_segment(mixed)] == [(0, -1), (1, 4)]

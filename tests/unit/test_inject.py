@@ -9,7 +9,7 @@ from harness.inject import render_rule
 from harness.points import POINTS, available_points, rule_blocks, rule_file
 
 
-@pytest.mark.parametrize("version", ["3.9.2", "4.1.2"])
+@pytest.mark.parametrize("version", ["0.10.2.2", "0.11.0.3", "3.9.2", "4.1.2"])
 def test_every_point_has_a_rule_for_supported_versions(version: str) -> None:
     assert available_points("kafka", version) == frozenset(POINTS)
     blocks = rule_blocks(rule_file("kafka", version).read_text())

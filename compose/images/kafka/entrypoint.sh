@@ -12,7 +12,7 @@ HEAP=${HEAP:-512m}
 RUN=/opt/kafka/run
 mkdir -p "$RUN" /data /chaos
 CP="/opt/kafka/libs/*"
-if ls /opt/kafka/libs/reload4j-*.jar >/dev/null 2>&1; then
+if ls /opt/kafka/libs | grep -qE '^(reload4j-|log4j-1[.]2)'; then
   LOG_OPTS="-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
 else
   LOG_OPTS="-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties"
