@@ -34,6 +34,8 @@ MARKERS = {
     "pulsar": "runs a real Pulsar cluster",
     "case": "a chaos case file run as a test",
     "browser": "needs Debian's chromium",
+    "full_matrix": "a version-matrix item CI leaves out (a case's versions entry with ci: false); "
+                   "`bin/test -m full_matrix` runs them",
 }
 
 
@@ -92,13 +94,17 @@ class CaseFile(pytest.File):
         from .errors import CaseError
 
         try:
-            variants = load_case(self.path).variants
+            first = load_case(self.path)
         except CaseError:
-            variants = ()  # the one item reports it
-        if not variants:
+            yield CaseItem.from_parent(self, name=self.path.stem)  # it reports the error
+            return
+        if not first.variants:
             yield CaseItem.from_parent(self, name=self.path.stem)
-        for label in variants:
-            yield CaseItem.from_parent(self, name=f"{self.path.stem}[{label}]", variant=label)
+        for label in first.variants:
+            item = CaseItem.from_parent(self, name=f"{self.path.stem}[{label}]", variant=label)
+            if label in first.outside_ci:
+                item.add_marker("full_matrix")
+            yield item
 
 
 class CaseItem(pytest.Item):

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from harness.clusters import CLUSTERS, ClusterDef
 from harness.errors import CaseError
 
-from ._fields import Fields, Reader, choice, duration, error, name, show, str_map, string, unknown
+from ._fields import Fields, Reader, boolean, choice, duration, error, name, show, str_map, string, unknown
 from ._files import MAX_CASE_BYTES, Unreadable, os_reason, read_limited, too_large
 from ._specs import read_client, read_expect, read_topic
 from ._steps import StepContext, read_steps
@@ -26,7 +26,7 @@ StrPath = str | os.PathLike[str]
 _NO_FILE = "<string>"
 _TOP_KEYS = ("name", "description", "system", "cluster", "version", "timeout", "broker_config",
              "topic", "client", "steps", "expect", "versions")
-_ENTRY_KEYS = ("label", "version", "cluster", "broker_config", "expect", "source")
+_ENTRY_KEYS = ("label", "version", "cluster", "broker_config", "expect", "source", "ci")
 _SUFFIXES = (".yaml", ".yml")
 
 
@@ -196,7 +196,8 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
                 client=client, steps=steps, expect=expect, timeout_s=timeout_s,
                 variant=_label(entry) if entry is not None else None,
                 variants=tuple(_label(e) for e in entries),
-                source=entry.get("source", string, "") if entry is not None else "")
+                source=entry.get("source", string, "") if entry is not None else "",
+                outside_ci=frozenset(_label(e) for e in entries if not e.get("ci", boolean, True)))
 
 
 def _entries(node: Node, field: str) -> list[Fields]:

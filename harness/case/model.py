@@ -274,6 +274,8 @@ class Case:
     variants: tuple[str, ...] = ()
     #: the entry's ``source``: the public source its expectation states
     source: str = ""
+    #: the labels of the entries marked ``ci: false`` (run by the full matrix, not by CI)
+    outside_ci: frozenset[str] = frozenset()
 
     @property
     def cluster_def(self) -> ClusterDef:

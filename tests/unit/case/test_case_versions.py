@@ -114,9 +114,21 @@ def test_a_reproducing_case_is_as_expected_only_when_the_named_anomaly_alone_fai
 
 def test_the_shipped_kip_101_case_states_the_bug_and_the_fix() -> None:
     buggy = load_case(KIP101)
-    assert buggy.variants == ("3.9.2-ibp-0.11.0-IV1", "3.9.2")
+    assert buggy.variants == ("3.9.2-ibp-0.11.0-IV1", "3.9.2", "0.10.2.2", "0.11.0.3")
+    assert buggy.outside_ci == {"0.10.2.2", "0.11.0.3"}  # CI runs the 3.9.2 pair
+    old = load_case(KIP101, version="0.10.2.2")
+    assert old.version == "0.10.2.2" and old.expect.reproduces == {"lost-write"}
+    assert load_case(KIP101, version="0.11.0.3").expect.verdict == "pass"
     assert buggy.broker_config["inter.broker.protocol.version"] == "0.11.0-IV1"
     assert buggy.expect.reproduces == {"lost-write"} and buggy.expect.injection_hit is True
     fixed = load_case(KIP101, version="3.9.2")
     assert fixed.expect.verdict == "pass" and fixed.expect.anomalies["lost-write"] == 0
     assert "inter.broker.protocol.version" not in fixed.broker_config
+
+
+def test_entries_marked_ci_false_are_listed_for_the_full_matrix() -> None:
+    text = HEAD + 'versions:\n  - {version: "3.9.2", label: a, expect: {}}\n' \
+        '  - {version: "3.9.2", label: b, ci: false, expect: {}}\n'
+    assert load_case_text(text, "case.yaml").outside_ci == {"b"}
+    err = _error(HEAD + 'versions:\n  - {version: "3.9.2", ci: "no", expect: {}}\n')
+    assert err.field == "versions[0].ci"
