@@ -50,6 +50,12 @@ class _SystemImage:
     #: version prefixes -> the pom's Maven profile (its logging bridge differs by major)
     profiles: tuple[tuple[tuple[str, ...], str], ...] = ()
     default_profile: str | None = None
+    #: version prefixes -> the broker artifact where it is not ``maven_artifact``
+    artifacts: tuple[tuple[tuple[str, ...], str], ...] = ()
+
+    def artifact(self, version: str) -> str:
+        return next((name for prefixes, name in self.artifacts if version.startswith(prefixes)),
+                    self.maven_artifact)
 
     def profile(self, version: str) -> str | None:
         return next((name for prefixes, name in self.profiles if version.startswith(prefixes)),
@@ -60,7 +66,8 @@ class _SystemImage:
 SYSTEM_IMAGES = {
     "kafka": _SystemImage("kafka", "org.apache.kafka", "kafka_2.13",
                           profiles=((("0.10.2.",), "kafka0102"), (("0.11.0.",), "kafka0110"),
-                                    (("3.",), "kafka3")), default_profile="kafka4"),
+                                    (("3.",), "kafka3")), default_profile="kafka4",
+                          artifacts=((("0.10.", "0.11."), "kafka_2.11"),)),
     "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker"),
 }
 
@@ -127,13 +134,12 @@ def ensure_base(engine: Engine) -> str:
 def resolve_jars(system: str, version: str, dest: Path) -> None:
     """Copies the runtime classpath of ``system`` ``version`` from Maven Central into ``dest``."""
     spec = SYSTEM_IMAGES[system]
-    coord = f"{spec.maven_group}:{spec.maven_artifact}:{version}"
+    coord = f"{spec.maven_group}:{spec.artifact(version)}:{version}"
     args = [f"-D{system}.version={version}", "-DincludeScope=runtime"]
     profile = spec.profile(version)
     if profile:
         args.append(f"-P{profile}")
-    artifact = re.escape(spec.maven_artifact).replace(r"2\.13", r"2\.1[123]")  # Scala 2.11-2.13
-    missing = re.compile(artifact + ":" + r"(jar|pom):" + re.escape(version))
+    missing = re.compile(re.escape(f"{spec.artifact(version)}:") + r"(jar|pom):" + re.escape(version))
     _maven_copy(IMAGES_DIR / system / "pom.xml", dest, f"jars of {coord}", args,
                 missing=(missing, f"{coord} does not resolve on Maven Central: is {version!r} "
                                   f"a released {system} version?"))

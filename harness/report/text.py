@@ -47,7 +47,11 @@ def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) ->
     not, an example of each anomaly found, and the run directory.
     """
     lines = [f"verdict: {result.verdict} (expected {result.expected_verdict})"
-             + (f"; case {result.case}" if result.case else "")]
+             + (f"; case {result.case}" if result.case else "")
+             + (f" on {result.variant}" if result.variant else "")]
+    if result.verdict == result.expected_verdict != "error" and not result.as_expected:
+        lines.append("not as expected: the case names the anomalies it reproduces, and the "
+                     "expectations that failed are not exactly those")
     if result.error:
         lines.append("error: " + (result.error if verbose else result.error.splitlines()[0]))
     for e in result.expectations:

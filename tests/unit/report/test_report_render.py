@@ -225,3 +225,13 @@ def test_index_lists_runs_newest_first(make_run: RunFactory) -> None:
 
 def test_empty_index(tmp_path: Path) -> None:
     assert "No runs yet." in render_index(tmp_path).read_text()
+
+
+def test_the_page_names_the_version_entry_and_its_settings(make_run: RunFactory) -> None:
+    html = _html(make_run(variant="3.9.2-ibp-0.11.0-IV1",
+                          broker_config={"inter.broker.protocol.version": "0.11.0-IV1"}))
+    summary = _section(html, "summary")
+    assert "(entry 3.9.2-ibp-0.11.0-IV1)" in summary
+    assert "<code>inter.broker.protocol.version=0.11.0-IV1</code>" in summary
+    plain = _section(_html(make_run("20261122-013100-kill-leader-cd34")), "summary")
+    assert 'id="settings"' not in plain and "(entry" not in plain

@@ -81,3 +81,15 @@ def test_error(tmp_path: Path) -> None:
 def test_expected_fail_and_unnamed_case(tmp_path: Path) -> None:
     result = RunResult("r", verdict="fail", expected_verdict="fail", as_expected=True)
     assert format_result(result, tmp_path).splitlines()[0] == "verdict: fail (expected fail)"
+
+
+def test_a_reproducing_case_names_its_version_entry_and_says_when_another_expectation_failed(
+        tmp_path: Path) -> None:
+    missed = _fail()
+    missed.expected_verdict, missed.variant = "fail", "0.10.2.2"  # the point was not hit
+    assert format_result(missed, tmp_path).splitlines()[:2] == [
+        "verdict: fail (expected fail); case kill-leader on 0.10.2.2",
+        "not as expected: the case names the anomalies it reproduces, and the expectations that "
+        "failed are not exactly those"]
+    missed.as_expected = True
+    assert "not as expected" not in format_result(missed, tmp_path)
