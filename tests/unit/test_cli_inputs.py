@@ -185,3 +185,17 @@ def test_a_rule_outside_the_case_directory(capsys: pytest.CaptureFixture[str], t
     assert (code, out) == (2, "0 of 1 case file(s) valid\n")
     assert err.startswith(f"{case}:3: steps[0].inject.rule: rule file '../../../etc/passwd' is "
                           "outside the case file's directory")
+
+
+def test_matrix_refuses_bad_arguments_before_any_cluster_starts(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    kip101 = str(CASES / "kafka" / "regressions" / "kip-101-loss.yaml")
+    code, out, err = _run(capsys, "matrix", kip101, "--reps", "0", "--reports", str(tmp_path))
+    assert (code, out) == (2, "") and "--reps 0: give at least 1 run per cell" in err
+    code, out, err = _run(capsys, "matrix", kip101, "--version", "9.9.9", "--reports", str(tmp_path))
+    assert (code, out) == (2, "") and "no case has a version entry named 9.9.9" in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("system: kafka\ncluster: kafka-zk\nsteps: []\n", encoding="utf-8")
+    code, out, err = _run(capsys, "matrix", str(bad), "--reports", str(tmp_path))
+    assert code == 2 and f"{bad}:3: steps" in err
+    assert list(tmp_path.iterdir()) == [bad]  # no run directory, no matrix page
