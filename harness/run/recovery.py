@@ -152,11 +152,45 @@ def _wait_ready(ctx: RunContext, timeout: float) -> None:
 
 
 def _wait_converged(ctx: RunContext, timeout: float) -> None:
-    topic, spec = ctx.topic, ctx.case.topic
-    wait_unsticking(ctx, lambda: ctx.the_system.converged(topic, spec.partitions,
-                                                          spec.replication_factor),
-                    timeout=timeout, what=f"{topic}: every partition whole again (led with a "
-                                          f"full ISR of {spec.replication_factor}, or owned)")
+    """Until every partition is whole again; or, when a broker the heal started has exited
+    again on its own (Kafka 0.10 halts a follower whose leader's log is shorter than its
+    own: "log truncation is not allowed") while every partition has a leader, until then:
+    the partitions are read from their leaders, and the story says which broker stayed down."""
+    topic, spec, system = ctx.topic, ctx.case.topic, ctx.the_system
+
+    def whole_or_settled() -> list[str] | bool:
+        if system.converged(topic, spec.partitions, spec.replication_factor):
+            return True
+        exited = [n.name for n in system.brokers() if n.container.status == "exited"]
+        return exited if exited and _all_led(ctx) else False
+
+    outcome = wait_unsticking(ctx, whole_or_settled, timeout=timeout,
+                              what=f"{topic}: every partition whole again (led with a full ISR "
+                                   f"of {spec.replication_factor}, or owned)")
+    if outcome is True:
+        return
+    note = (f"{', '.join(outcome)} exited on its own after the heal started it, and stayed "
+            f"down{_last_fatal(ctx, outcome)}; every partition had a leader, and was read from it")
+    ctx.recovery.observations.append(note)
+    ctx.events.mark("broker exited in recovery", {"nodes": outcome})
+    log.warning("recovery: %s", note)
+
+
+def _all_led(ctx: RunContext) -> bool:
+    try:
+        return all(ctx.the_system.leader_of(ctx.topic, p).node is not None
+                   for p in range(ctx.case.topic.partitions))
+    except HarnessError:
+        return False
+
+
+def _last_fatal(ctx: RunContext, nodes: list[str]) -> str:
+    """`` (kafka-1: FATAL ...)``: the last FATAL or ERROR line of the first node's log."""
+    for name, text in ctx.the_cluster.node_logs(nodes, tail=40):
+        lines = [line for line in text.splitlines() if " FATAL " in line or " ERROR " in line]
+        if lines:
+            return f" ({name}: {lines[-1].strip()[:300]})"
+    return ""
 
 
 def collect(ctx: RunContext) -> None:

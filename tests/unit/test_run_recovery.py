@@ -8,6 +8,7 @@ replicas and the controller restart in quick succession; the ISR then never grow
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from types import SimpleNamespace
@@ -201,3 +202,43 @@ def test_a_system_without_a_remedy_waits_once() -> None:
     system.wait_ready = lambda timeout: calls.append(timeout)  # type: ignore[attr-defined]
     recovery._wait_ready(_run(system), 30.0)
     assert calls == [30.0]
+
+
+class HaltingSystem(FakeSystem):
+    """Kafka 0.10 after an acknowledged record was lost: the old leader's log is longer than
+    the new leader's, and it halts each time it starts ("log truncation is not allowed")."""
+
+    def __init__(self, led: bool = True) -> None:
+        super().__init__(None, statuses=("exited", "running", "running"))
+        self.led = led
+
+    def converged(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        return False
+
+    def leader_of(self, topic: str, partition: int) -> Any:
+        return SimpleNamespace(ref=2, node="kafka-2" if self.led else None)
+
+
+def _logs(names: list[str] | None = None, tail: int = 20) -> list[tuple[str, str]]:
+    return [("kafka-1", "[t] INFO started\n[t] FATAL [ReplicaFetcherThread-0-2], Exiting because "
+                        "log truncation is not allowed for partition t-0\n[t] INFO shut down")]
+
+
+def test_a_broker_that_halts_after_the_heal_is_recorded_and_the_leaders_are_read() -> None:
+    run = _run(HaltingSystem())
+    run.cluster = SimpleNamespace(node_logs=_logs)
+    t0 = time.monotonic()
+    recovery._wait_converged(run, 30.0)
+    assert time.monotonic() - t0 < 5  # not the whole timeout
+    note = run.recovery.observations[-1]
+    assert note.startswith("kafka-1 exited on its own after the heal started it, and stayed down")
+    assert "log truncation is not allowed" in note
+    assert run.timeline.marks[-1]["label"] == "broker exited in recovery"
+
+
+def test_a_halted_broker_with_a_leaderless_partition_still_times_out() -> None:
+    run = _run(HaltingSystem(led=False))
+    run.cluster = SimpleNamespace(node_logs=_logs)
+    with pytest.raises(WaitTimeout):
+        recovery._wait_converged(run, 1.0)
+    assert not run.recovery.observations
