@@ -203,11 +203,6 @@ class Injector:
         return out
 
     # -- judgement ------------------------------------------------------------------------------
-    def summary(self) -> dict[str, Any] | None:
-        """The ``injection`` block of result.json (the last armed point)."""
-        every = self.summaries()
-        return every[-1] if every else None
-
     def summaries(self) -> list[dict[str, Any]]:
         """One ``injection`` block per armed point, in the order they were armed."""
         every = sorted(self._disarmed + list(self.armed.values()), key=lambda a: a.armed_at)

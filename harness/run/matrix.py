@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,10 +55,8 @@ class Cell:
         self.runs.append(result.run_id)
         self.as_expected += int(result.as_expected and result.verdict != "error")
         self.errors += int(result.verdict == "error")
-        over = Counter(e.name for e in result.expectations
-                       if not e.ok and e.name in result.anomalies)
-        for name, n in over.items():
-            self.anomalies[name] = self.anomalies.get(name, 0) + n
+        for name in {e.name for e in result.expectations if not e.ok and e.name in result.anomalies}:
+            self.anomalies[name] = self.anomalies.get(name, 0) + 1
         for inj in result.injections or ([result.injection] if result.injection else []):
             hit, armed = self.hits.get(inj.point, [0, 0])
             self.hits[inj.point] = [hit + int(inj.hit), armed + 1]

@@ -4,7 +4,8 @@
   (every anomaly count a correct checker reports);
 - :mod:`harness.testing.reference_checker`: a plain-Python checker with the same
   anomaly definitions as :mod:`harness.check`, the oracle the Spark job is tested
-  and benched against.
+  and benched against;
+- :mod:`harness.testing.mutation`: helpers of the mutation fuzz tests.
 
 ``tests/unit/test_layering.py`` checks that no product module imports this package.
 """

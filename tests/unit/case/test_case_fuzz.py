@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 
 from harness.case import ACTIONS, ANOMALIES, CONDITIONS, ROLES_KAFKA, ROLES_PULSAR, Case, load_case_text
 from harness.errors import CaseError
+from harness.testing.mutation import slots as json_slots
 
 GOOD = sorted((Path(__file__).resolve().parents[2] / "data" / "cases" / "good").glob("*.yaml"))
 TEXTS = {path: path.read_text(encoding="utf-8") for path in GOOD}
@@ -50,16 +50,6 @@ def _check(text: str, path: str) -> None:
         assert isinstance(case, Case)
 
 
-def _slots(doc: Any) -> list[tuple[Any, Any]]:
-    """Every (container, key or index) in ``doc``, outermost first."""
-    found: list[tuple[Any, Any]] = []
-    keys = doc.keys() if isinstance(doc, dict) else range(len(doc)) if isinstance(doc, list) else ()
-    for key in list(keys):
-        found.append((doc, key))
-        found.extend(_slots(doc[key]))
-    return found
-
-
 @FUZZ
 @given(st.text(max_size=200))
 def test_any_text(text: str) -> None:
@@ -78,7 +68,7 @@ def test_mutated_good_cases(data: st.DataObject) -> None:
     path = data.draw(st.sampled_from(GOOD))
     doc = copy.deepcopy(DOCS[path])
     for _ in range(data.draw(st.integers(1, 3))):
-        slots = _slots(doc)
+        slots = json_slots(doc)
         if not slots:
             break
         container, key = data.draw(st.sampled_from(slots))

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from harness.errors import HarnessError
 from harness.report import render_index, render_run
 from harness.result import Expectation, InjectionSummary, RunResult, StepRecord
+from harness.testing.mutation import slots as json_slots
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: Per example (both pages); a small run renders in well under a second even on a busy machine.
@@ -111,16 +112,6 @@ def _base() -> dict[str, Any]:
 
 BASE = _base()
 JSONL = [name for name in BASE if name.endswith(".jsonl")]
-
-
-def _slots(doc: Any) -> list[tuple[Any, Any]]:
-    """Every (container, key or index) in ``doc``, outermost first."""
-    found: list[tuple[Any, Any]] = []
-    keys = doc.keys() if isinstance(doc, dict) else range(len(doc)) if isinstance(doc, list) else ()
-    for key in list(keys):
-        found.append((doc, key))
-        found.extend(_slots(doc[key]))
-    return found
 
 
 def _write(run_dir: Path, files: dict[str, Any]) -> None:
@@ -212,7 +203,7 @@ def test_mutated_run_directories(data: st.DataObject) -> None:
         elif action == "far" and name in JSONL and content and isinstance(content[0], dict):
             content.append({**content[0], "t": data.draw(NUMBERS | SCALARS)})
         else:
-            slots = _slots(content)
+            slots = json_slots(content)
             if not slots:
                 continue
             container, key = data.draw(st.sampled_from(slots), label="slot")
