@@ -95,9 +95,10 @@ CLUSTERS: dict[str, ClusterDef] = {
         name="kafka-zk", system="kafka", mode="zk",
         compose_file=COMPOSE_DIR / "kafka-zk.yaml",
         nodes=(NodeDef("zk", "zookeeper", 0, host_port=12181),) + _kafka_brokers(19090),
-        # 0.10.2.2 (before KIP-101) and 0.11.0.3 (the first release line with it) for the
-        # regression library; built on demand, like every image (docs/regressions.md)
-        versions=("3.9.2", "0.10.2.2", "0.11.0.3"),
+        # 0.10.2.2 (before KIP-101), 0.11.0.3 (the first release line with it), 1.1.1 (the
+        # last before KIP-279) and 2.0.1 for the regression library; built on demand, like
+        # every image (docs/regressions.md)
+        versions=("3.9.2", "0.10.2.2", "0.11.0.3", "1.1.1", "2.0.1"),
     ),
     "kafka-kraft": ClusterDef(
         name="kafka-kraft", system="kafka", mode="kraft",

@@ -66,8 +66,10 @@ class _SystemImage:
 SYSTEM_IMAGES = {
     "kafka": _SystemImage("kafka", "org.apache.kafka", "kafka_2.13",
                           profiles=((("0.10.2.",), "kafka0102"), (("0.11.0.",), "kafka0110"),
-                                    (("3.",), "kafka3")), default_profile="kafka4",
-                          artifacts=((("0.10.", "0.11."), "kafka_2.11"),)),
+                                    (("1.", "2."), "kafka12"), (("3.",), "kafka3")),
+                          default_profile="kafka4",
+                          artifacts=((("0.10.", "0.11."), "kafka_2.11"),
+                                     (("1.", "2."), "kafka_2.12"))),
     "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker"),
 }
 

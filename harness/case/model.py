@@ -17,7 +17,7 @@ from harness.anomalies import ANOMALIES, INFORMATIONAL
 from harness.clusters import SYSTEMS, ClusterDef, get_cluster
 
 __all__ = [
-    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "roles_for",
+    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "ROLE_DOWN", "roles_for",
     "other_system",
     "ACTIONS", "NODE_FAULTS", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
@@ -33,6 +33,9 @@ ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
 ROLE_ANY_BROKER = "any-broker"
 #: Valid for both systems: the node the most recent fault step acted on.
 ROLE_LAST_TARGET = "last-target"
+#: Valid for both systems: the node that has been down longest of those a fault step
+#: (kill9, stop, powerloss) took down and no step has started since.
+ROLE_DOWN = "down"
 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = ("kill9", "powerloss", "stop", "start", "pause", "resume")
@@ -61,7 +64,8 @@ def other_system(system: str) -> str:
 
 def roles_for(system: str) -> tuple[str, ...]:
     """The role names a selector of a ``system`` case may use."""
-    return (ROLES_KAFKA if system == "kafka" else ROLES_PULSAR) + (ROLE_ANY_BROKER, ROLE_LAST_TARGET)
+    common = (ROLE_ANY_BROKER, ROLE_LAST_TARGET, ROLE_DOWN)
+    return (ROLES_KAFKA if system == "kafka" else ROLES_PULSAR) + common
 
 
 def _no_config() -> Mapping[str, str]:

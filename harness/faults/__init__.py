@@ -38,7 +38,8 @@ class Nemesis:
         self.cluster = cluster
         self.timeline = timeline
         self.paused: set[str] = set()
-        self.down: set[str] = set()
+        #: nodes a fault step took down and nothing started again, in the order they went down
+        self.down: dict[str, None] = {}
         self.partitioned: set[str] = set()
         self.last_freeze_attempts = 0
 
@@ -73,7 +74,8 @@ class Nemesis:
                 node.container.unpause()  # SIGKILL to a frozen task is delivered on thaw
                 self.paused.discard(node.name)
             node.container.kill("KILL")
-        self.down.add(node.name)
+        self.down.pop(node.name, None)
+        self.down[node.name] = None
         self.partitioned.discard(node.name)  # its network namespace died with it
 
     def powerloss(self, node: Node, lose: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
@@ -90,7 +92,8 @@ class Nemesis:
             self.paused.discard(node.name)
         if node.container.status == "running":
             node.container.stop(timeout=grace)
-        self.down.add(node.name)
+        self.down.pop(node.name, None)
+        self.down[node.name] = None
         self.partitioned.discard(node.name)
 
     def start(self, node: Node) -> None:
@@ -98,7 +101,7 @@ class Nemesis:
             node.container.start()
         wait_until(lambda: node.container.status == "running", timeout=30,
                    what=f"{node.name} running after start")
-        self.down.discard(node.name)
+        self.down.pop(node.name, None)
 
     def pause(self, node: Node) -> None:
         """Freezes ``node``'s cgroup.

@@ -101,7 +101,15 @@ def wait_remedied(ctx: RunContext, wait: Callable[[float], Any], timeout: float,
         ctx.recovery.actions.append(note)
         ctx.events.mark(label, detail)
         log.info("%s", note)
-    return wait(max(timeout - (time.monotonic() - t0), 1.0))
+    rest = max(timeout - (time.monotonic() - t0), 1.0)
+    try:
+        return wait(rest)
+    except WaitTimeout as exc:  # say the whole wait, not its last part
+        said = f"timed out after {rest:.0f}s"
+        text = str(exc)
+        if text.startswith(said):
+            raise WaitTimeout(f"timed out after {time.monotonic() - t0:.0f}s" + text[len(said):]) from None
+        raise
 
 
 def wait_unsticking(ctx: RunContext, pred: Callable[[], Any], *, timeout: float,

@@ -9,6 +9,7 @@ led before the last leader change".
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..backend.cluster import Node
@@ -94,12 +95,15 @@ class Resolver:
     """Selector -> node, for one run's system and topic.
 
     The roles every system has are resolved here (a node by name, ``any-broker``,
-    ``last-target``, ``old-leader``); the others by the system
-    (:meth:`~harness.systems.base.System.resolve_role`).
+    ``last-target``, ``old-leader``, ``down``); the others by the system
+    (:meth:`~harness.systems.base.System.resolve_role`). ``down`` gives the names of the
+    nodes fault steps took down and nothing started since, longest down first.
     """
 
-    def __init__(self, system: System, topic: str, watch: LeaderWatch) -> None:
+    def __init__(self, system: System, topic: str, watch: LeaderWatch,
+                 down: Callable[[], list[str]] = list) -> None:
         self.system = system
+        self.down = down
         self.cluster = system.cluster
         self.topic = topic
         self.watch = watch
@@ -118,6 +122,12 @@ class Resolver:
             if self.last_target is None:
                 raise FaultError("last-target: no fault step has run yet")
             return self.cluster.node(self.last_target)
+        if role == "down":
+            names = self.down()
+            if not names:
+                raise FaultError("down: no node is down (no kill9, stop or powerloss step has "
+                                 "left one down)")
+            return self.cluster.node(names[0])
         if role == "old-leader":
             name = self.watch.old_leader(p)
             if name is None:

@@ -67,7 +67,7 @@ def setup(ctx: RunContext) -> None:
     log.info("topic %s: %d partition(s)", ctx.topic, case.topic.partitions)
     ctx.watch = LeaderWatch(system, ctx.topic, case.topic.partitions, ctx.events).start()
     ctx.stack.callback(ctx.watch.stop)
-    ctx.resolver = Resolver(system, ctx.topic, ctx.watch)
+    ctx.resolver = Resolver(system, ctx.topic, ctx.watch, down=lambda: list(ctx.the_nemesis.down))
     ctx.workloads = Workloads(case, ctx.run_dir, ctx.topic, system)
     ctx.stack.callback(_stop_workloads_quietly, ctx)
 

@@ -8,6 +8,7 @@ replicas and the controller restart in quick succession; the ISR then never grow
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -96,9 +97,12 @@ def test_a_stuck_controller_is_unstuck_once_and_recorded() -> None:
 def test_a_healthy_controller_is_left_alone_and_the_wait_times_out() -> None:
     system = FakeSystem(None)
     run = _run(system)
-    with pytest.raises(WaitTimeout):
+    with pytest.raises(WaitTimeout) as raised:
         recovery.wait_unsticking(run, lambda: False, timeout=6.0, what="an ISR of 2")
     assert system.elections == 0 and not run.recovery.actions and not run.timeline.marks
+    # the message gives the whole wait (at least the timeout), not the part after the probe
+    said = re.match(r"timed out after (\d+)s waiting for an ISR of 2", str(raised.value))
+    assert said and int(said.group(1)) >= 6
 
 
 def test_no_probe_while_a_broker_is_down_nor_in_kraft_mode() -> None:
