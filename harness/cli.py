@@ -34,10 +34,17 @@ def _engine():  # type: ignore[no-untyped-def]
 # -- images / cluster / clean ----------------------------------------------------------
 def cmd_images_build(args: argparse.Namespace) -> int:
     from .backend.images import ensure_images
-    from .clusters import KAFKA_VERSIONS, PULSAR_VERSIONS
+    from .clusters import KAFKA_VERSIONS, PULSAR_VERSIONS, versions_of
+    from .errors import ImageError
 
     defaults = {"kafka": KAFKA_VERSIONS[0], "pulsar": PULSAR_VERSIONS[0]}
     systems = [args.system] if args.system else list(SYSTEMS)
+    if args.version and not args.system:  # only the systems some cluster runs on that version
+        systems = [s for s in systems if args.version in versions_of(s)]
+        if not systems:
+            known = "; ".join(f"{s}: {', '.join(versions_of(s))}" for s in SYSTEMS)
+            raise ImageError(f"no cluster runs version {args.version} ({known}); "
+                             f"name the system with --system to build it anyway")
     engine = _engine()
     for system in systems:
         version = args.version or defaults.get(system, "")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
-           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS"]
+           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "versions_of"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "compose"
@@ -133,3 +133,12 @@ def get_cluster(name: str) -> ClusterDef:
     except KeyError:
         known = ", ".join(sorted(CLUSTERS))
         raise BackendError(f"unknown cluster {name!r} (known: {known})") from None
+
+
+def versions_of(system: str) -> tuple[str, ...]:
+    """Every version some cluster of ``system`` runs, each once, in the clusters' order."""
+    seen: dict[str, None] = {}
+    for c in CLUSTERS.values():
+        if c.system == system:
+            seen.update(dict.fromkeys(c.versions))
+    return tuple(seen)

@@ -199,3 +199,19 @@ def test_matrix_refuses_bad_arguments_before_any_cluster_starts(capsys: pytest.C
     code, out, err = _run(capsys, "matrix", str(bad), "--reports", str(tmp_path))
     assert code == 2 and f"{bad}:3: steps" in err
     assert list(tmp_path.iterdir()) == [bad]  # no run directory, no matrix page
+
+
+def test_images_build_of_a_version_no_cluster_runs_names_the_known_ones(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # checked before Docker is touched: no daemon is needed for this answer
+    code, _, err = _run(capsys, "images", "build", "--version", "9.9.9")
+    assert code == 2
+    assert "no cluster runs version 9.9.9" in err and "kafka: 3.9.2" in err and "--system" in err
+
+
+def test_versions_of_lists_each_version_of_a_system_once() -> None:
+    from harness.clusters import versions_of
+
+    kafka = versions_of("kafka")
+    assert len(kafka) == len(set(kafka)) and {"3.9.2", "4.1.2", "0.10.2.2", "2.0.1"} <= set(kafka)
+    assert versions_of("pulsar") and not set(versions_of("pulsar")) & set(kafka)
