@@ -136,17 +136,30 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .case import load_case
+    from .case import MAX_SEED, load_case
     from .report.text import format_result
     from .run import run_case
 
+    if args.repeat < 1:
+        raise HarnessError(f"--repeat {args.repeat}: give at least 1 run")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        raise HarnessError(f"--seed {args.seed}: a seed is between 0 and {MAX_SEED}")
     case = load_case(DEFAULT_CASE if args.case is None else args.case, cluster=args.cluster,
                      version=args.version)
-    outcome = run_case(case, reports_dir=Path(args.reports), keep_cluster=args.keep_cluster,
-                       spark_master=args.spark_master,
-                       owner="keep" if args.keep_cluster else None)
-    print(format_result(outcome.result, outcome.run_dir))
-    return outcome.exit_code
+    code = 0
+    for n in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            log.info("run %d of %d", n, args.repeat)
+        outcome = run_case(case, reports_dir=Path(args.reports), keep_cluster=args.keep_cluster,
+                           spark_master=args.spark_master,
+                           owner="keep" if args.keep_cluster else None, seed=args.seed)
+        print(format_result(outcome.result, outcome.run_dir))
+        code = outcome.exit_code
+        if code != 0:  # the first unexpected verdict ends a repeat (Jepsen's --test-count)
+            if args.repeat > 1:
+                print(f"run {n} of {args.repeat} did not behave as expected; stopping")
+            break
+    return code
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -231,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where run directories go (default: reports/)")
     run.add_argument("--cluster", help="run on this cluster instead of the case's (same system)")
     run.add_argument("--version", help="run on this version instead of the case's")
+    run.add_argument("--seed", type=int, help="the seed of the case's chaos steps (replays a "
+                     "schedule: the report of a run names its seed)")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run the case up to N times, stopping at the first run that does "
+                          "not behave as expected")
     run.add_argument("--keep-cluster", action="store_true",
                      help="leave the cluster running after the run; later runs reuse it until "
                           "`harness cluster down NAME` or `harness clean`")

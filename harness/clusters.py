@@ -137,8 +137,7 @@ def get_cluster(name: str) -> ClusterDef:
 
 def versions_of(system: str) -> tuple[str, ...]:
     """Every version some cluster of ``system`` runs, each once, in the clusters' order."""
-    seen: dict[str, None] = {}
+    by_system: dict[str, dict[str, None]] = {}
     for c in CLUSTERS.values():
-        if c.system == system:
-            seen.update(dict.fromkeys(c.versions))
-    return tuple(seen)
+        by_system.setdefault(c.system, {}).update(dict.fromkeys(c.versions))
+    return tuple(by_system.get(system, {}))

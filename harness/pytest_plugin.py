@@ -45,6 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="directory for run directories (default: the project's reports/)")
     group.addoption("--chaos-spark-master", default=None,
                     help="Spark master for the checker (default: local[*])")
+    group.addoption("--chaos-seed", type=int, default=None,
+                    help="the seed of every case's chaos steps (replays a schedule)")
+    group.addoption("--chaos-repeat", type=int, default=1, metavar="N",
+                    help="run each case up to N times, failing at the first run that does not "
+                         "behave as expected")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,10 +104,13 @@ class CaseFile(pytest.File):
             yield CaseItem.from_parent(self, name=self.path.stem)  # it reports the error
             return
         if not first.variants:
-            yield CaseItem.from_parent(self, name=self.path.stem)
+            item = CaseItem.from_parent(self, name=self.path.stem)
+            if not first.in_ci:
+                item.add_marker("full_matrix")
+            yield item
         for label in first.variants:
             item = CaseItem.from_parent(self, name=f"{self.path.stem}[{label}]", variant=label)
-            if label in first.outside_ci:
+            if label in first.outside_ci or not first.in_ci:
                 item.add_marker("full_matrix")
             yield item
 
@@ -125,10 +133,12 @@ class CaseItem(pytest.Item):
             case = load_case(self.path, version=self.variant)
         except CaseError as exc:
             raise CaseFailed(f"invalid case: {exc}") from None
-        outcome = _run(self.config, case)
-        if outcome.exit_code != 0:
-            raise CaseFailed(_summary(outcome))
-        self.user_properties.append(("run_dir", str(outcome.run_dir)))
+        repeat = max(1, int(self.config.getoption("--chaos-repeat")))
+        for _ in range(repeat):  # stops at the first run that does not behave as expected
+            outcome = _run(self.config, case)
+            self.user_properties.append(("run_dir", str(outcome.run_dir)))
+            if outcome.exit_code != 0:
+                raise CaseFailed(_summary(outcome))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
@@ -152,7 +162,7 @@ def _peek_system(path: Path) -> str | None:
     return None
 
 
-def _run(config: pytest.Config, case: Case) -> RunOutcome:
+def _run(config: pytest.Config, case: Case, seed: int | None = None) -> RunOutcome:
     import sys
 
     from .run import run_case
@@ -161,7 +171,8 @@ def _run(config: pytest.Config, case: Case) -> RunOutcome:
     config._chaos_used_docker = True  # type: ignore[attr-defined]
     with console(sys.stdout, prefix="  ", stamp=False):
         return run_case(case, reports_dir=_reports_dir(config), keep_cluster=True,
-                        spark_master=config.getoption("--chaos-spark-master"))
+                        spark_master=config.getoption("--chaos-spark-master"),
+                        seed=seed if seed is not None else config.getoption("--chaos-seed"))
 
 
 def _summary(outcome: RunOutcome) -> str:
@@ -179,17 +190,19 @@ def chaos_reports(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture
 def chaos_run(request: pytest.FixtureRequest) -> Callable[[Any], Any]:
-    """``chaos_run(path_or_case, cluster=None, version=None)`` runs a case -> RunOutcome.
+    """``chaos_run(path_or_case, cluster=None, version=None, seed=None)`` runs a case ->
+    RunOutcome.
 
-    The cluster is kept for the session; ``cluster``/``version`` override the file's.
+    The cluster is kept for the session; ``cluster``/``version`` override the file's,
+    ``seed`` the run's seed (default: ``--chaos-seed``, else drawn).
     """
     from .case import Case, load_case
 
     def run(case: str | Path | Case, cluster: str | None = None,
-            version: str | None = None) -> Any:
+            version: str | None = None, seed: int | None = None) -> Any:
         obj = case if isinstance(case, Case) else load_case(Path(case), cluster=cluster,
                                                              version=version)
-        return _run(request.config, obj)
+        return _run(request.config, obj, seed=seed)
 
     return run
 

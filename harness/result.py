@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ class RunResult:
     version: str | None = None
     variant: str | None = None  # the case's ``versions:`` entry this run judged by
     broker_config: dict[str, str] = field(default_factory=dict)  # the settings it ran with
+    seed: int | None = None  # the run's seed, when the case has a chaos step (``--seed``)
     topic: str | None = None
     started: str | None = None  # ISO 8601, UTC
     finished: str | None = None
@@ -123,6 +125,17 @@ class RunResult:
     story: list[str] = field(default_factory=list)
     files: dict[str, Any] = field(default_factory=lambda: {"case": "case.yaml", "logs": []})
     schema: int = SCHEMA
+
+    @property
+    def replay(self) -> str | None:
+        """The command that replays a run's chaos schedule (None: the run has no seed)."""
+        if self.seed is None:
+            return None
+        words = ["harness", "run", shlex.quote(self.case_file or self.case or "CASE"),
+                 "--seed", str(self.seed)]
+        if self.variant:
+            words += ["--version", shlex.quote(self.variant)]
+        return " ".join(words)
 
     @property
     def exit_code(self) -> int:

@@ -25,7 +25,7 @@ StrPath = str | os.PathLike[str]
 #: The ``path`` of text that did not come from a file.
 _NO_FILE = "<string>"
 _TOP_KEYS = ("name", "description", "system", "cluster", "version", "timeout", "broker_config",
-             "topic", "client", "steps", "expect", "versions")
+             "topic", "client", "steps", "expect", "versions", "ci")
 _ENTRY_KEYS = ("label", "version", "cluster", "broker_config", "expect", "source", "ci")
 _SUFFIXES = (".yaml", ".yml")
 
@@ -197,7 +197,8 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
                 variant=_label(entry) if entry is not None else None,
                 variants=tuple(_label(e) for e in entries),
                 source=entry.get("source", string, "") if entry is not None else "",
-                outside_ci=frozenset(_label(e) for e in entries if not e.get("ci", boolean, True)))
+                outside_ci=frozenset(_label(e) for e in entries if not e.get("ci", boolean, True)),
+                in_ci=f.get("ci", boolean, True))
 
 
 def _entries(node: Node, field: str) -> list[Fields]:

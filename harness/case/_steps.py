@@ -35,14 +35,17 @@ from ._specs import read_client_settings
 from ._yaml import Node
 from .model import (
     ACTIONS,
+    CHAOS_FAULTS,
     CONDITIONS,
     DEFAULT_AWAIT_TIMEOUT_S,
     DEFAULT_INJECT_TIMEOUT_S,
     DIRECTIONS,
     DRIVERS,
+    MAX_SEED,
     NODE_FAULTS,
     SUBSCRIPTION_TYPES,
     AwaitArgs,
+    ChaosArgs,
     ConsumeArgs,
     FaultArgs,
     HealArgs,
@@ -412,6 +415,60 @@ _CONDITIONS: dict[str, Callable[[Node, str, StepContext], dict[str, Any]]] = {
     "workload": _workload,
 }
 
+#: Roles a chaos step may aim at by default, per system.
+_CHAOS_TARGETS = {"kafka": ("leader", "follower"), "pulsar": ("owner", "bookie", "non-owner")}
+_CHAOS_DEFAULT_FAULTS = ("kill9", "pause", "partition")
+
+
+def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
+    """``chaos: {duration: 2m, faults: [kill9, pause], targets: [leader], gap: [5s, 15s],
+    hold: [3s, 10s], seed: 7}``: only ``duration`` is required."""
+    f = Fields(node, field, ("duration", "faults", "targets", "gap", "hold", "seed"))
+    duration_s = f.need("duration", duration)
+
+    def fault_list(n: Node, fld: str) -> tuple[str, ...]:
+        if not isinstance(n.value, list) or not n.value:
+            raise error(n, fld, f"expected a non-empty list of faults ({', '.join(CHAOS_FAULTS)}); "
+                                f"got {show(n.value)}")
+        out = tuple(choice(*CHAOS_FAULTS, kind="fault")(item, f"{fld}[{i}]")
+                    for i, item in enumerate(n.value))
+        if "powerloss" in out and ctx.system != "kafka":
+            raise error(n, fld, f"powerloss cuts Kafka log segments; {ctx.system} has none")
+        return tuple(dict.fromkeys(out))
+
+    def target_list(n: Node, fld: str) -> tuple[Selector, ...]:
+        if not isinstance(n.value, list) or not n.value:
+            raise error(n, fld, f"expected a non-empty list of roles or node names; got {show(n.value)}")
+        return tuple(ctx.selector(item, f"{fld}[{i}]") for i, item in enumerate(n.value))
+
+    def bounds(n: Node, fld: str) -> tuple[float, float]:
+        if not isinstance(n.value, list) or len(n.value) != 2:
+            raise error(n, fld, f"expected [shortest, longest], like [5s, 15s]; got {show(n.value)}")
+        low, high = duration(n.value[0], f"{fld}[0]"), duration(n.value[1], f"{fld}[1]")
+        if low > high:
+            raise error(n, fld, f"the shortest ({low:g}s) is longer than the longest ({high:g}s)")
+        return low, high
+
+    def seed(n: Node, fld: str) -> int:
+        value = NON_NEGATIVE(n, fld)
+        if value > MAX_SEED:
+            raise error(n, fld, f"a seed is at most {MAX_SEED}")
+        return value
+
+    args = ChaosArgs(
+        duration_s=duration_s,
+        faults=f.get("faults", fault_list, _CHAOS_DEFAULT_FAULTS),
+        targets=f.get("targets", target_list,
+                      tuple(Selector(role=r) for r in _CHAOS_TARGETS[ctx.system])),
+        gap_s=f.get("gap", bounds, (5.0, 15.0)),
+        hold_s=f.get("hold", bounds, (3.0, 10.0)),
+        seed=f.get("seed", seed, None))
+    if args.gap_s[0] + args.hold_s[0] > duration_s:
+        raise error(node, field, f"duration {duration_s:g}s is shorter than the shortest gap and "
+                                 f"hold ({args.gap_s[0]:g}s + {args.hold_s[0]:g}s): no fault fits")
+    return args
+
+
 _PARSERS: dict[str, _Parser] = {
     "produce": _produce,
     "consume": _consume,
@@ -422,4 +479,5 @@ _PARSERS: dict[str, _Parser] = {
     "heal": _heal,
     "inject": _inject,
     "unload": _unload,
+    "chaos": _chaos,
 }

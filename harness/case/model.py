@@ -19,11 +19,12 @@ from harness.clusters import SYSTEMS, ClusterDef, get_cluster
 __all__ = [
     "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "ROLE_DOWN", "roles_for",
     "other_system",
-    "ACTIONS", "NODE_FAULTS", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
+    "ACTIONS", "NODE_FAULTS", "CHAOS_FAULTS", "MAX_SEED", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
-    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "Expect",
+    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
+    "Expect",
     "DRIVERS",
 ]
 
@@ -41,7 +42,11 @@ ROLE_DOWN = "down"
 NODE_FAULTS = ("kill9", "powerloss", "stop", "start", "pause", "resume")
 #: Every step name, in the order the schema documents them.
 ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition", "heal", "inject",
-                                                                  "unload")
+                                                                  "unload", "chaos")
+#: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
+MAX_SEED = 2**53
+#: The faults a ``chaos`` step draws from (each healed before the next: start, resume, heal).
+CHAOS_FAULTS = ("kill9", "stop", "pause", "partition", "powerloss")
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
               "no_leader", "leader_is")
 DIRECTIONS = ("both", "in", "out")
@@ -219,7 +224,22 @@ class UnloadArgs:
     to: Selector | None = None
 
 
-StepArgs = ProduceArgs | ConsumeArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
+@dataclass(frozen=True)
+class ChaosArgs:
+    """``chaos``: for ``duration_s``, faults drawn from ``faults`` on nodes drawn from
+    ``targets``, one at a time: a quiet gap drawn from ``gap_s``, the fault, held for a time
+    drawn from ``hold_s``, then healed. ``seed`` None: the run's seed (``--seed``, or drawn)."""
+
+    duration_s: float
+    faults: tuple[str, ...]
+    targets: tuple[Selector, ...]
+    gap_s: tuple[float, float] = (5.0, 15.0)
+    hold_s: tuple[float, float] = (3.0, 10.0)
+    seed: int | None = None
+
+
+StepArgs = (ProduceArgs | ConsumeArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
+            | ChaosArgs)
 
 
 @dataclass(frozen=True)
@@ -280,6 +300,8 @@ class Case:
     source: str = ""
     #: the labels of the entries marked ``ci: false`` (run by the full matrix, not by CI)
     outside_ci: frozenset[str] = frozenset()
+    #: ``ci: false`` at the top: every item of the case is left to the full matrix
+    in_ci: bool = True
 
     @property
     def cluster_def(self) -> ClusterDef:

@@ -52,6 +52,8 @@ def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) ->
     if result.verdict == result.expected_verdict != "error" and not result.as_expected:
         lines.append("not as expected: the case names the anomalies it reproduces, and the "
                      "expectations that failed are not exactly those")
+    if result.seed is not None:
+        lines.append(f"seed: {result.seed} (replay: {result.replay})")
     if result.error:
         lines.append("error: " + (result.error if verbose else result.error.splitlines()[0]))
     for e in result.expectations:

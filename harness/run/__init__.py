@@ -73,7 +73,7 @@ class RunOutcome:
 
 def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: bool = False,
              spark_master: str | None = None, owner: str | None = None,
-             listeners: tuple[Listener, ...] = ()) -> RunOutcome:
+             listeners: tuple[Listener, ...] = (), seed: int | None = None) -> RunOutcome:
     """Runs ``case``; always returns an outcome with ``result.json`` written (see module doc).
 
     ``keep_cluster``: leave the cluster running at the end. ``owner``: the owner label of a
@@ -81,6 +81,8 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: b
     for the session and removes them at its end; a later process removes a dead one's as
     leftovers); ``"keep"`` (``harness run --keep-cluster``, like ``harness cluster up``) gives
     it to no process, so later runs reuse it until ``harness cluster down`` or ``harness clean``.
+    ``seed``: the run's seed, from which each ``chaos`` step without its own draws its fault
+    schedule (default: drawn at random; kept in ``result.json`` either way).
     ``listeners``: called with every timeline event as it is recorded. Progress goes to the
     ``harness`` loggers (:func:`harness.run.events.console` shows it).
 
@@ -108,6 +110,10 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: b
             timeline = stack.enter_context(HistoryWriter(run_dir / "timeline.jsonl", "runner"))
             ctx = RunContext(case, run_dir, stack, RunEvents(timeline, listeners),
                              keep_cluster=keep_cluster, owner=owner)
+            if seed is not None:
+                ctx.seed = seed
+            if any(step.action == "chaos" for step in case.steps):
+                result.seed = ctx.seed
             result.topic = ctx.topic
             setup(ctx)
             run_steps(ctx)

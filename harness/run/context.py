@@ -44,6 +44,8 @@ class RunContext:
     #: the owner label of a cluster this run creates (None: this process)
     owner: str | None = None
     topic: str = ""
+    #: the run's seed: each ``chaos`` step without a seed of its own draws its schedule from it
+    seed: int = field(default_factory=lambda: secrets.randbits(31))
     deadline: float = 0.0
     started_wall: float = field(default_factory=time.time)
     steps: list[StepRecord] = field(default_factory=list)

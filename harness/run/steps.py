@@ -11,7 +11,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..case import AwaitArgs, ConsumeArgs, FaultArgs, HealArgs, InjectArgs, ProduceArgs, Step, UnloadArgs
+from ..case import (
+    AwaitArgs,
+    ChaosArgs,
+    ConsumeArgs,
+    FaultArgs,
+    HealArgs,
+    InjectArgs,
+    ProduceArgs,
+    Step,
+    UnloadArgs,
+)
 from ..errors import HarnessError
 from ..result import StepRecord
 from ..systems.base import PowerLoss, Unloadable
@@ -95,6 +105,14 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return {"node": node.name, "role": str(args.target)}
 
 
+def _chaos(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    assert isinstance(args, ChaosArgs)
+    from .chaos import run_chaos
+
+    step = next(s for s in ctx.case.steps if s.args is args)
+    return run_chaos(ctx, step.index, args)
+
+
 def _heal(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     assert isinstance(args, HealArgs)
     node = ctx.the_resolver.resolve(args.target) if args.target else None
@@ -144,4 +162,5 @@ STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     HealArgs: _heal,
     InjectArgs: _inject,
     UnloadArgs: _unload,
+    ChaosArgs: _chaos,
 }

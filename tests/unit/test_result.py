@@ -19,7 +19,7 @@ def _full() -> RunResult:
     return RunResult(
         "20261122-013000-kill-leader-ab12", case="kill-leader", case_file="cases/kafka/c1.yaml",
         description="Kill the leader.", system="kafka", cluster="kafka-zk", version="3.9.2",
-        variant="3.9.2-ibp-0.11.0-IV1", broker_config={"inter.broker.protocol.version": "0.11.0-IV1"},
+        variant="3.9.2-ibp-0.11.0-IV1", seed=7, broker_config={"inter.broker.protocol.version": "0.11.0-IV1"},
         topic="chaos-ab12", started="2026-11-22T01:30:00Z", finished="2026-11-22T01:31:02Z",
         duration_s=62.4, verdict="fail", expected_verdict="pass", as_expected=False,
         error="check failed: boom", observed=["unseen"],
@@ -162,7 +162,8 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("injection", {**_INJECTION, "observed": 1}, "injection.observed"),
     ("truncations", {}, "truncations"), ("truncations", ["x"], "truncations"),
     ("replicas", [[1]], "replicas"), ("collect_problems", [{}], "collect_problems"),
-    ("variant", 1, "variant"), ("broker_config", [], "broker_config"),
+    ("variant", 1, "variant"), ("seed", "7", "seed"), ("seed", 1.5, "seed"),
+    ("broker_config", [], "broker_config"),
     ("broker_config", {"a": 1}, "broker_config"), ("injections", {}, "injections"),
     ("injections", [{"point": "C1"}], "injections[0].n"),
     ("story", "once", "story"), ("files", [], "files"), ("schema", "2", "schema"),

@@ -1,0 +1,122 @@
+"""The ``chaos`` step: random faults from a seed, one at a time, each healed before the next.
+
+The schedule is drawn in full before the first fault (:func:`plan`): when each fault
+starts (seconds after the step began), which fault, on which selector, for how long. The
+same seed, duration, fault list, targets and bounds give the same schedule, so
+``harness run CASE --seed N`` replays it: the same faults on the same roles at the same
+times. Which node a role names is decided when the fault starts, from the cluster's
+state then, and is recorded beside the plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..case import ChaosArgs, Selector
+from ..errors import HarnessError
+from ..systems.base import PowerLoss
+from .context import RunContext
+
+__all__ = ["Planned", "plan", "run_chaos", "step_seed"]
+
+log = logging.getLogger(__name__)
+
+#: What undoes each fault before the next one starts.
+_HEAL = {"kill9": "start", "stop": "start", "powerloss": "start", "pause": "resume",
+         "partition": "heal"}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One fault of a schedule: it starts ``at_s`` after the step began, lasts ``hold_s``."""
+
+    at_s: float
+    fault: str
+    target: str  # the selector as the case wrote it
+    hold_s: float
+
+
+def step_seed(run_seed: int, step_index: int) -> int:
+    """The seed of the chaos step at ``step_index`` of a run seeded ``run_seed`` (a case's
+    two chaos steps draw different schedules; each is fixed by the run's seed)."""
+    return random.Random(f"{run_seed}:{step_index}").getrandbits(53)
+
+
+def plan(seed: int, duration_s: float, faults: tuple[str, ...], targets: tuple[str, ...],
+         gap_s: tuple[float, float], hold_s: tuple[float, float]) -> list[Planned]:
+    """The schedule: a gap, a fault held for a while, a gap, ... until ``duration_s``."""
+    rng = random.Random(seed)
+    out: list[Planned] = []
+    t = 0.0
+    while True:
+        t += rng.uniform(*gap_s)
+        hold = rng.uniform(*hold_s)
+        if t + hold > duration_s:
+            return out
+        out.append(Planned(round(t, 3), rng.choice(faults), rng.choice(targets), round(hold, 3)))
+        t += hold
+
+
+def run_chaos(ctx: RunContext, index: int, args: ChaosArgs) -> dict[str, Any]:
+    """Runs the schedule; every fault is healed before the next, and when the step ends
+    (also on an error: the run's cleanup heals everything too)."""
+    seed = args.seed if args.seed is not None else step_seed(ctx.seed, index)
+    targets = {str(t): t for t in args.targets}
+    schedule = plan(seed, args.duration_s, args.faults, tuple(targets), args.gap_s, args.hold_s)
+    ctx.events.record("chaos", seed=seed, schedule=[asdict(p) for p in schedule])
+    log.info("chaos: seed %d, %d faults over %gs", seed, len(schedule), args.duration_s)
+    t0 = time.monotonic()
+    done: list[dict[str, Any]] = []
+    for p in schedule:
+        _sleep_until(ctx, t0 + p.at_s)
+        entry: dict[str, Any] = {**asdict(p), "started_s": round(time.monotonic() - t0, 3)}
+        try:
+            node = _apply(ctx, p.fault, targets[p.target])
+        except HarnessError as exc:  # e.g. no leader to aim at while the cluster is in flux
+            entry["skipped"] = str(exc)[:300]
+            log.info("chaos: %s on %s skipped: %s", p.fault, p.target, exc)
+            done.append(entry)
+            continue
+        entry["node"] = node
+        _sleep_until(ctx, time.monotonic() + p.hold_s)
+        _heal(ctx, p.fault, node)
+        entry["healed_s"] = round(time.monotonic() - t0, 3)
+        done.append(entry)
+    _sleep_until(ctx, t0 + args.duration_s)
+    applied = sum(1 for e in done if "node" in e)
+    return {"seed": seed, "planned": len(schedule), "applied": applied,
+            "skipped": len(done) - applied, "schedule": done}
+
+
+def _sleep_until(ctx: RunContext, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left > 0:
+        time.sleep(min(left, ctx.remaining(left)))
+
+
+def _apply(ctx: RunContext, fault: str, target: Selector) -> str:
+    node = ctx.the_resolver.resolve(target)
+    params: dict[str, Any] = {}
+    if fault == "powerloss":
+        system = ctx.the_system
+        if not isinstance(system, PowerLoss):
+            raise HarnessError(f"{system.name} has no power-loss fault")
+        params["lose"] = system.lose_unflushed
+    if fault == "partition":
+        params["peers"], params["direction"] = None, "both"
+    ctx.the_nemesis.apply(fault, node, role=f"chaos:{target}", **params)
+    ctx.the_resolver.last_target = node.name
+    log.info("chaos: %s %s (%s)", fault, node.name, target)
+    return node.name
+
+
+def _heal(ctx: RunContext, fault: str, name: str) -> None:
+    node = ctx.the_cluster.node(name)
+    if _HEAL[fault] == "heal":
+        ctx.the_nemesis.heal(node)
+    else:
+        ctx.the_nemesis.apply(_HEAL[fault], node, role="chaos:heal")

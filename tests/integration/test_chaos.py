@@ -1,0 +1,47 @@
+"""The chaos step on a real cluster (issue 18): the same seed gives the same fault schedule,
+the timeline and result.json record it, and the report names the seed and the replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.history import read_events
+
+pytestmark = [pytest.mark.docker, pytest.mark.kafka]
+CASE = Path(__file__).resolve().parent.parent / "data" / "integration" / "chaos-short.yaml"
+
+
+def _schedule(run_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The planned schedule (the timeline's chaos event) and the faults applied, in order:
+    (action, role) from the timeline's fault events."""
+    events = list(read_events(run_dir / "timeline.jsonl"))
+    planned = [e for e in events if e.get("type") == "chaos"]
+    assert len(planned) == 1
+    faults = [(e["action"], e["role"]) for e in events if e.get("type") == "fault"
+              and str(e.get("role", "")).startswith("chaos:") and e["role"] != "chaos:heal"]
+    return planned[0]["schedule"], faults
+
+
+def test_a_seed_replays_the_same_schedule(chaos_run) -> None:
+    first = chaos_run(CASE, seed=7)
+    second = chaos_run(CASE, seed=7)
+    for outcome in (first, second):
+        assert outcome.exit_code == 0, outcome.result.error
+        assert outcome.result.seed == 7
+    plan1, faults1 = _schedule(first.run_dir)
+    plan2, faults2 = _schedule(second.run_dir)
+    assert plan1 == plan2 and len(plan1) >= 4
+    detail = next(s.detail for s in first.result.steps if s.action == "chaos")
+    assert detail["planned"] == len(plan1) and detail["applied"] >= 1
+    # every planned fault was applied or skipped with a reason, in the planned order
+    applied = [(e["fault"], f"chaos:{e['target']}") for e in detail["schedule"] if "node" in e]
+    assert faults1 == applied
+    assert all("node" in e or e.get("skipped") for e in detail["schedule"])
+    # every fault was healed before the next one started
+    ends = [(e["started_s"], e.get("healed_s", e["started_s"])) for e in detail["schedule"]]
+    assert all(b[0] >= a[1] for a, b in zip(ends, ends[1:], strict=False))
+    html = first.report.read_text()
+    assert 'id="seed"' in html and "--seed 7" in html

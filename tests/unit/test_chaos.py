@@ -1,0 +1,96 @@
+"""The ``chaos`` step (issue 18): its schema, the schedule a seed gives, and what a run
+with a seed records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.case import MAX_SEED, ChaosArgs, Selector, load_case_text
+from harness.errors import CaseError
+from harness.report.text import format_result
+from harness.result import RunResult
+from harness.run.chaos import plan, step_seed
+
+HEAD = "system: {system}\ncluster: {cluster}\nsteps:\n  - produce: {{count: 10}}\n"
+
+
+def _case(step: str, system: str = "kafka", cluster: str = "kafka-zk") -> ChaosArgs:
+    case = load_case_text(HEAD.format(system=system, cluster=cluster) + step)
+    args = case.steps[-1].args
+    assert isinstance(args, ChaosArgs)
+    return args
+
+
+def test_defaults_need_only_a_duration() -> None:
+    args = _case("  - chaos: {duration: 2m}\n")
+    assert args.duration_s == 120 and args.seed is None
+    assert args.faults == ("kill9", "pause", "partition")
+    assert args.targets == (Selector(role="leader"), Selector(role="follower"))
+    assert args.gap_s == (5.0, 15.0) and args.hold_s == (3.0, 10.0)
+    pulsar = _case("  - chaos: {duration: 1m}\n", "pulsar", "pulsar")
+    assert [str(t) for t in pulsar.targets] == ["owner", "bookie", "non-owner"]
+
+
+def test_every_key() -> None:
+    args = _case("  - chaos: {duration: 30s, faults: [stop, powerloss, stop], targets: [kafka-2, "
+                 "leader], gap: [1s, 2s], hold: [500ms, 1s], seed: 7}\n")
+    assert args.faults == ("stop", "powerloss")  # each once
+    assert args.targets == (Selector(node="kafka-2"), Selector(role="leader"))
+    assert args.gap_s == (1.0, 2.0) and args.hold_s == (0.5, 1.0) and args.seed == 7
+
+
+@pytest.mark.parametrize(("step", "message"), [
+    ("  - chaos: {faults: [kill9]}\n", "steps[1].chaos.duration: missing required key"),
+    ("  - chaos: {duration: 1m, faults: [explode]}\n", "explode"),
+    ("  - chaos: {duration: 1m, faults: []}\n", "expected a non-empty list of faults"),
+    ("  - chaos: {duration: 1m, targets: [leadr]}\n", "did you mean 'leader'"),
+    ("  - chaos: {duration: 1m, gap: [10s, 5s]}\n", "the shortest (10s) is longer than the longest"),
+    ("  - chaos: {duration: 1m, hold: 5s}\n", "expected [shortest, longest]"),
+    ("  - chaos: {duration: 5s}\n", "no fault fits"),
+    ("  - chaos: {duration: 1m, seed: -1}\n", "seed"),
+    (f"  - chaos: {{duration: 1m, seed: {MAX_SEED + 1}}}\n", "a seed is at most"),
+    ("  - chaos: {duration: 1m, speed: 3}\n", "speed"),
+])
+def test_bad_chaos_steps_name_the_field(step: str, message: str) -> None:
+    with pytest.raises(CaseError) as raised:
+        _case(step)
+    assert message in str(raised.value) and ":5:" in f":{raised.value.line}:"
+
+
+def test_powerloss_is_for_kafka_only() -> None:
+    with pytest.raises(CaseError, match="powerloss cuts Kafka log segments"):
+        _case("  - chaos: {duration: 1m, faults: [kill9, powerloss]}\n", "pulsar", "pulsar")
+
+
+def test_a_seed_gives_one_schedule_within_the_bounds() -> None:
+    args = ("kill9", "pause", "partition"), ("leader", "follower"), (5.0, 15.0), (3.0, 10.0)
+    first = plan(7, 120, *args)
+    assert first == plan(7, 120, *args)  # replayed exactly
+    assert first != plan(8, 120, *args)
+    assert len(first) >= 4
+    end = 0.0
+    for p in first:
+        assert 5.0 <= round(p.at_s - end, 3) <= 15.0 + 1e-3 and 3.0 <= p.hold_s <= 10.0
+        assert p.fault in args[0] and p.target in args[1]
+        end = p.at_s + p.hold_s
+    assert end <= 120
+    assert {p.fault for p in plan(1, 3600, *args)} == set(args[0])  # every fault is drawn
+
+
+def test_step_seeds_differ_per_step_and_are_fixed_by_the_run_seed() -> None:
+    assert step_seed(7, 3) == step_seed(7, 3)
+    assert len({step_seed(7, i) for i in range(20)}) == 20
+    assert step_seed(7, 3) != step_seed(8, 3)
+    assert 0 <= step_seed(2**31, 0) < 2**53
+
+
+def test_the_result_keeps_the_seed_and_the_summary_gives_the_replay(tmp_path: Path) -> None:
+    result = RunResult("r1", case="random-faults", case_file="cases/kafka/random faults.yaml",
+                       seed=7, variant="3.9.2", verdict="pass", as_expected=True)
+    again = RunResult.from_json(result.to_json())
+    assert again.seed == 7
+    assert again.replay == "harness run 'cases/kafka/random faults.yaml' --seed 7 --version 3.9.2"
+    assert "seed: 7 (replay: harness run" in format_result(again, tmp_path)
+    assert RunResult("r2").replay is None
