@@ -327,6 +327,14 @@ def _isr_size(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
     return {"partition": f.get("partition", ctx.partition, 0), "size": size}
 
 
+def _controller_change(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    if ctx.system != "kafka":
+        raise error(node, field, "controller_change applies to kafka cases only")
+    if node.value not in (None, {}):
+        raise error(node, field, f"controller_change takes no argument; got {show(node.value)}")
+    return {}
+
+
 def _leader_is(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
     target = ctx.selector_in(Fields(node, field, ("node", "partition")))
     return {"partition": target.partition, "target": target}
@@ -410,6 +418,7 @@ _CONDITIONS: dict[str, Callable[[Node, str, StepContext], dict[str, Any]]] = {
     "no_leader": _on_partition,
     "isr_size": _isr_size,
     "leader_is": _leader_is,
+    "controller_change": _controller_change,
     "log": _log,
     "injection": _injection,
     "workload": _workload,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..case import AwaitArgs
 from ..errors import HarnessError, InjectError
-from ..systems.base import InSyncReplicas, LeaderRef
+from ..systems.base import Controlled, InSyncReplicas, LeaderRef
 from ..wait import wait_until
 from .context import RunContext
 from .recovery import wait_unsticking
@@ -73,6 +73,23 @@ def _leader_change(ctx: RunContext, params: Params, timeout: float) -> dict[str,
     return {"from": before, "to": now}
 
 
+def _controller_change(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    """Another node is the controller than before the last fault step (or than when the
+    await began); the detail gives both and their epochs (a new one counts one more)."""
+    system = ctx.the_system
+    if not isinstance(system, Controlled):
+        raise HarnessError(f"{system.name} has no elected controller to await")
+    before = ctx.controller_before_fault or system.controller_now()
+    def moved() -> tuple[str, int | None] | None:
+        now = system.controller_now()
+        return now if now[0] != before[0] else None
+
+    now = wait_until(moved, timeout=timeout, what=f"a controller other than {before[0]}",
+                     logs=ctx.the_cluster.node_logs)
+    assert now is not None  # wait_until returns a truthy value
+    return {"from": before[0], "from_epoch": before[1], "to": now[0], "to_epoch": now[1]}
+
+
 def _no_leader(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
     p = int(params.get("partition", 0))
     wait_until(lambda: leader_now(ctx, p) in (-1, None), timeout=timeout,
@@ -119,6 +136,8 @@ AWAITS: dict[str, Callable[[RunContext, Params, float], dict[str, Any]]] = {
     "leader_is": _leader_is,
     "isr_size": _isr_size,
     "log": _log,
+    "controller_change": _controller_change,
 }
 #: the conditions whose result carries the time waited (as in round 1)
-_TIMED = frozenset({"leader_change", "no_leader", "leader_is", "isr_size", "log"})
+_TIMED = frozenset({"leader_change", "no_leader", "leader_is", "isr_size", "log",
+                    "controller_change"})

@@ -52,6 +52,8 @@ class RunContext:
     recovery: Recovery = field(default_factory=Recovery)
     #: the partition's leader just before the last fault or unload (``await leader_change``)
     leader_before_fault: dict[int, LeaderRef] = field(default_factory=dict)
+    #: the controller and its epoch just before the last fault on the controller role
+    controller_before_fault: tuple[str, int | None] | None = None
     #: the cluster outlives this run (reused, or kept): it is left healthy, not removed
     kept: bool = False
     recovered: bool = False

@@ -24,7 +24,7 @@ from ..case import (
 )
 from ..errors import HarnessError
 from ..result import StepRecord
-from ..systems.base import PowerLoss, Unloadable
+from ..systems.base import Controlled, PowerLoss, Unloadable
 from .awaits import await_condition, leader_now
 from .context import RunContext
 
@@ -77,6 +77,8 @@ def _await(ctx: RunContext, action: str, args: Any) -> Any:
 def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     assert isinstance(args, FaultArgs)
     system, watch = ctx.the_system, ctx.the_watch
+    if args.target.role == "controller" and isinstance(system, Controlled):
+        ctx.controller_before_fault = system.controller_now()  # for await controller_change
     node = ctx.the_resolver.resolve(args.target)
     p = args.target.partition
     if args.target.node is None and args.target.role == "leader":

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from ..collect import Evidence
     from ..history import HistoryWriter
 
-__all__ = ["ConsumerClient", "ControllerRemedy", "CrashPoints", "InSyncReplicas", "JavaProducers", "Leader",
-           "LockLoopWatch", "Mark", "ProducerClient", "ReadyRemedy", "Stats", "System",
-           "Unloadable"]
+__all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
+           "JavaProducers", "Leader", "LockLoopWatch", "Mark", "ProducerClient", "ReadyRemedy",
+           "Stats", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -159,6 +159,15 @@ class ControllerRemedy(Protocol):
         ...
 
     def force_controller_election(self) -> None: ...
+
+
+@runtime_checkable
+class Controlled(Protocol):
+    """A cluster with one elected controller whose elections are counted by an epoch."""
+
+    def controller_now(self) -> tuple[str, int | None]:
+        """The controller's node name and its epoch (None where the system has none)."""
+        ...
 
 
 @runtime_checkable

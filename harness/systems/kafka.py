@@ -295,6 +295,12 @@ class KafkaSystem:
             return ControllerState(int(ctl["brokerid"]), int(epoch))
         return self._kraft_quorum_leader()
 
+    def controller_now(self) -> tuple[str, int | None]:
+        """The controller's node and epoch: ZooKeeper mode /controller and /controller_epoch,
+        KRaft the quorum leader and its epoch (the capability :class:`~.base.Controlled`)."""
+        state = self.controller()
+        return self.node_name(state.broker), state.epoch
+
     def force_controller_election(self) -> None:
         """ZooKeeper mode: delete ``/controller`` so the brokers elect a controller afresh
         (the documented remedy for a controller stuck on stale broker epochs)."""
