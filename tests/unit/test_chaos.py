@@ -1,5 +1,5 @@
-"""The ``chaos`` step (issue 18): its schema, the schedule a seed gives, and what a run
-with a seed records."""
+"""The ``chaos`` step and the ``controller_change`` await (issue 18): their schema, the
+schedule a seed gives, and what a run with a seed records."""
 
 from __future__ import annotations
 
@@ -94,3 +94,14 @@ def test_the_result_keeps_the_seed_and_the_summary_gives_the_replay(tmp_path: Pa
     assert again.replay == "harness run 'cases/kafka/random faults.yaml' --seed 7 --version 3.9.2"
     assert "seed: 7 (replay: harness run" in format_result(again, tmp_path)
     assert RunResult("r2").replay is None
+
+
+def test_controller_change_is_a_kafka_await_without_argument() -> None:
+    head = HEAD.format(system="kafka", cluster="kafka-zk")
+    case = load_case_text(head + "  - kill9: controller\n  - await: {controller_change: {}}\n")
+    assert case.steps[-1].args.condition == "controller_change"  # type: ignore[union-attr]
+    with pytest.raises(CaseError, match="controller_change takes no argument"):
+        load_case_text(head + "  - await: {controller_change: {partition: 1}}\n")
+    with pytest.raises(CaseError, match="controller_change applies to kafka cases only"):
+        load_case_text(HEAD.format(system="pulsar", cluster="pulsar")
+                       + "  - await: {controller_change: {}}\n")
