@@ -10,6 +10,7 @@ state then, and is recorded beside the plan.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -105,7 +106,7 @@ def _apply(ctx: RunContext, fault: str, target: Selector) -> str:
         system = ctx.the_system
         if not isinstance(system, PowerLoss):
             raise HarnessError(f"{system.name} has no power-loss fault")
-        params["lose"] = system.lose_unflushed
+        params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
     if fault == "partition":
         params["peers"], params["direction"] = None, "both"
     ctx.the_nemesis.apply(fault, node, role=f"chaos:{target}", **params)

@@ -6,6 +6,7 @@ the step, and returns its detail (recorded in the timeline and ``result.json``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -95,7 +96,7 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     if action == "powerloss":
         if not isinstance(system, PowerLoss):
             raise HarnessError(f"{system.name} has no power-loss fault")
-        params["lose"] = system.lose_unflushed
+        params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
     if action == "partition":
         params["peers"] = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
         params["direction"] = args.direction

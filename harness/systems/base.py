@@ -24,7 +24,7 @@ node name (None for none).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -222,8 +222,9 @@ class CrashPoints(Protocol):
 class PowerLoss(Protocol):
     """A system whose nodes can lose what they had not flushed (the ``powerloss`` fault)."""
 
-    def lose_unflushed(self, node: Node) -> dict[str, Any]:
-        """Cuts a dead node's data back to what it had flushed; returns what was cut."""
+    def lose_unflushed(self, node: Node, topics: Collection[str] | None = None) -> dict[str, Any]:
+        """Cuts a dead node's data (of ``topics``; None: all) back to what it had flushed;
+        returns what was cut."""
         ...
 
 

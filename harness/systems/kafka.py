@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -262,13 +262,15 @@ class KafkaSystem:
         files = node.container.get_files(f"{LOG_DIR}/{topic}-{partition}")
         return read_partition_dir(files).get((topic, partition), [])
 
-    def lose_unflushed(self, node: Node) -> dict[str, Any]:
+    def lose_unflushed(self, node: Node, topics: Collection[str] | None = None) -> dict[str, Any]:
         """After a kill -9: what a power loss takes from ``node``: each log segment is cut back
         to its partition's recovery point, read from the log dir's recovery checkpoint
         (as Kafka's EpochDrivenReplicationProtocolAcceptanceTest does), so that the next
         start recovers from the flushed data only. A broker that was running has no
         clean-shutdown marker (it is written at a clean shutdown, removed at start); one that
-        was stopped cleanly has, and is refused. Returns what was cut."""
+        was stopped cleanly has, and is refused. ``topics``: cut only these topics' segments
+        (a run cuts its own topic: a reused cluster keeps earlier runs' topics, and a run
+        must not depend on them). Returns what was cut."""
         if node.container.status == "running":
             raise FaultError(f"{node.name} is running: a power loss cuts the files of a dead node")
         files = list(node.container.get_files(LOG_DIR))
@@ -277,7 +279,7 @@ class KafkaSystem:
                              f"clean): powerloss takes a running broker")
         checkpoint_text = next((c.decode("utf-8", "replace") for p, c in files
                                 if p.endswith("/" + RECOVERY_CHECKPOINT)), "")
-        cuts = unflushed_cuts(files, read_checkpoint(checkpoint_text))
+        cuts = unflushed_cuts(files, read_checkpoint(checkpoint_text), topics)
         parent = LOG_DIR.rsplit("/", 1)[0]
         for cut, kept in cuts:
             node.container.put_file(f"{parent}/{cut.path}", kept)

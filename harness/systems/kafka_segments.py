@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..history import parse_mid
@@ -187,11 +187,12 @@ class Cut:
 _NOT_CHECKPOINTED = ("__cluster_metadata",)
 
 
-def unflushed_cuts(files: Iterable[tuple[str, bytes]], checkpoint: dict[tuple[str, int], int]
-                   ) -> list[tuple[Cut, bytes]]:
+def unflushed_cuts(files: Iterable[tuple[str, bytes]], checkpoint: dict[tuple[str, int], int],
+                   topics: Collection[str] | None = None) -> list[tuple[Cut, bytes]]:
     """For each ``.log`` segment holding records at or past its partition's recovery point,
     the cut and the segment's bytes up to the first batch that reaches that point (a
-    partition missing from the checkpoint was never flushed: its recovery point is 0)."""
+    partition missing from the checkpoint was never flushed: its recovery point is 0).
+    ``topics``: only the partitions of these topics (None: every topic)."""
     out = []
     for path, content in sorted(files):
         parts = path.split("/")
@@ -199,6 +200,8 @@ def unflushed_cuts(files: Iterable[tuple[str, bytes]], checkpoint: dict[tuple[st
             continue
         m = PARTITION_DIR.match(parts[-2])
         if not m or m.group("topic") in _NOT_CHECKPOINTED:
+            continue
+        if topics is not None and m.group("topic") not in topics:
             continue
         key = (m.group("topic"), int(m.group("partition")))
         point = checkpoint.get(key, 0)

@@ -102,6 +102,8 @@ def test_a_power_loss_cuts_each_segment_back_to_its_partitions_recovery_point() 
     assert cut.size_after == len(kept) < cut.size_before == len(first)
     new, kept_new = cuts["new"]
     assert (new.recovery_point, new.records_lost, kept_new) == (0, 5, b"")
+    # a run cuts its own topic only: a reused cluster keeps earlier runs' topics
+    assert [c.topic for c, _ in unflushed_cuts(files, checkpoint, topics=("new",))] == ["new"]
 
 
 def _legacy(offset: int, value: bytes, magic: int = 1) -> bytes:
