@@ -10,7 +10,6 @@ state then, and is recorded beside the plan.
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 import time
@@ -19,7 +18,6 @@ from typing import Any
 
 from ..case import ChaosArgs, Selector
 from ..errors import HarnessError
-from ..systems.base import PowerLoss
 from .context import RunContext
 
 __all__ = ["Planned", "plan", "run_chaos", "step_seed"]
@@ -100,18 +98,10 @@ def _sleep_until(ctx: RunContext, deadline: float) -> None:
 
 
 def _apply(ctx: RunContext, fault: str, target: Selector) -> str:
+    from .steps import apply_fault
+
     node = ctx.the_resolver.resolve(target)
-    params: dict[str, Any] = {}
-    if fault == "powerloss":
-        system = ctx.the_system
-        if not isinstance(system, PowerLoss):
-            raise HarnessError(f"{system.name} has no power-loss fault")
-        params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
-    if fault == "partition":
-        params["peers"], params["direction"] = None, "both"
-    ctx.the_nemesis.apply(fault, node, role=f"chaos:{target}", **params)
-    ctx.the_resolver.last_target = node.name
-    log.info("chaos: %s %s (%s)", fault, node.name, target)
+    apply_fault(ctx, fault, node, f"chaos:{target}")
     return node.name
 
 

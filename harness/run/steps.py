@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..backend.cluster import Node
 from ..case import (
     AwaitArgs,
     ChaosArgs,
@@ -92,28 +93,36 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
         ctx.leader_before_fault[p] = system.leader_ref(last)
     else:
         ctx.leader_before_fault[p] = leader_now(ctx, p)
+    peers = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
+    apply_fault(ctx, action, node, str(args.target), peers=peers, direction=args.direction)
+    if ctx.injector is not None:
+        ctx.injector.note_fault(action, node)
+    return {"node": node.name, "role": str(args.target)}
+
+
+def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
+                peers: list[Node] | None = None, direction: str = "both") -> None:
+    """Applies fault ``action`` to ``node`` (a ``powerloss`` cuts the case's topic only; a
+    ``partition`` cuts ``node`` off from ``peers``, None: from every other node) and makes
+    it the ``last-target``."""
     params: dict[str, Any] = {}
     if action == "powerloss":
+        system = ctx.the_system
         if not isinstance(system, PowerLoss):
             raise HarnessError(f"{system.name} has no power-loss fault")
         params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
     if action == "partition":
-        params["peers"] = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
-        params["direction"] = args.direction
-    ctx.the_nemesis.apply(action, node, role=str(args.target), **params)
+        params["peers"], params["direction"] = peers, direction
+    ctx.the_nemesis.apply(action, node, role=role, **params)
     ctx.the_resolver.last_target = node.name
-    log.info("%s %s (%s)", action, node.name, args.target)
-    if ctx.injector is not None:
-        ctx.injector.note_fault(action, node)
-    return {"node": node.name, "role": str(args.target)}
+    log.info("%s %s (%s)", action, node.name, role)
 
 
 def _chaos(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     assert isinstance(args, ChaosArgs)
     from .chaos import run_chaos
 
-    step = next(s for s in ctx.case.steps if s.args is args)
-    return run_chaos(ctx, step.index, args)
+    return run_chaos(ctx, ctx.steps[-1].index, args)  # run_steps recorded this step last
 
 
 def _heal(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
