@@ -10,6 +10,13 @@ reference checker too. Data goes to a temporary directory that
 is deleted afterwards.
 
 Usage: ``python bench/bench_checker.py --records 1000000 10000000``
+
+``--small N`` (10000 by default; 0: skip) first times what a user waits for on a small
+run: a fresh ``harness check`` process on a run directory of N records (the shared
+Spark Connect server already up: its start is timed apart, as ``server start``), the
+same check inside one process (as in a pytest session), and the reference checker.
+``--cluster`` also checks that run on a standalone Spark cluster (a master and two
+workers on loopback) and compares the result with the local one.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -172,10 +181,106 @@ def bench(records: int, args: argparse.Namespace) -> list[Row]:
         shutil.rmtree(run, ignore_errors=True)
 
 
+SMALL_CASE = """\
+description: A synthetic run for the bench (its history is generated, not recorded).
+system: kafka
+cluster: kafka-zk
+topic: {partitions: 6}
+steps:
+  - produce: {count: 10, name: load}
+"""
+
+
+def small_run(run: Path, records: int) -> None:
+    """A run directory as ``harness run`` leaves one: a (synthetic) history, the case copy
+    and a result.json, so that ``harness check`` judges it."""
+    from harness.result import RunResult
+
+    inject = {"lost-write": 2, "duplicate": 2, "poll-skip": 2, "aborted-read": 1}
+    generate(run, Profile(records=records, partitions=6, producers=2, consumers=2, replicas=2, txn=True,
+                          seed=5, inject=inject))
+    (run / "case.yaml").write_text(SMALL_CASE)
+    RunResult(run.name, case="bench", cluster="kafka-zk", verdict="error", error="check failed: not yet",
+              counts={}, anomalies={}).write(run)
+
+
+def small(args: argparse.Namespace) -> bool:
+    """Fresh-process, in-process and reference times on a small run; the cluster check."""
+    from harness.check import server
+
+    records, repeat = args.small, max(3, args.repeat)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-checker-small-", dir=args.tmp))
+    ok = True
+    try:
+        run = tmp / "20260101-000000-bench-0000"
+        small_run(run, records)
+        t0 = time.monotonic()
+        started = server.running() is None
+        server.ensure()
+        print(f"server start: {time.monotonic() - t0:.1f}s ({'started' if started else 'already running'})",
+              flush=True)
+        fresh = []
+        for _ in range(repeat + 1):  # the first one warms the server's JIT; not counted
+            t0 = time.monotonic()
+            proc = subprocess.run([sys.executable, "-m", "harness", "check", str(run)], capture_output=True,
+                                  text=True, cwd=ROOT)
+            fresh.append((time.monotonic() - t0, os.getloadavg()[0]))
+            if proc.returncode != 1:  # lost writes injected: not as expected
+                print(f"  harness check exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+                ok = False
+        fresh = fresh[1:]
+        inside = []
+        result = None
+        for _ in range(repeat + 1):
+            t0 = time.monotonic()
+            result = check_run(run, spark_master=args.master)
+            inside.append((time.monotonic() - t0, os.getloadavg()[0]))
+        inside = inside[1:]
+        t0 = time.monotonic()
+        ref = reference_checker.check(run)
+        ref_s = time.monotonic() - t0
+        ok &= ref == result
+        print(f"\n{records:,} records ({sum(1 for _ in (run / 'history').glob('*.jsonl'))} history files), "
+              f"median of {repeat}:")
+        print(f"  fresh `harness check` process: {statistics.median(s for s, _ in fresh):.2f}s wall "
+              f"(runs {', '.join(f'{s:.2f}' for s, _ in fresh)}; load {fresh[-1][1]:.1f})")
+        print(f"  check inside one process:      {statistics.median(s for s, _ in inside):.2f}s "
+              f"(runs {', '.join(f'{s:.2f}' for s, _ in inside)}; load {inside[-1][1]:.1f})")
+        print(f"  reference checker:             {ref_s:.2f}s; same result: {ref == result}", flush=True)
+        if args.cluster:
+            from harness.testing.spark_cluster import StandaloneCluster
+
+            t0 = time.monotonic()
+            with StandaloneCluster(tmp / "cluster", workers=2, cores=1, memory="1g") as cluster:
+                try:
+                    up = time.monotonic() - t0
+                    t0 = time.monotonic()
+                    on_cluster = check_run(run, spark_master=cluster.master)
+                    first = time.monotonic() - t0
+                    t0 = time.monotonic()
+                    check_run(run, spark_master=cluster.master)
+                    second = time.monotonic() - t0
+                finally:
+                    spark_job.close()
+            same = on_cluster == result
+            ok &= same
+            print(f"  standalone cluster ({cluster.master}, 2 workers x 1 core): up in {up:.1f}s, "
+                  f"first check {first:.1f}s, second {second:.1f}s (load {os.getloadavg()[0]:.1f}); "
+                  f"same result as local: {same}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, nargs="+", default=[1_000_000],
-                        help="history sizes in sent messages (default: 1000000)")
+    parser.add_argument("--records", type=int, nargs="*", default=[],
+                        help="history sizes in sent messages (e.g. 1000000 10000000)")
+    parser.add_argument("--small", type=int, default=10_000,
+                        help="records of the small run timed in a fresh `harness check` "
+                             "(default 10000; 0: skip)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="also check the small run on a standalone Spark cluster on loopback")
     parser.add_argument("--repeat", type=int, default=1,
                         help="checks of each generated history (default 1; the reference runs once)")
     parser.add_argument("--replicas", type=int, default=0, help="replica dumps per history (default 0)")
@@ -184,10 +289,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="history to generate (default kafka; pulsar: a Key_Shared subscription)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes generating the history")
-    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master (default: the shared local Spark Connect server)")
     parser.add_argument("--tmp", default=None, help="where to write the histories (default: $TMPDIR)")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference checker")
     args = parser.parse_args(argv)
+    print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}", flush=True)
+    small_ok = small(args) if args.small else True
+    if not args.records:
+        return 0 if small_ok else 1
 
     t0 = time.monotonic()
     spark_job.session(args.master)
@@ -198,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(warm, ignore_errors=True)
     print(f"Spark session and warm-up check: {time.monotonic() - t0:.1f}s "
-          f"(driver memory {spark_job.session(args.master).conf.get('spark.driver.memory')}, "
+          f"(driver memory {spark_job.session(args.master).conf.get('spark.driver.memory', '?')}, "
           f"{os.cpu_count()} cores)", flush=True)
     rows = [row for n in args.records for row in bench(n, args)]
     widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(HEADER)]
@@ -206,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  ".join(h.rjust(w) for h, w in zip(HEADER, widths, strict=False)))
     for row in rows:
         print("  ".join(c.rjust(w) for c, w in zip(row.cells(), widths, strict=False)))
-    return 0 if all(r.correct for r in rows) else 1
+    return 0 if small_ok and all(r.correct for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -93,7 +93,11 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from .backend.docker import LABEL_MANAGED
+    from .check import server
 
+    stopped = server.stop()  # the checker's shared Spark server, if one runs
+    if stopped or not args.quiet:
+        log.info(f"clean: {'stopped' if stopped else 'no'} shared Spark Connect server")
     containers, networks = _engine().remove_labelled({LABEL_MANAGED: "true"})
     if not args.quiet or containers or networks:
         log.info(f"clean: removed {containers} container(s) and {networks} network(s)")
@@ -182,6 +186,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0 if all(c.as_expected == len(c.runs) for c in done) else 1
 
 
+SPARK_MASTER_HELP = ("where the check runs: local-connect (default, or $HARNESS_SPARK_MASTER): a Spark "
+                     "Connect server on loopback shared by harness processes, started on first use, "
+                     "stopped when idle or by `harness clean`; local[*]: Spark in this process; "
+                     "spark://HOST:PORT: a standalone cluster; sc://HOST:PORT: a Spark Connect server")
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Checks a stored run again and judges it against its case copy: rewrites result.json
     and the report, prints the summary; exit code as ``harness run``'s."""
@@ -234,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     status = cluster.add_parser("status", help="list harness containers")
     status.set_defaults(fn=cmd_cluster_status)
 
-    clean = sub.add_parser("clean", help="remove every harness container and network (by label)")
+    clean = sub.add_parser("clean", help="remove every harness container and network (by label); "
+                                         "stop the shared Spark server")
     clean.add_argument("--quiet", action="store_true")
     clean.set_defaults(fn=cmd_clean)
 
@@ -252,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-cluster", action="store_true",
                      help="leave the cluster running after the run; later runs reuse it until "
                           "`harness cluster down NAME` or `harness clean`")
-    run.add_argument("--spark-master", help="run the check on this Spark master (default local[*])")
+    run.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     run.set_defaults(fn=cmd_run)
 
     matrix = sub.add_parser("matrix", help="run cases on every version they name; write "
@@ -264,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only the version entries with this label (a case without "
                              "versions: its version; repeatable)")
     matrix.add_argument("--reports", default=str(REPORTS_DIR))
-    matrix.add_argument("--spark-master")
+    matrix.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     matrix.set_defaults(fn=cmd_matrix)
 
     validate = sub.add_parser("validate", help="validate case files (no Docker)")
@@ -278,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check a stored run again: judge it, rewrite its "
                                          "result.json and report (exit 0/1/2)")
     check.add_argument("run_dir")
-    check.add_argument("--spark-master")
+    check.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     check.set_defaults(fn=cmd_check)
 
     report = sub.add_parser("report", help="regenerate a run's HTML report (and the index)")

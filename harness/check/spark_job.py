@@ -56,9 +56,9 @@ from harness.errors import CheckError
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
-__all__ = ["DEFAULT_MASTER", "run", "session"]
+__all__ = ["DEFAULT_MASTER", "close", "master_of", "run", "session"]
 
-DEFAULT_MASTER = "local[*]"
+DEFAULT_MASTER = "local-connect"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Event type codes and row flags: those of the ingest step.
@@ -84,23 +84,122 @@ _BYPASS_PARTIAL = "spark.sql.execution.bypassPartialAggregation"
 _session_lock = threading.Lock()
 _run_lock = threading.Lock()
 _session: SparkSession | None = None
+_session_key: str | None = None  # the master, and for the shared server which one
+
+
+def master_of(master: str | None) -> str:
+    """The master a check runs on: ``master``, else ``$HARNESS_SPARK_MASTER``, else
+    :data:`DEFAULT_MASTER` (the shared local Spark Connect server)."""
+    return master or os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER
+
+
+def workers_see_local_files(master: str | None) -> bool:
+    """Whether the executors of ``master`` run on this machine (they read the run
+    directory where it is); else the inputs are staged in the scratch directory."""
+    master = master_of(master)
+    return master == DEFAULT_MASTER or master.startswith("local")
 
 
 def session(master: str | None = None) -> SparkSession:
-    """The process's SparkSession on ``master`` (default ``local[*]``): made once, then reused.
+    """The process's SparkSession on ``master`` (:func:`master_of`): made once, then reused.
 
-    Asking for another master stops the current session and starts one on it
-    (the JVM, and so ``spark.driver.memory``, stays).
+    ``local-connect`` (the default): a Spark Connect session on the shared local server
+    (:mod:`harness.check.server`), started if none runs; ``sc://host:port``: a Spark
+    Connect session on that server; anything else (``local[*]``, ``spark://host:port``):
+    a classic session with its driver in this process. Asking for another master stops
+    the current session and starts one on it (a classic JVM, and so
+    ``spark.driver.memory``, stays).
     """
-    global _session
-    master = master or DEFAULT_MASTER
+    global _session, _session_key
+    master = master_of(master)
     with _session_lock:
-        if _session is not None and _session.sparkContext._jsc is not None:
-            if _session.sparkContext.master == master:
-                return _session
-            _session.stop()
-        _session = _start(master)
+        key = master
+        if master == DEFAULT_MASTER:
+            from harness.check import server
+
+            shared = server.ensure()
+            key = f"{master}:{shared.key}"
+        if _session is not None and _session_key == key and _usable(_session):
+            return _session
+        if _session is not None:
+            with contextlib.suppress(Exception):  # a session of a server gone is gone
+                _session.stop()
+            _session = None
+        with api_mode(_is_connect(master)):
+            _session = _remote(shared.url, shared=True) if master == DEFAULT_MASTER else (
+                _remote(master) if master.startswith("sc://") else _start(master))
+        _session_key = key
+        _register_kernels()
         return _session
+
+
+def _is_connect(master: str) -> bool:
+    return master == DEFAULT_MASTER or master.startswith("sc://")
+
+
+@contextlib.contextmanager
+def api_mode(connect: bool) -> Iterator[None]:
+    """PySpark's functions build Spark Connect columns or classic ones by one environment
+    variable, which its Connect sessions set for the whole process; a check sets it for
+    its own session's kind while it runs (checks in a process take turns), so that one
+    process can check on the shared server and on a classic master (a test, a bench)."""
+    key = "SPARK_CONNECT_MODE_ENABLED"
+    before = os.environ.get(key)
+    if connect:
+        os.environ[key] = "1"
+    else:
+        os.environ.pop(key, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def close() -> None:
+    """Stops this process's session (a classic one's SparkContext; a Connect client),
+    never the shared server."""
+    global _session, _session_key
+    with _session_lock:
+        if _session is not None:
+            with contextlib.suppress(Exception):
+                _session.stop()
+        _session, _session_key = None, None
+
+
+def _usable(spark: SparkSession) -> bool:
+    if getattr(spark, "is_stopped", False):  # a Connect session that was stopped
+        return False
+    try:
+        return spark.sparkContext._jsc is not None  # classic
+    except Exception:  # Connect: no SparkContext
+        return True
+
+
+def _remote(url: str, shared: bool = False) -> SparkSession:
+    """A Spark Connect session on ``url``; ``shared``: the shared server's one session,
+    which stopping this process's client must not end for the others."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise CheckError("the checker needs pyspark 4 with Spark Connect: "
+                         "pip install 'pyspark[connect]>=4'") from exc
+    try:
+        spark = SparkSession.builder.remote(url).create()
+        if shared:  # its settings are the server's defaults
+            spark.release_session_on_close = False  # type: ignore[attr-defined]
+        else:
+            for key, value in _sql_conf().items():
+                spark.conf.set(key, value)
+    except ImportError as exc:
+        raise CheckError(f"Spark Connect needs its client libraries: pip install 'pyspark[connect]>=4' "
+                         f"({exc})") from exc
+    except Exception as exc:  # the server is not reachable: pyspark raises several types here
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckError(f"cannot reach the Spark Connect server {url}: {first}") from exc
+    return spark
 
 
 def _start(master: str) -> SparkSession:
@@ -111,15 +210,25 @@ def _start(master: str) -> SparkSession:
     # Loopback only, and no "hostname resolves to a loopback address" warning.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName("harness-check")
-    if master.startswith("local"):  # the Python workers are this interpreter (with NumPy, PyArrow)
+    if master.startswith("local") or _on_loopback(master):
+        # the Python workers are this interpreter (with NumPy, PyArrow)
         builder = builder.config("spark.pyspark.python", sys.executable)
-    for key, value in _session_conf().items():
+    for key, value in {**_driver_conf(), **_sql_conf()}.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # the JVM failed to start: pyspark raises several types here
         raise CheckError(f"cannot start Spark on {master}: {exc} (is Java 17 installed?)") from exc
     spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _on_loopback(master: str) -> bool:
+    host = master.split("://", 1)[-1].rsplit(":", 1)[0]
+    return host in ("localhost", "::1", "[::1]") or host.startswith("127.")
+
+
+def _register_kernels() -> None:
     # The kernels go to the Python workers by value: a Spark cluster's executors need
     # NumPy and PyArrow (PySpark's own SQL extra), not this package.
     from pyspark import cloudpickle
@@ -128,10 +237,21 @@ def _start(master: str) -> SparkSession:
 
     for module in (ingest, lines, placed):
         cloudpickle.register_pickle_by_value(module)
-    return spark
 
 
-def _session_conf() -> dict[str, str]:
+def server_conf() -> dict[str, str]:
+    """The shared server's settings (:mod:`harness.check.server` launches it with them)."""
+    return {**_driver_conf(), **_sql_conf(), "spark.pyspark.python": sys.executable,
+            # no query-context capture of the client's call sites: a cost per column built
+            "spark.python.sql.dataFrameDebugging.enabled": "false",
+            # one Python worker pool for all sessions (each harness process has its own
+            # session): no per-session working directory, so a new session's first task
+            # does not start a new Python daemon
+            "spark.sql.artifact.isolation.enabled": "false",
+            "spark.python.daemon.module": "harness.check.daemon"}
+
+
+def _driver_conf() -> dict[str, str]:
     # The throughput collector: this is batch work, pauses do not matter.
     java = ["-XX:+UseParallelGC"]
     if _LOG_CONFIG.is_file():  # absent if not installed as package data: Spark's defaults then
@@ -143,13 +263,19 @@ def _session_conf() -> dict[str, str]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": os.environ.get("HARNESS_SPARK_DRIVER_MEMORY") or _driver_memory(),
         "spark.driver.extraJavaOptions": " ".join(java),
+        # Shuffle files of finished checks are removed when the driver collects garbage.
+        "spark.cleaner.periodicGC.interval": "1min",
+    }
+
+
+def _sql_conf() -> dict[str, str]:
+    """Session settings (a Connect session sets them on itself)."""
+    return {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.debug.maxToStringFields": "1000",
         "spark.sql.parquet.compression.codec": "lz4_raw",
         # The kernel's Arrow batches: 100k rows, not 10k (fewer round trips to the worker).
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        # Shuffle files of finished checks are removed when the driver collects garbage.
-        "spark.cleaner.periodicGC.interval": "1min",
     }
 
 
@@ -175,13 +301,20 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         from pyspark.errors import PySparkException
     except ImportError as exc:
         raise CheckError("the checker needs pyspark 4 and Java 17: pip install 'pyspark>=4'") from exc
-    with _run_lock:
+    with _run_lock, _in_use(master), api_mode(_is_connect(master_of(master))):
         spark = session(master)
         input_bytes = sum(f.stat().st_size for f in [*files, *replicas])
-        spark.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(input_bytes)))
+        partitions = _shuffle_partitions(input_bytes)
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        # Adaptive execution re-plans after each shuffle: it pays on big inputs (coalescing,
+        # skew), and on a small one (one partition) it is only a fixed cost per stage.
+        spark.conf.set("spark.sql.adaptive.enabled", str(partitions > 1).lower())
         scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
                                         dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
         try:
+            if not workers_see_local_files(master):  # executors elsewhere read the scratch directory
+                files = _stage(scratch / "input", files)
+                replicas = _stage(scratch / "replicas-input", replicas)
             return _Job(spark, scratch, _Inputs(run_dir, [str(f.resolve()) for f in files],
                                                 [str(f.resolve()) for f in replicas])).result()
         except (PySparkException, Py4JError) as exc:
@@ -189,6 +322,26 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
             raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _in_use(master: str | None) -> contextlib.AbstractContextManager[None]:
+    """While a check runs on the shared server, that server is not idle."""
+    if master_of(master) != DEFAULT_MASTER:
+        return contextlib.nullcontext()
+    from harness.check import server
+
+    return server.using()
+
+
+def _stage(directory: Path, files: Sequence[Path]) -> list[Path]:
+    """Copies of ``files`` in ``directory`` (file order kept: it is part of ``seq``)."""
+    directory.mkdir()
+    out = []
+    for index, path in enumerate(files):
+        target = directory / f"{index:05d}-{path.name}"
+        shutil.copyfile(path, target)
+        out.append(target)
+    return out
 
 
 @dataclass(frozen=True)
@@ -274,8 +427,7 @@ class _Job:
         out = self.scratch / "events"
         out.mkdir()
         tasks = ingest.plan(self.inputs.history, self.inputs.replicas)
-        splits = self.spark.createDataFrame(self.spark.sparkContext.parallelize(tasks, len(tasks)),
-                                            ingest.TASK_SCHEMA)
+        splits = self.spark.createDataFrame(tasks, ingest.TASK_SCHEMA)
         names = splits.mapInArrow(ingest.kernel(str(out)), ingest.RESULT_SCHEMA).collect()
         return self.spark.read.option("recursiveFileLookup", "true").parquet(str(out)), names
 
@@ -425,8 +577,7 @@ class _Job:
             return self.spark.createDataFrame([], placed_kernel.OUT_SCHEMA)
         resets = events / ingest.RESETS
         run = placed_kernel.pair_kernel(str(resets) if resets.is_dir() else None)
-        return (self.spark.createDataFrame(self.spark.sparkContext.parallelize(tasks, len(tasks)),
-                                           placed_kernel.PAIR_SCHEMA)
+        return (self.spark.createDataFrame(tasks, placed_kernel.PAIR_SCHEMA)
                 .mapInArrow(run, placed_kernel.OUT_SCHEMA))
 
     def _placed_rows(self, rows: DataFrame, ranks: _Ranks) -> DataFrame:

@@ -1,0 +1,334 @@
+"""The warm checker: one local Spark Connect server that every ``harness`` process and
+pytest session shares, so a check pays the JVM's start and warm-up once, not per command.
+
+The first check that needs it starts it (:func:`ensure`): a small supervisor process
+(``python -m harness.check.server serve``, in a session of its own so that Ctrl-C or a
+``kill -9`` of the harness leaves it alone) launches the Spark Connect server with
+``local[*]`` on a free loopback port, writes ``server.json`` in the state directory,
+and stops the server when it has been idle for :data:`IDLE_S` seconds (no check in
+progress and none started since), when the JVM dies, or on SIGTERM
+(:func:`stop`; ``harness clean`` calls it). A check holds a shared lock on ``in-use``
+while it runs (:func:`using`), so an idle stop never cuts one short.
+
+State directory: ``$HARNESS_SPARK_STATE``, else ``$XDG_CACHE_HOME/harness/spark-connect``
+(``~/.cache/...``). ``server.log`` there has the server's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from harness.errors import CheckError
+
+__all__ = ["IDLE_S", "Server", "ensure", "running", "spark_home", "state_dir", "stop", "using"]
+
+IDLE_S = float(os.environ.get("HARNESS_SPARK_IDLE_S") or 900)
+START_TIMEOUT_S = 180.0
+_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+_POLL_S = 2.0
+
+
+def state_dir() -> Path:
+    explicit = os.environ.get("HARNESS_SPARK_STATE")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "harness" / "spark-connect"
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running server, as ``server.json`` records it."""
+
+    pid: int  # the supervisor's
+    jvm_pid: int
+    port: int
+    python: str
+    pyspark: str
+    started: float
+    session: str  # the one Spark Connect session every client joins
+
+    @property
+    def url(self) -> str:
+        """The session's address: one session for all clients, so that they share its
+        Python workers (Spark keeps a pool of them per session) and its warm state."""
+        return f"sc://127.0.0.1:{self.port}/;session_id={self.session}"
+
+    @property
+    def key(self) -> str:
+        """Changes when the server is replaced: a client's session is tied to one."""
+        return f"{self.pid}:{self.port}:{self.started}"
+
+
+def spark_home() -> Path:
+    """The Spark distribution inside the installed pyspark (its jars, bin/, sbin/)."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home())
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def _read(directory: Path) -> Server | None:
+    try:
+        data = {"session": "", **json.loads((directory / "server.json").read_text())}
+        return Server(**{k: data[k] for k in Server.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of this process is not alive
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _listening(port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def running() -> Server | None:
+    """The running server of this state directory, or None."""
+    server = _read(state_dir())
+    if server is None or not _alive(server.pid) or not _alive(server.jvm_pid):
+        return None
+    return server
+
+
+@contextlib.contextmanager
+def _locked(path: Path, mode: int) -> Iterator[IO[str]]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, mode)
+        try:
+            yield fh
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ensure() -> Server:
+    """The shared server, started (and waited for) if none runs or if it runs another
+    Python or pyspark than this process. A :class:`CheckError` with the log's tail if it
+    does not start within :data:`START_TIMEOUT_S`."""
+    import logging
+
+    directory = state_dir()
+    with _locked(directory / "start.lock", fcntl.LOCK_EX):
+        server = running()
+        if server is not None and (server.python, server.pyspark) == (sys.executable, _pyspark_version()):
+            return server
+        if server is not None:
+            logging.getLogger(__name__).info(
+                "the Spark Connect server runs %s with pyspark %s: replacing it", server.python,
+                server.pyspark)
+            _stop(directory, server)
+        logging.getLogger(__name__).info(
+            "starting the Spark Connect server for the checker (once; later checks reuse it, "
+            "`harness clean` stops it)")
+        return _start(directory)
+
+
+def _start(directory: Path) -> Server:
+    (directory / "server.json").unlink(missing_ok=True)
+    log_path = directory / "server.log"
+    # this harness, wherever it is imported from (an editable install, a checkout on sys.path)
+    package_root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+    with open(log_path, "w") as log_fh:
+        proc = subprocess.Popen([sys.executable, "-m", "harness.check.server", "serve", str(directory)],
+                                stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=directory, env={**os.environ, "PYTHONPATH": path})
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        server = _read(directory)
+        if server is not None and server.pid == proc.pid:
+            return server
+        if proc.poll() is not None:
+            raise CheckError(f"the Spark Connect server did not start (exit {proc.returncode}); "
+                             f"{log_path}:\n{_tail(log_path)}")
+        time.sleep(0.2)
+    proc.terminate()
+    raise CheckError(f"the Spark Connect server did not start in {START_TIMEOUT_S:.0f}s; {log_path}:\n"
+                     f"{_tail(log_path)}")
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def stop() -> bool:
+    """Stops the shared server; whether one was running."""
+    directory = state_dir()
+    with _locked(directory / "start.lock", fcntl.LOCK_EX):
+        server = running()
+        if server is None:
+            (directory / "server.json").unlink(missing_ok=True)
+            return False
+        _stop(directory, server)
+        return True
+
+
+def _stop(directory: Path, server: Server) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (_alive(server.pid) or _alive(server.jvm_pid)):
+        time.sleep(0.2)
+    for pid in (server.jvm_pid, server.pid):
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    (directory / "server.json").unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def using() -> Iterator[None]:
+    """Marks a check in progress (the server is not idle while one runs)."""
+    directory = state_dir()
+    used = directory / "used"
+    with _locked(directory / "in-use", fcntl.LOCK_SH):
+        used.touch()
+        try:
+            yield
+        finally:
+            used.touch()
+
+
+# -- the supervisor --------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _command(port: int) -> list[str]:
+    from harness.check.spark_job import server_conf
+
+    cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", _CLASS, "--name", "harness-check",
+           "--master", "local[*]"]
+    conf = {**server_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port),
+            # the shared session lives as long as the server (which stops when idle)
+            "spark.connect.session.manager.defaultSessionTimeout": "7d"}
+    for key, value in conf.items():
+        cmd += ["--conf", f"{key}={value}"]
+    return cmd
+
+
+def _idle(directory: Path) -> bool:
+    try:
+        since = time.time() - (directory / "used").stat().st_mtime
+    except OSError:
+        since = time.time() - (directory / "server.json").stat().st_mtime
+    if since < IDLE_S:
+        return False
+    with open(directory / "in-use", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a check holds it
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return True
+
+
+def serve(directory: Path) -> int:
+    """The supervisor: start the server, record it, stop it when idle or told to."""
+    stopping = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
+    for attempt in range(3):  # another process may take the free port first
+        port = _free_port()
+        jvm = subprocess.Popen(_command(port), env=env, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and jvm.poll() is None and not stopping and not _listening(port):
+            time.sleep(0.5)
+        if _listening(port) and jvm.poll() is None:
+            break
+        jvm.terminate()
+        jvm.wait(30)
+        if stopping or attempt == 2:
+            print("the Spark Connect server did not start", flush=True)
+            return 1
+    server = Server(pid=os.getpid(), jvm_pid=jvm.pid, port=port, python=sys.executable,
+                    pyspark=_pyspark_version(), started=time.time(), session=str(uuid.uuid4()))
+    tmp = directory / "server.json.tmp"
+    tmp.write_text(json.dumps(server.__dict__))
+    tmp.replace(directory / "server.json")
+    print(f"serving on {server.url}, idle stop after {IDLE_S:.0f}s", flush=True)
+    try:
+        while not stopping and jvm.poll() is None and not _idle(directory):
+            time.sleep(_POLL_S)
+    finally:
+        if _read(directory) == server:
+            (directory / "server.json").unlink(missing_ok=True)
+        if jvm.poll() is None:
+            jvm.terminate()
+            try:
+                jvm.wait(20)
+            except subprocess.TimeoutExpired:
+                jvm.kill()
+                jvm.wait()
+    print(f"stopped ({'told to' if stopping else 'JVM exited' if jvm.returncode else 'idle'})", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.check.server")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("serve").add_argument("directory")
+    sub.add_parser("status")
+    sub.add_parser("stop")
+    args = parser.parse_args(argv)
+    if args.cmd == "serve":
+        return serve(Path(args.directory))
+    if args.cmd == "status":
+        server = running()
+        print(f"running: {server.url} (pid {server.pid}, JVM {server.jvm_pid})" if server else "not running")
+        return 0
+    print("stopped" if stop() else "not running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
