@@ -40,7 +40,7 @@ class Expectation:
 
     name: str
     expected: str | bool
-    observed: int | bool | str
+    observed: float | bool | str  # a count, a measured figure, a flag, or a word
     ok: bool
 
 
@@ -114,6 +114,8 @@ class RunResult:
     anomalies: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    #: send and end-to-end latency, availability per fault (docs/result.md; None: not measured)
+    latency: dict[str, Any] | None = None
     expectations: list[Expectation] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     recovery: Recovery | None = None
@@ -309,7 +311,7 @@ def _typed(annotation: str, v: Any, source: str, key: str) -> Any:
         return _opt(v, bool, source, key, "true or false")
     if base == "str | bool":
         return _opt(v, (str, bool), source, key, "a string or a boolean")
-    if base == "int | bool | str":
+    if base == "float | bool | str":
         _expect(isinstance(v, (str, bool)) or _is_number(v), source, key,
                 "a number, a string or a boolean")
         return v
@@ -346,7 +348,7 @@ def _read_field(name: str, v: Any, source: str) -> Any:
         return {str(k): _dict_list(x, source, f"{name}.{k}") for k, x in v.items()}
     if name in ("truncations", "replicas"):
         return _dict_list(v, source, name)
-    if name == "files":
+    if name in ("files", "latency"):
         return _opt(v, dict, source, name, "an object")
     if name == "verdict":
         _expect(v in VERDICTS, source, name, " or ".join(VERDICTS))

@@ -15,8 +15,10 @@ from ._fields import (
     Reader,
     boolean,
     choice,
+    duration,
     error,
     name,
+    number,
     show,
     str_map,
     string,
@@ -61,7 +63,8 @@ _CLIENT: dict[str, _Table] = {
                "batching_max_bytes": POSITIVE, "block_if_queue_full": boolean},
 }
 
-_EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces")
+_EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces", "max_unavailable",
+                "p99_latency_ms", "p99_e2e_latency_ms")
 
 
 def _read_section(node: Node, field: str, system: str,
@@ -170,7 +173,10 @@ def read_expect(node: Node, armed: bool, field: str = "expect") -> Expect:
                     "a case that reproduces an anomaly expects verdict fail")
     return Expect(anomalies=MappingProxyType({a: n for a, n in limits.items() if a not in observe}),
                   observe=observe, min_acked=f.get("min_acked", NON_NEGATIVE, 1),
-                  injection_hit=injection_hit, verdict=verdict, reproduces=reproduces)
+                  injection_hit=injection_hit, verdict=verdict, reproduces=reproduces,
+                  max_unavailable_s=f.get("max_unavailable", duration, None),
+                  p99_latency_ms=f.get("p99_latency_ms", number, None),
+                  p99_e2e_latency_ms=f.get("p99_e2e_latency_ms", number, None))
 
 
 def _anomaly_list(node: Node, field: str) -> frozenset[str]:

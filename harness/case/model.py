@@ -274,6 +274,12 @@ class Expect:
     #: with ``verdict: fail``: the anomalies that must exceed their limits, every other
     #: expectation holding (the named bug, and no other failure, reproduced)
     reproduces: frozenset[str] = frozenset()
+    #: bounds on what a fault costs (harness.check.latency; None: not judged): the longest
+    #: unavailability of any partition after any fault, in seconds; the run's p99 send
+    #: latency and p99 end-to-end latency, in ms
+    max_unavailable_s: float | None = None
+    p99_latency_ms: float | None = None
+    p99_e2e_latency_ms: float | None = None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 ``check_run(run_dir)`` reads ``history/*.jsonl`` (client events, see
 :mod:`harness.history`) and the optional ``replicas/*.jsonl`` (records found in
 each replica's log after recovery) and returns a :class:`CheckResult`: anomaly
-counts, a few examples of each, outcome counts, and the count of history lines and of
-those that could not be read and were skipped. The anomaly definitions are
+counts, a few examples of each, outcome counts, the count of history lines and of
+those that could not be read and were skipped, and the run's latency and availability
+(:mod:`harness.check.latency`). The anomaly definitions are
 in ``docs/checker.md``; :mod:`harness.testing.reference_checker` implements the
 same definitions in plain Python.
 """

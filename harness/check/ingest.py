@@ -85,7 +85,7 @@ _COLUMNS = {"partitions": "partition", "offsets": "offset", "ledgers": "ledger",
 EVENTS_SCHEMA = pa.schema([
     ("code", pa.int32()), ("mid", _S), ("topic", _S), ("topic_h", _L), ("part", _L), ("pl", _L),
     ("pe", _L), ("pb", _L), ("client", _S), ("client_h", _L), ("flags", pa.int32()), ("seq", _L),
-    ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S)])
+    ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S), ("t", pa.float64())])
 #: few distinct values: dictionary-encoded in Parquet
 _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key"]
 #: one row per task: its split, and what it read
@@ -384,7 +384,8 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     if replicas:
         out.update(client=pa.nulls(n, _S), client_h=pa.nulls(n, _L), flags=pa.array(np.zeros(n, np.int32)),
                    seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
-                   ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S))
+                   ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S),
+                   t=pa.nulls(n, pa.float64()))
         return pa.table(out, schema=EVENTS_SCHEMA), skipped
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
@@ -399,9 +400,10 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                & _eq(table.column("subscription_type"), "Key_Shared"))
     ks = ks_line[line] & _valid(key) & _valid(mid)
     ks_mask = pa.array(~ks)
+    t = table.column("t").take(take).combine_chunks()
     out.update(client=client, client_h=_hash(client), flags=pa.array(flags_line[line].astype(np.int32)),
-               seq=pa.array(seq, _L), node=pa.nulls(n, _S),
-               ks_t=_masked(table.column("t").take(take).combine_chunks(), ks_mask),
+               seq=pa.array(seq, _L), node=pa.nulls(n, _S), t=t,
+               ks_t=_masked(t, ks_mask),
                ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
                ks_key=_masked(key, ks_mask))
     return pa.table(out, schema=EVENTS_SCHEMA), skipped

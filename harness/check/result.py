@@ -8,7 +8,7 @@ shape of an example and the position fields in it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.anomalies import ANOMALIES, INFORMATIONAL
@@ -57,6 +57,9 @@ class CheckResult:
     anomalies: dict[str, int]
     examples: dict[str, list[dict[str, Any]]]
     counts: dict[str, int]
+    #: latency and availability (:mod:`harness.check.latency`; None: no timed invoke). Not
+    #: part of equality: the reference checker, an oracle of the anomalies, has none.
+    latency: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -70,6 +73,7 @@ class CheckResult:
             "anomalies": dict(self.anomalies),
             "examples": {kind: [dict(e) for e in exs] for kind, exs in self.examples.items()},
             "counts": dict(self.counts),
+            "latency": self.latency,
         }
 
 

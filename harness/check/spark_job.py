@@ -36,6 +36,7 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import shutil
@@ -469,7 +470,11 @@ class _Job:
             F.min_by("client_h", first_ok).alias("ack_client"),
             F.min_by("topic_h", first_ok).alias("ack_topic0"),
             *[F.min_by(c, first_ok).alias(f"ack_{c}") for c in ("part", "pl", "pe", "pb")],
-            F.min(binding).alias("bmin"), F.max(binding).alias("bmax")))
+            F.min(binding).alias("bmin"), F.max(binding).alias("bmax"),
+            # times (latency): first invoke, first ack, first run-phase poll
+            F.min(F.when(code == INVOKE, F.col("t"))).alias("inv_t"),
+            F.min(F.when(code == OK, F.col("t"))).alias("ack_t"),
+            F.min(F.when(poll & ~rec, F.col("t"))).alias("poll_t")))
         # ok events need not name their topic: an ack binds the topic of its invoke.
         agg = agg.withColumn("ack_topic", F.coalesce("ack_topic0", "inv_topic"))
         ack = F.when(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull(),
@@ -485,7 +490,8 @@ class _Job:
         with self._conf({_BYPASS_PARTIAL: "true", "spark.sql.maxConcurrentOutputFileWriters": "64"}):
             return self._stage("mids", agg.select(
                 "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
-                "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"),
+                "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb",
+                "inv_t", "ack_t", "poll_t"),
                 partition_by=("ack_topic", "ack_part"))
 
     @contextlib.contextmanager
@@ -684,7 +690,87 @@ class _Job:
                     for kind, exs in firsts.items() if not kind.startswith("count:")}
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
         anomalies = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
-        return make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
+        result = make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
+        return dataclasses.replace(result, latency=self._latency(mids, names))
+
+    # -- 6. latency and availability (harness.check.latency) ----------------------
+
+    def _latency(self, mids: DataFrame, names: _Names) -> dict[str, Any] | None:
+        """Send and end-to-end latency percentiles (run, windows, phases) and availability
+        per fault: two small actions over the per-id table."""
+        from harness.check import latency as lat
+
+        F = self.F
+        inv, ack, poll = F.col("inv_t"), F.col("ack_t"), F.col("poll_t")
+
+        def finite(c: Column) -> Column:
+            return c.isNotNull() & ~F.isnan(c) & (F.abs(c) < float("inf"))
+
+        timed = mids.where(finite(inv))
+        bins = (timed.where(finite(ack) & F.col("ack_topic").isNotNull() & F.col("ack_part").isNotNull())
+                .select(F.col("ack_topic").alias("topic_h"), F.col("ack_part").alias("part"),
+                        F.floor(ack / lat.BIN_S).cast(_L).alias("b"))
+                .unionByName(timed.select(F.lit(None).cast(_L).alias("topic_h"),
+                                          F.lit(None).cast(_L).alias("part"),
+                                          F.floor(inv / lat.BIN_S).cast(_L).alias("b")))
+                .distinct().collect())
+        invokes = sorted(r.b for r in bins if r.topic_h is None)
+        if not invokes:
+            return None
+        acks: dict[tuple[str, int], list[int]] = {}
+        for r in bins:
+            if r.topic_h is not None:
+                acks.setdefault((names.topics.get(r.topic_h, str(r.topic_h)), r.part), []).append(r.b)
+        for values in acks.values():
+            values.sort()
+        t0 = invokes[0] * lat.BIN_S
+        faults = lat.faults_of(self.inputs.run_dir)
+        send = F.when(finite(ack), (ack - inv) * 1000.0)
+        e2e = F.when(finite(poll), (poll - inv) * 1000.0)
+        phase = F.lit("before")
+        if faults.start is not None:
+            during = inv >= faults.start
+            if faults.end is not None:
+                phase = F.when(inv >= faults.end, "after").when(during, "during").otherwise("before")
+            else:
+                phase = F.when(during, "during").otherwise("before")
+        rows = timed.select(send.alias("send"), e2e.alias("e2e"), phase.alias("phase"),
+                            F.floor((inv - t0) / lat.WINDOW_S).cast(_L).cast(_S).alias("window"))
+        ps = list(lat.PERCENTILES)
+
+        def summary(df: Any, kind: str, key: Column) -> DataFrame:
+            return df.agg(
+                F.count("send").alias("n_send"), F.percentile_approx("send", ps, 10000).alias("p_send"),
+                F.max("send").alias("max_send"), F.count("e2e").alias("n_e2e"),
+                F.percentile_approx("e2e", ps, 10000).alias("p_e2e"), F.max("e2e").alias("max_e2e"),
+            ).select(F.lit(kind).alias("kind"), key.alias("key"), "*")
+
+        out = (summary(rows, "run", F.lit(None).cast(_S))
+               .unionByName(summary(rows.groupBy("phase"), "phase", F.col("phase")).drop("phase"))
+               .unionByName(summary(rows.groupBy("window"), "window", F.col("window")).drop("window"))
+               .collect())
+
+        def both(r: Row) -> dict[str, Any]:
+            return {"send": lat.stats(r.n_send, r.p_send, r.max_send),
+                    "e2e": lat.stats(r.n_e2e, r.p_e2e, r.max_e2e)}
+
+        run = next(r for r in out if r.kind == "run")
+        all_acks = [b for values in acks.values() for b in values]
+        run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
+        availability = lat.availability(faults, acks, invokes, run_end)
+        for fault in availability:
+            fault["t"] = round(fault["t"] - t0, 3)
+        measured = [f["max_unavailable_s"] for f in availability if f["max_unavailable_s"] is not None]
+        return {
+            "window_s": lat.WINDOW_S, "start": t0, **both(run),
+            "phases": {r.key: both(r) for r in sorted(out, key=lambda r: str(r.key)) if r.kind == "phase"},
+            "during": None if faults.start is None else
+            [round(faults.start - t0, 3), None if faults.end is None else round(faults.end - t0, 3)],
+            "windows": [{"t": int(r.key) * lat.WINDOW_S, **both(r)}
+                        for r in sorted((r for r in out if r.kind == "window"), key=lambda r: int(r.key))],
+            "availability": availability,
+            "max_unavailable_s": max(measured) if measured else None,
+        }
 
     def _details(self, events: DataFrame, mids: DataFrame, firsts: Mapping[str, list[Row]]) -> _Details:
         """The events of the example ids and positions that need more than the anomaly row."""

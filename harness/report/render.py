@@ -311,10 +311,49 @@ def _run_page(run_dir: Path) -> str:
         key_order=sorted(rates.key_order.values(), key=lambda k: k.subscription),
         flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
         replicas=[{**row, "uncommitted": _uncommitted(row)} for row in run.result.replicas],
+        latency=_latency(run.result.latency),
         files=files,
         logs=logs,
         generated=datetime.now(timezone.utc),
     )
+
+
+_STATS = ("n", "p50", "p90", "p99", "p999", "max")
+
+
+def _stats(raw: Any) -> dict[str, Any] | None:
+    """One latency summary of result.json, numbers only (anything else shows as '-')."""
+    if not isinstance(raw, dict):
+        return None
+    return {k: raw.get(k) if isinstance(raw.get(k), (int, float)) and not isinstance(raw.get(k), bool)
+            else None for k in _STATS}
+
+
+def _latency(raw: Any) -> dict[str, Any] | None:
+    """``result.latency`` for the page (docs/result.md), each part checked: a hand-edited or
+    older result.json renders what is well-formed and leaves the rest out."""
+    if not isinstance(raw, dict):
+        return None
+
+    def pair(x: Any) -> dict[str, Any]:
+        x = x if isinstance(x, dict) else {}
+        return {"send": _stats(x.get("send")), "e2e": _stats(x.get("e2e"))}
+
+    phases: dict[str, Any] = raw["phases"] if isinstance(raw.get("phases"), dict) else {}
+    rows = [{"name": "whole run", **pair(raw)}]
+    rows += [{"name": name, **pair(phases[name])} for name in ("before", "during", "after") if name in phases]
+    windows = [{"t": w.get("t"), **pair(w)} for w in raw.get("windows") or []
+               if isinstance(w, dict) and isinstance(w.get("t"), (int, float))]
+    faults = []
+    for f in raw.get("availability") or []:
+        if not isinstance(f, dict):
+            continue
+        parts = [p for p in f.get("partitions") or [] if isinstance(p, dict)]
+        faults.append({"t": f.get("t"), "action": f.get("action"), "node": f.get("node"),
+                       "sending": f.get("sending"), "max": f.get("max_unavailable_s"), "partitions": parts})
+    during = raw.get("during") if isinstance(raw.get("during"), list) else None
+    return {"rows": rows, "windows": windows, "faults": faults, "during": during,
+            "window_s": raw.get("window_s"), "max_unavailable": raw.get("max_unavailable_s")}
 
 
 def _bug(what: Path, exc: Exception) -> HarnessError:

@@ -39,6 +39,25 @@ def _anomalies(result: RunResult, examples: bool) -> list[str]:
     return lines
 
 
+def _latency_line(latency: Any) -> str | None:
+    """``latency: send p50 3.1 / p99 12.0 ms; end-to-end ...; longest unavailability 8.2 s``."""
+    if not isinstance(latency, dict):
+        return None
+
+    def part(name: str, key: str) -> str | None:
+        s = latency.get(key)
+        if not isinstance(s, dict) or not isinstance(s.get("p50"), (int, float)):
+            return None
+        p99 = s.get("p99")
+        return f"{name} p50 {s['p50']:.1f} / p99 {p99:.1f} ms" if isinstance(p99, (int, float)) else None
+
+    parts = [p for p in (part("send", "send"), part("end-to-end", "e2e")) if p]
+    worst = latency.get("max_unavailable_s")
+    if isinstance(worst, (int, float)):
+        parts.append(f"longest unavailability after a fault {worst:g} s")
+    return "latency: " + "; ".join(parts) if parts else None
+
+
 def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) -> str:
     """The summary of a run: verdict, error, expectations not met, anomalies, report.
 
@@ -62,6 +81,9 @@ def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) ->
             lines.append(f"  {mark} {e.name}: expected {_value(e.expected)}, "
                          f"observed {_value(e.observed)}")
     lines += _anomalies(result, examples=verbose)
+    latency = _latency_line(result.latency)
+    if latency:
+        lines.append(latency)
     if verbose:
         lines.append(f"run directory: {run_dir}")
     report = Path(run_dir) / "report.html"

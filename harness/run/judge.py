@@ -35,12 +35,32 @@ def judge(case: Case, check: dict[str, Any], injection: InjectionSummary | None,
     acked = int(check.get("counts", {}).get("ok", 0))
     rows.append(Expectation("acknowledged writes", f">= {case.expect.min_acked}", acked,
                             acked >= case.expect.min_acked))
+    rows += _latency_rows(case, check.get("latency"))
     if case.expect.injection_hit is not None:
         every = injections or ([injection] if injection else [])
         hit = bool(every) and all(i.hit for i in every)
         rows.append(Expectation("injection hit", case.expect.injection_hit, hit,
                                 hit == case.expect.injection_hit))
     return rows, "pass" if all(r.ok for r in rows) else "fail"
+
+
+def _latency_rows(case: Case, latency: Any) -> list[Expectation]:
+    """The latency and availability bounds of the case against what the checker measured
+    (a bound with nothing measured does not hold: the run cannot show it)."""
+    latency = latency if isinstance(latency, dict) else {}
+    expect = case.expect
+    rows = []
+    for name, limit, observed, unit in (
+            ("max unavailable", expect.max_unavailable_s, latency.get("max_unavailable_s"), "s"),
+            ("p99 send latency", expect.p99_latency_ms, (latency.get("send") or {}).get("p99"), "ms"),
+            ("p99 end-to-end latency", expect.p99_e2e_latency_ms, (latency.get("e2e") or {}).get("p99"),
+             "ms")):
+        if limit is None:
+            continue
+        ok = isinstance(observed, (int, float)) and observed <= limit
+        rows.append(Expectation(f"{name} ({unit})", f"<= {limit:g}",
+                                observed if observed is not None else "not measured", ok))
+    return rows
 
 
 def as_expected(case: Case, rows: list[Expectation], verdict: str) -> bool:
@@ -80,6 +100,7 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     result.anomalies = dict(check.get("anomalies") or {})
     result.examples = dict(check.get("examples") or {})
     result.counts = dict(check.get("counts") or {})
+    result.latency = check.get("latency")
     warning = skipped_lines(result.counts)
     if warning:
         log.warning("warning: %s", warning)

@@ -7,6 +7,8 @@ import re
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+import pytest
+
 from harness.report import render_index, render_run
 from harness.report.load import load_run
 
@@ -105,3 +107,37 @@ def test_key_shared_rows_are_observations(make_run: RunFactory) -> None:
     make_run.write_jsonl(run_dir / "history" / "c.jsonl", [poll(1, "m2", 2), poll(2, "m1", 1)])
     key_order = _section(render_run(run_dir).read_text(), "key-order")
     assert "m1 (key k, c) after m2" in key_order and "bad" not in key_order
+
+
+LATENCY = {
+    "window_s": 10, "start": 1.0,
+    "send": {"n": 100, "p50": 2.5, "p90": 4.0, "p99": 31.0, "p999": 40.0, "max": 41.0},
+    "e2e": {"n": 100, "p50": 7.0, "p90": 9.0, "p99": 50.0, "p999": 60.0, "max": 61.0},
+    "phases": {"before": {"send": {"n": 50, "p50": 2.0}, "e2e": None},
+               "during": {"send": {"n": 30, "p50": 9.5, "p99": 3001.0}, "e2e": {"n": 30}}},
+    "during": [12.0, None],
+    "windows": [{"t": 0, "send": {"n": 60, "p99": 5.0}}, {"t": 10, "send": {"n": 40, "p99": 3001.0}}],
+    "availability": [{"t": 12.0, "action": "kill9", "node": "kafka-2", "sending": True,
+                      "max_unavailable_s": 8.42,
+                      "partitions": [{"topic": "chaos-t", "partition": 0, "unavailable_s": 8.42,
+                                      "longest_gap_s": 8.42},
+                                     {"topic": "chaos-t", "partition": 1, "unavailable_s": None,
+                                      "longest_gap_s": None}]}],
+    "max_unavailable_s": 8.42,
+}
+
+
+def test_latency_and_availability_render(make_run: RunFactory) -> None:
+    run = make_run(latency=LATENCY)
+    html = render_run(run).read_text()
+    assert 'id="latency"' in html and 'id="availability"' in html
+    assert "kill9 kafka-2" in html and "chaos-t-0" in html and "8.42" in html and "3001.0" in html
+    assert "longest: 8.42 s" in html and "12.0 s to the end" in html
+
+
+@pytest.mark.parametrize("bad", ["text", 7, {"send": [1, 2]},
+                                 {"phases": "x", "windows": [None, {"t": "a"}],
+                                  "availability": [None, {"partitions": "x"}]}])
+def test_malformed_latency_still_renders(make_run: RunFactory, bad: object) -> None:
+    html = render_run(make_run(latency=bad)).read_text()
+    assert "Traceback" not in html

@@ -1,0 +1,148 @@
+"""Latency and availability of a run, from what the Spark job aggregates (no Spark here).
+
+The job (:meth:`harness.check.spark_job._Job._latency`) gives, per message id, its
+first invoke time, first ack time and first run-phase poll time (the events' ``t``,
+the harness's one wall clock), and aggregates:
+
+* **send latency**: ack time minus invoke time, per acknowledged id, in ms;
+* **end-to-end latency**: first poll (run phase) minus invoke time, per id read, in ms;
+
+as percentiles (p50, p90, p99, p99.9, max; Spark's ``percentile_approx`` with accuracy
+10,000) over the whole run, per :data:`WINDOW_S` window of invoke time, and per
+phase: ``before`` the first fault, ``during`` (from the first fault until no fault
+is in force: each ``kill9``, ``stop`` or ``powerloss`` of a node restored by its
+``start``, a ``pause`` by its ``resume``, a ``partition`` by its ``heal``, all by a
+``heal-all``; a fault never restored makes it last to the end), ``after``. An id
+falls in the window and phase of its invoke.
+
+**Availability** per fault (each timeline ``fault`` event that is not a restore) and
+per partition: ``unavailable_s``, from the fault to the first acknowledgement on
+that partition at or after it (10 ms resolution), and ``longest_gap_s``, the longest
+time between two acknowledgements on that partition from the fault to the end of the
+phase ``during``. Both are null when no send was invoked within
+:data:`IDLE_AFTER_S` of the fault (the producer was idle: silence is not
+unavailability) or no acknowledgement came on that partition after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BIN_S", "IDLE_AFTER_S", "PERCENTILES", "WINDOW_S", "Faults", "availability", "faults_of",
+           "stats"]
+
+WINDOW_S = 10
+BIN_S = 0.01  # acknowledgement times are kept at this resolution for availability
+IDLE_AFTER_S = 1.0
+PERCENTILES = (0.5, 0.9, 0.99, 0.999)
+PERCENTILE_NAMES = ("p50", "p90", "p99", "p999")
+RESTORES = frozenset({"start", "resume", "heal", "heal-all"})
+#: what restores each lasting fault (other faults, e.g. a bundle unload, are instantaneous)
+RESTORED_BY = {"kill9": "start", "stop": "start", "powerloss": "start", "pause": "resume",
+               "partition": "heal"}
+
+
+@dataclass(frozen=True)
+class Fault:
+    t: float
+    action: str
+    node: str | None
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The run's faults (not restores), and the phase ``during``: ``[start, end)`` (end
+    None: to the end of the run; start None: no fault, everything is ``before``)."""
+
+    faults: tuple[Fault, ...]
+    start: float | None
+    end: float | None
+
+
+def faults_of(run_dir: Path) -> Faults:
+    """The faults of ``run_dir/timeline.jsonl`` (none if it is missing or unreadable)."""
+    from harness.history import read_events
+
+    path = run_dir / "timeline.jsonl"
+    events: list[tuple[float, str, str | None]] = []
+    try:
+        for e in read_events(path):
+            t, action = e.get("t"), e.get("action")
+            if e.get("type") == "fault" and _finite(t) and isinstance(action, str):
+                node = e.get("node")
+                events.append((float(t), action, node if isinstance(node, str) else None))  # type: ignore[arg-type]
+    except OSError:
+        pass
+    events.sort(key=lambda x: x[0])
+    faults = tuple(Fault(t, a, n) for t, a, n in events if a not in RESTORES)
+    if not faults:
+        return Faults((), None, None)
+    # the faults still in force, as (restoring action, node); `during` ends when none is
+    # (a heal-all restores all; one with nothing in force, as at recovery, changes nothing)
+    open_: set[tuple[str, str | None]] = set()
+    end: float | None = None
+    for t, action, node in events:
+        if action in RESTORED_BY:
+            open_.add((RESTORED_BY[action], node))
+        elif action in RESTORES:
+            if open_:
+                if action == "heal-all":
+                    open_.clear()
+                else:
+                    open_ -= {(a, n) for a, n in open_ if a == action and (n == node or node is None)}
+                if not open_:
+                    end = t
+        elif not open_:  # an instantaneous fault
+            end = t
+    return Faults(faults, faults[0].t, None if open_ else end)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def stats(n: int, percentiles: Sequence[float | None] | None, top: float | None) -> dict[str, Any]:
+    """One latency summary: count, percentiles and max, in ms (rounded to 0.01 ms)."""
+    out: dict[str, Any] = {"n": int(n)}
+    values = list(percentiles or [None] * len(PERCENTILES))
+    for name, v in zip(PERCENTILE_NAMES, values, strict=True):
+        out[name] = None if v is None or not math.isfinite(v) else round(float(v), 2)
+    out["max"] = None if top is None or not math.isfinite(top) else round(float(top), 2)
+    return out
+
+
+def availability(faults: Faults, ack_bins: Mapping[tuple[str, int], Sequence[int]],
+                 invoke_bins: Iterable[int], run_end: float | None) -> list[dict[str, Any]]:
+    """Per fault, per partition: ``unavailable_s`` and ``longest_gap_s`` (see the module
+    docstring). ``ack_bins``: per (topic, partition), the sorted distinct acknowledgement
+    times in units of :data:`BIN_S`; ``invoke_bins``: the sorted distinct invoke times, same
+    unit."""
+    invokes = sorted(invoke_bins)
+    out = []
+    for fault in faults.faults:
+        f_bin = math.floor(fault.t / BIN_S)
+        i = bisect.bisect_left(invokes, f_bin)
+        sending = i < len(invokes) and invokes[i] * BIN_S < fault.t + IDLE_AFTER_S
+        until = faults.end if faults.end is not None else run_end
+        rows: list[dict[str, Any]] = []
+        for (topic, part), bins in sorted(ack_bins.items()):
+            j = bisect.bisect_left(bins, f_bin)
+            unavailable = gap = None
+            if sending and j < len(bins):
+                unavailable = round(max(0.0, bins[j] * BIN_S - fault.t), 2)
+                stop = len(bins) if until is None else bisect.bisect_right(bins, math.floor(until / BIN_S))
+                # from the fault to the first ack, then between acks up to the end of the faults
+                gaps = [0.0, bins[j] * BIN_S - fault.t]
+                gaps += [(b - a) * BIN_S for a, b in zip(bins[j:stop - 1], bins[j + 1:stop], strict=True)]
+                gap = round(max(gaps), 2)
+            rows.append({"topic": topic, "partition": part, "unavailable_s": unavailable,
+                         "longest_gap_s": gap})
+        measured = [r["unavailable_s"] for r in rows if r["unavailable_s"] is not None]
+        out.append({"t": fault.t, "action": fault.action, "node": fault.node, "sending": sending,
+                    "max_unavailable_s": max(measured) if measured else None, "partitions": rows})
+    return out

@@ -1,0 +1,93 @@
+"""Latency and availability (harness.check.latency, the Spark job's step 6): known times
+in, known figures out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.check import check_run
+from harness.check.latency import Fault, Faults, availability, faults_of, stats
+
+T0 = 1_700_000_000.0
+
+
+def _lines(path: Path, events: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def _timeline(run: Path, *faults: tuple[float, str, str | None]) -> None:
+    _lines(run / "timeline.jsonl", [{"type": "fault", "client": "runner", "t": T0 + t, "m": t,
+                                     "action": a, "node": n, "role": None, "detail": None}
+                                    for t, a, n in faults])
+
+
+def test_faults_and_the_phase_during(tmp_path: Path) -> None:
+    _timeline(tmp_path, (10, "kill9", "kafka-1"), (12, "pause", "kafka-2"), (20, "start", "kafka-1"),
+              (21, "resume", "kafka-2"), (30, "heal-all", None))
+    f = faults_of(tmp_path)
+    assert [(x.t - T0, x.action, x.node) for x in f.faults] == [(10, "kill9", "kafka-1"),
+                                                                 (12, "pause", "kafka-2")]
+    assert (f.start - T0, f.end - T0) == (10, 21)  # both restored at 21 s; the heal-all changes nothing
+    # a fault never restored: during lasts to the end
+    _timeline(tmp_path, (5, "kill9", "kafka-1"))
+    assert faults_of(tmp_path).end is None
+    # no timeline: no fault
+    assert faults_of(tmp_path / "missing") == Faults((), None, None)
+
+
+def test_availability_per_partition() -> None:
+    fault = Fault(100.0, "kill9", "kafka-1")
+    acks = {("t", 0): [9_990, 10_000, 10_850, 10_900], ("t", 1): [9_995, 10_003, 10_005],
+            ("t", 2): [9_000]}  # 10 ms bins
+    invokes = [9_990, 10_001, 10_002]
+    rows = availability(Faults((fault,), 100.0, 110.0), acks, invokes, run_end=110.0)
+    (row,) = rows
+    parts = {p["partition"]: p for p in row["partitions"]}
+    assert parts[0]["unavailable_s"] == 0.0 and parts[0]["longest_gap_s"] == 8.5  # 100.00 -> 108.50
+    assert parts[1]["unavailable_s"] == 0.03 and parts[1]["longest_gap_s"] == 0.03
+    assert parts[2]["unavailable_s"] is None  # nothing acknowledged there after the fault
+    assert row["max_unavailable_s"] == 0.03 and row["sending"]
+    # an idle producer at the fault: not unavailability
+    idle = availability(Faults((fault,), 100.0, None), acks, [9_990, 10_500], run_end=110.0)
+    assert idle[0]["sending"] is False and idle[0]["max_unavailable_s"] is None
+
+
+def test_stats_rounds_and_keeps_missing_values() -> None:
+    assert stats(3, [1.234, 2.0, 3.0, 4.0], 5.555) == {"n": 3, "p50": 1.23, "p90": 2.0, "p99": 3.0,
+                                                      "p999": 4.0, "max": 5.55}
+    assert stats(0, None, None)["p99"] is None
+
+
+def test_the_checker_measures_send_and_end_to_end_latency(tmp_path: Path) -> None:
+    """10 sends, 1 s apart; send latency i ms, end-to-end 10 * i ms; a kill -9 at 4.5 s
+    restored at 7.5 s; partition 0's acks stop from 4 s to 8 s."""
+    producer, consumer = [], []
+    for i in range(10):
+        t = T0 + i
+        mid = f"m-{i}"
+        producer.append({"type": "invoke", "client": "p", "t": t, "m": i, "mid": mid, "topic": "t",
+                         "key": None})
+        part = 0 if i not in (5, 6, 7) else 1
+        producer.append({"type": "ok", "client": "p", "t": t + i / 1000, "m": i, "mid": mid, "topic": "t",
+                         "partition": part, "offset": i, "epoch": 0})
+        consumer.append({"type": "poll", "client": "c", "t": t + i / 100, "m": i, "mid": mid, "topic": "t",
+                         "partition": part, "offset": i, "epoch": 0, "phase": "run"})
+    _lines(tmp_path / "history" / "p.jsonl", producer)
+    _lines(tmp_path / "history" / "c.jsonl", consumer)
+    _timeline(tmp_path, (4.5, "kill9", "kafka-1"), (7.5, "start", "kafka-1"))
+    lat = check_run(tmp_path).latency
+    assert lat is not None
+    assert lat["send"]["n"] == 10 and lat["send"]["max"] == 9.0 and lat["e2e"]["max"] == 90.0
+    assert lat["send"]["p50"] in (4.0, 5.0) and lat["e2e"]["p50"] in (40.0, 50.0)
+    assert {k: v["send"]["n"] for k, v in lat["phases"].items()} == {"before": 5, "during": 3, "after": 2}
+    assert lat["phases"]["after"]["send"]["max"] == 9.0
+    assert [w["t"] for w in lat["windows"]] == [0] and lat["windows"][0]["send"]["n"] == 10
+    assert lat["during"] == [4.5, 7.5]
+    (fault,) = lat["availability"]
+    assert fault["t"] == 4.5 and fault["action"] == "kill9"
+    parts = {p["partition"]: p for p in fault["partitions"]}
+    # partition 0: next ack at 8.008 s; partition 1: at 5.005 s
+    assert parts[0]["unavailable_s"] == 3.5 and parts[1]["unavailable_s"] == 0.5
+    assert lat["max_unavailable_s"] == 3.5
