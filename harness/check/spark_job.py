@@ -735,7 +735,9 @@ class _Job:
             else:
                 phase = F.when(during, "during").otherwise("before")
         rows = timed.select(send.alias("send"), e2e.alias("e2e"), phase.alias("phase"),
-                            F.floor((inv - t0) / lat.WINDOW_S).cast(_L).cast(_S).alias("window"))
+                            F.floor((inv - t0) / lat.WINDOW_S).cast(_L).cast(_S).alias("window"),
+                            F.concat_ws(":", F.col("ack_topic").cast(_S),
+                                        F.col("ack_part").cast(_S)).alias("pair"))
         ps = list(lat.PERCENTILES)
 
         def summary(df: Any, kind: str, key: Column) -> DataFrame:
@@ -748,6 +750,8 @@ class _Job:
         out = (summary(rows, "run", F.lit(None).cast(_S))
                .unionByName(summary(rows.groupBy("phase"), "phase", F.col("phase")).drop("phase"))
                .unionByName(summary(rows.groupBy("window"), "window", F.col("window")).drop("window"))
+               .unionByName(summary(rows.where(F.col("send").isNotNull()).groupBy("pair"), "pair",
+                                    F.col("pair")).drop("pair"))
                .collect())
 
         def both(r: Row) -> dict[str, Any]:
@@ -755,6 +759,13 @@ class _Job:
                     "e2e": lat.stats(r.n_e2e, r.p_e2e, r.max_e2e)}
 
         run = next(r for r in out if r.kind == "run")
+        per_partition = []  # send latency per (topic, partition) acknowledged; e2e of those ids
+        for r in out:
+            if r.kind == "pair" and r.key and ":" in r.key:
+                topic_h, part = (int(x) for x in r.key.split(":"))
+                per_partition.append({"topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
+                                      **both(r)})
+        per_partition.sort(key=lambda p: (p["topic"], p["partition"]))
         all_acks = [b for values in acks.values() for b in values]
         run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
         availability = lat.availability(faults, acks, invokes, run_end)
@@ -768,6 +779,7 @@ class _Job:
             [round(faults.start - t0, 3), None if faults.end is None else round(faults.end - t0, 3)],
             "windows": [{"t": int(r.key) * lat.WINDOW_S, **both(r)}
                         for r in sorted((r for r in out if r.kind == "window"), key=lambda r: int(r.key))],
+            "partitions": per_partition,
             "availability": availability,
             "max_unavailable_s": max(measured) if measured else None,
         }

@@ -116,6 +116,7 @@ LATENCY = {
     "phases": {"before": {"send": {"n": 50, "p50": 2.0}, "e2e": None},
                "during": {"send": {"n": 30, "p50": 9.5, "p99": 3001.0}, "e2e": {"n": 30}}},
     "during": [12.0, None],
+    "partitions": [{"topic": "chaos-t", "partition": 3, "send": {"n": 9, "p99": 77.5}}, "junk"],
     "windows": [{"t": 0, "send": {"n": 60, "p99": 5.0}}, {"t": 10, "send": {"n": 40, "p99": 3001.0}}],
     "availability": [{"t": 12.0, "action": "kill9", "node": "kafka-2", "sending": True,
                       "max_unavailable_s": 8.42,
@@ -133,6 +134,7 @@ def test_latency_and_availability_render(make_run: RunFactory) -> None:
     assert 'id="latency"' in html and 'id="availability"' in html
     assert "kill9 kafka-2" in html and "chaos-t-0" in html and "8.42" in html and "3001.0" in html
     assert "longest: 8.42 s" in html and "12.0 s to the end" in html
+    assert "chaos-t-3" in html and "77.5" in html
 
 
 @pytest.mark.parametrize("bad", ["text", 7, {"send": [1, 2]},
