@@ -44,7 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chaos-reports", default=None,
                     help="directory for run directories (default: the project's reports/)")
     group.addoption("--chaos-spark-master", default=None,
-                    help="Spark master for the checker (default: local[*])")
+                    help="Spark master for the checker (default: the shared local Spark Connect "
+                         "server; see `harness run --help`)")
     group.addoption("--chaos-seed", type=int, default=None,
                     help="the seed of every case's chaos steps (replays a schedule)")
     group.addoption("--chaos-repeat", type=int, default=1, metavar="N",

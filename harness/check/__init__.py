@@ -21,7 +21,8 @@ __all__ = ["ANOMALIES", "COUNTS", "INFORMATIONAL", "CheckResult", "check_run"]
 
 
 def check_run(run_dir: str | os.PathLike[str], *, spark_master: str | None = None) -> CheckResult:
-    """Check the run in ``run_dir`` with Spark on ``spark_master`` (default ``local[*]``).
+    """Check the run in ``run_dir`` with Spark on ``spark_master`` (default: the shared local
+    Spark Connect server, :mod:`harness.check.server`; see :func:`spark_job.session`).
 
     Raises :class:`harness.errors.CheckError` when the run cannot be read (a missing
     ``history/``, a history or replica file that is not a readable regular file: found
