@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.history import RESTORED_BY
+
 __all__ = ["BIN_S", "IDLE_AFTER_S", "PERCENTILES", "WINDOW_S", "Faults", "availability", "faults_of",
            "stats"]
 
@@ -41,10 +43,7 @@ BIN_S = 0.01  # acknowledgement times are kept at this resolution for availabili
 IDLE_AFTER_S = 1.0
 PERCENTILES = (0.5, 0.9, 0.99, 0.999)
 PERCENTILE_NAMES = ("p50", "p90", "p99", "p999")
-RESTORES = frozenset({"start", "resume", "heal", "heal-all"})
-#: what restores each lasting fault (other faults, e.g. a bundle unload, are instantaneous)
-RESTORED_BY = {"kill9": "start", "stop": "start", "powerloss": "start", "pause": "resume",
-               "partition": "heal"}
+RESTORES = frozenset({*RESTORED_BY.values(), "heal-all"})
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..case import ChaosArgs, Selector
 from ..errors import HarnessError
+from ..history import RESTORED_BY
 from .context import RunContext
 
 __all__ = ["Planned", "plan", "run_chaos", "step_seed"]
@@ -25,8 +26,7 @@ __all__ = ["Planned", "plan", "run_chaos", "step_seed"]
 log = logging.getLogger(__name__)
 
 #: What undoes each fault before the next one starts.
-_HEAL = {"kill9": "start", "stop": "start", "powerloss": "start", "pause": "resume",
-         "partition": "heal"}
+_HEAL = RESTORED_BY
 
 
 @dataclass(frozen=True)
