@@ -736,7 +736,7 @@ class _Job:
                 phase = F.when(during, "during").otherwise("before")
         rows = timed.select(send.alias("send"), e2e.alias("e2e"), phase.alias("phase"),
                             F.floor((inv - t0) / lat.WINDOW_S).cast(_L).cast(_S).alias("window"),
-                            F.concat_ws(":", F.col("ack_topic").cast(_S),
+                            F.concat_ws(":", F.col("inv_client").cast(_S), F.col("ack_topic").cast(_S),
                                         F.col("ack_part").cast(_S)).alias("pair"))
         ps = list(lat.PERCENTILES)
 
@@ -759,13 +759,15 @@ class _Job:
                     "e2e": lat.stats(r.n_e2e, r.p_e2e, r.max_e2e)}
 
         run = next(r for r in out if r.kind == "run")
-        per_partition = []  # send latency per (topic, partition) acknowledged; e2e of those ids
+        per_partition = []  # per producer and partition acknowledged: its ids' send and e2e latency
         for r in out:
-            if r.kind == "pair" and r.key and ":" in r.key:
-                topic_h, part = (int(x) for x in r.key.split(":"))
-                per_partition.append({"topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
+            key = (r.key or "").split(":") if r.kind == "pair" else []
+            if len(key) == 3:
+                client_h, topic_h, part = (int(x) for x in key)
+                per_partition.append({"client": names.clients.get(client_h, str(client_h)),
+                                      "topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
                                       **both(r)})
-        per_partition.sort(key=lambda p: (p["topic"], p["partition"]))
+        per_partition.sort(key=lambda p: (p["client"], p["topic"], p["partition"]))
         all_acks = [b for values in acks.values() for b in values]
         run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
         availability = lat.availability(faults, acks, invokes, run_end)

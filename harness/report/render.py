@@ -352,8 +352,8 @@ def _latency(raw: Any) -> dict[str, Any] | None:
         faults.append({"t": f.get("t"), "action": f.get("action"), "node": f.get("node"),
                        "sending": f.get("sending"), "max": f.get("max_unavailable_s"), "partitions": parts})
     during = raw.get("during") if isinstance(raw.get("during"), list) else None
-    partitions = [{"name": f"{p.get('topic')}-{p.get('partition')}", **pair(p)}
-                  for p in raw.get("partitions") or [] if isinstance(p, dict)]
+    partitions = [{"name": f"{p.get('client') or ''} {p.get('topic')}-{p.get('partition')}".strip(),
+                   **pair(p)} for p in raw.get("partitions") or [] if isinstance(p, dict)]
     return {"rows": rows, "partitions": partitions, "windows": windows, "faults": faults, "during": during,
             "window_s": raw.get("window_s"), "max_unavailable": raw.get("max_unavailable_s")}
 

@@ -85,8 +85,8 @@ def test_the_checker_measures_send_and_end_to_end_latency(tmp_path: Path) -> Non
     assert lat["phases"]["after"]["send"]["max"] == 9.0
     assert [w["t"] for w in lat["windows"]] == [0] and lat["windows"][0]["send"]["n"] == 10
     assert lat["during"] == [4.5, 7.5]
-    assert [(p["topic"], p["partition"], p["send"]["n"], p["send"]["max"]) for p in lat["partitions"]] == [
-        ("t", 0, 7, 9.0), ("t", 1, 3, 7.0)]
+    assert [(p["client"], p["topic"], p["partition"], p["send"]["n"], p["send"]["max"])
+            for p in lat["partitions"]] == [("p", "t", 0, 7, 9.0), ("p", "t", 1, 3, 7.0)]
     (fault,) = lat["availability"]
     assert fault["t"] == 4.5 and fault["action"] == "kill9"
     parts = {p["partition"]: p for p in fault["partitions"]}
