@@ -740,33 +740,32 @@ class _Job:
                                         F.col("ack_part").cast(_S)).alias("pair"))
         ps = list(lat.PERCENTILES)
 
-        def summary(df: Any, kind: str, key: Column) -> DataFrame:
-            return df.agg(
-                F.count("send").alias("n_send"), F.percentile_approx("send", ps, 10000).alias("p_send"),
-                F.max("send").alias("max_send"), F.count("e2e").alias("n_e2e"),
-                F.percentile_approx("e2e", ps, 10000).alias("p_e2e"), F.max("e2e").alias("max_e2e"),
-            ).select(F.lit(kind).alias("kind"), key.alias("key"), "*")
+        # One scan, four groupings: the run, each phase, each window, each producer's partition
+        # (grouping_id's bits: the columns not grouped on, phase the highest).
+        kinds = {0b111: ("run", None), 0b011: ("phase", "phase"), 0b101: ("window", "window"),
+                 0b110: ("pair", "pair")}
+        grouped = rows.groupingSets([[], ["phase"], ["window"], ["pair"]], "phase", "window", "pair").agg(
+            F.grouping_id().alias("gid"),
+            F.count("send").alias("n_send"), F.percentile_approx("send", ps, 10000).alias("p_send"),
+            F.max("send").alias("max_send"), F.count("e2e").alias("n_e2e"),
+            F.percentile_approx("e2e", ps, 10000).alias("p_e2e"), F.max("e2e").alias("max_e2e"))
+        out = [_Summary(kinds[r.gid][0], None if kinds[r.gid][1] is None else r[kinds[r.gid][1]], r)
+               for r in grouped.collect() if r.gid in kinds]
 
-        out = (summary(rows, "run", F.lit(None).cast(_S))
-               .unionByName(summary(rows.groupBy("phase"), "phase", F.col("phase")).drop("phase"))
-               .unionByName(summary(rows.groupBy("window"), "window", F.col("window")).drop("window"))
-               .unionByName(summary(rows.where(F.col("send").isNotNull()).groupBy("pair"), "pair",
-                                    F.col("pair")).drop("pair"))
-               .collect())
-
-        def both(r: Row) -> dict[str, Any]:
+        def both(s: _Summary) -> dict[str, Any]:
+            r = s.row
             return {"send": lat.stats(r.n_send, r.p_send, r.max_send),
                     "e2e": lat.stats(r.n_e2e, r.p_e2e, r.max_e2e)}
 
-        run = next(r for r in out if r.kind == "run")
+        run = next(s for s in out if s.kind == "run")
         per_partition = []  # per producer and partition acknowledged: its ids' send and e2e latency
-        for r in out:
-            key = (r.key or "").split(":") if r.kind == "pair" else []
+        for s in out:
+            key = (s.key or "").split(":") if s.kind == "pair" else []
             if len(key) == 3:
                 client_h, topic_h, part = (int(x) for x in key)
                 per_partition.append({"client": names.clients.get(client_h, str(client_h)),
                                       "topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
-                                      **both(r)})
+                                      **both(s)})
         per_partition.sort(key=lambda p: (p["client"], p["topic"], p["partition"]))
         all_acks = [b for values in acks.values() for b in values]
         run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
@@ -776,11 +775,13 @@ class _Job:
         measured = [f["max_unavailable_s"] for f in availability if f["max_unavailable_s"] is not None]
         return {
             "window_s": lat.WINDOW_S, "start": t0, **both(run),
-            "phases": {r.key: both(r) for r in sorted(out, key=lambda r: str(r.key)) if r.kind == "phase"},
+            "phases": {str(s.key): both(s) for s in sorted(out, key=lambda s: str(s.key))
+                       if s.kind == "phase"},
             "during": None if faults.start is None else
             [round(faults.start - t0, 3), None if faults.end is None else round(faults.end - t0, 3)],
-            "windows": [{"t": int(r.key) * lat.WINDOW_S, **both(r)}
-                        for r in sorted((r for r in out if r.kind == "window"), key=lambda r: int(r.key))],
+            "windows": [{"t": int(s.key or 0) * lat.WINDOW_S, **both(s)}
+                        for s in sorted((s for s in out if s.kind == "window"),
+                                        key=lambda s: int(s.key or 0))],
             "partitions": per_partition,
             "availability": availability,
             "max_unavailable_s": max(measured) if measured else None,
@@ -835,6 +836,15 @@ class _Ranks:
             return F.lit(None).cast(_L)
         pairs = [F.lit(x) for h, r in ranks.items() for x in (h, r)]
         return F.element_at(F.create_map(*pairs), F.col(col))
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """One grouping's latency row: ``kind`` (run, phase, window, pair), its key, the row."""
+
+    kind: str
+    key: str | None
+    row: Any
 
 
 @dataclass(frozen=True)
