@@ -88,6 +88,22 @@ def test_a_violated_expectation_exits_1(tmp_path: Path, capsys: pytest.CaptureFi
     assert "NOT MET lost-write" in out
 
 
+def test_a_violated_latency_bound_exits_1_with_a_readable_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A bound on the send latency that the run's measured p99 is over: verdict fail, the
+    row and the latency line printed (issue 16's must-show 4)."""
+    run, _ = _run(tmp_path)
+    (run / "case.yaml").write_text(CASE + "  p99_latency_ms: 0.001\n")
+    code, out, err = _check(run, capsys)
+    assert code == 1, out + err
+    result = RunResult.read(run)
+    row = next(e for e in result.expectations if e.name == "p99 send latency (ms)")
+    assert row.expected == "<= 0.001" and isinstance(row.observed, float) and not row.ok
+    assert result.latency is not None and result.latency["send"]["p99"] == row.observed
+    assert f"NOT MET p99 send latency (ms): expected <= 0.001, observed {row.observed}" in out
+    assert "latency: send p50" in out
+
+
 def test_a_run_that_failed_after_recovery_keeps_its_error(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     run, expected = _run(tmp_path, error="heal failed: kafka-2 did not start")
