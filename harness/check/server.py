@@ -127,8 +127,14 @@ def running() -> Server | None:
 
 @contextlib.contextmanager
 def _locked(path: Path, mode: int) -> Iterator[IO[str]]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise CheckError(f"cannot use {path.parent} for the shared Spark server: {exc.strerror or exc} "
+                         "(set HARNESS_SPARK_STATE to a writable directory, or check in-process with "
+                         "--spark-master 'local[*]')") from None
+    with fh:
         fcntl.flock(fh, mode)
         try:
             yield fh
@@ -292,6 +298,7 @@ def serve(directory: Path) -> int:
             return 1
     server = Server(pid=os.getpid(), jvm_pid=jvm.pid, port=port, python=sys.executable,
                     pyspark=_pyspark_version(), started=time.time(), session=str(uuid.uuid4()))
+    (directory / "used").touch()  # idle from now, not from an earlier server's last check
     tmp = directory / "server.json.tmp"
     tmp.write_text(json.dumps(server.__dict__))
     tmp.replace(directory / "server.json")
