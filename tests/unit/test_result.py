@@ -167,6 +167,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("broker_config", {"a": 1}, "broker_config"), ("injections", {}, "injections"),
     ("injections", [{"point": "C1"}], "injections[0].n"),
     ("story", "once", "story"), ("files", [], "files"), ("schema", "2", "schema"),
+    ("latency", [1], "latency"), ("latency", "fast", "latency"),
 ]
 
 
