@@ -4,10 +4,22 @@ in, known figures out."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import pytest
+
 from harness.check import check_run
-from harness.check.latency import Fault, Faults, availability, faults_of, stats
+from harness.check.latency import (
+    BUCKET_BASE,
+    ZERO_BUCKET,
+    Fault,
+    Faults,
+    Histograms,
+    availability,
+    faults_of,
+    stats,
+)
 
 T0 = 1_700_000_000.0
 
@@ -54,6 +66,20 @@ def test_availability_per_partition() -> None:
     assert idle[0]["sending"] is False and idle[0]["max_unavailable_s"] is None
 
 
+def test_percentiles_from_bucket_counts() -> None:
+    h = Histograms()
+    for v in range(1, 101):  # 1..100 ms, one each
+        h.add(0, math.floor(math.log(v) / math.log(BUCKET_BASE)), 1, float(v))
+    h.add(1, ZERO_BUCKET, 3, 0.0)
+    send, e2e = h.stats()["send"], h.stats()["e2e"]
+    assert send["n"] == 100 and send["max"] == 100.0
+    for name, true in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 100)):
+        assert send[name] == pytest.approx(true, rel=0.005), name
+    assert e2e == {"n": 3, "p50": 0.0, "p90": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
+    assert Histograms().stats()["send"] == {"n": 0, "p50": None, "p90": None, "p99": None, "p999": None,
+                                            "max": None}
+
+
 def test_stats_rounds_and_keeps_missing_values() -> None:
     assert stats(3, [1.234, 2.0, 3.0, 4.0], 5.555) == {"n": 3, "p50": 1.23, "p90": 2.0, "p99": 3.0,
                                                       "p999": 4.0, "max": 5.55}
@@ -80,7 +106,10 @@ def test_the_checker_measures_send_and_end_to_end_latency(tmp_path: Path) -> Non
     lat = check_run(tmp_path).latency
     assert lat is not None
     assert lat["send"]["n"] == 10 and lat["send"]["max"] == 9.0 and lat["e2e"]["max"] == 90.0
-    assert lat["send"]["p50"] in (4.0, 5.0) and lat["e2e"]["p50"] in (40.0, 50.0)
+    # the 5th of 10 (rank ceil(0.5 * 10)), within the buckets' 0.5%; p99 the 10th
+    assert lat["send"]["p50"] == pytest.approx(4.0, rel=0.005)
+    assert lat["e2e"]["p50"] == pytest.approx(40.0, rel=0.005)
+    assert lat["send"]["p99"] == pytest.approx(9.0, rel=0.005) and lat["send"]["p99"] <= lat["send"]["max"]
     assert {k: v["send"]["n"] for k, v in lat["phases"].items()} == {"before": 5, "during": 3, "after": 2}
     assert lat["phases"]["after"]["send"]["max"] == 9.0
     assert [w["t"] for w in lat["windows"]] == [0] and lat["windows"][0]["send"]["n"] == 10
