@@ -756,28 +756,21 @@ class _Job:
         grouped = fine.groupingSets(sets, "phase", "window", "pair", "m", "b").agg(
             F.grouping_id().alias("gid"), F.sum("n").alias("n"),
             F.max("mx").alias("mx"))
-        hists: dict[tuple[str, str | None], lat.Histograms] = {}
+        groups: dict[str, dict[str | None, lat.Histograms]] = {kind: {} for kind, _ in kinds.values()}
         for r in grouped.collect():
             if r.gid in kinds:
                 kind, col = kinds[r.gid]
-                hist = hists.setdefault((kind, None if col is None else r[col]), lat.Histograms())
-                hist.add(r.m, r.b, r.n, r.mx)
-        out = [_Summary(kind, key, h) for (kind, key), h in hists.items()]
-        if not any(s.kind == "run" for s in out):
-            out.append(_Summary("run", None, lat.Histograms()))
-
-        def both(s: _Summary) -> dict[str, Any]:
-            return s.row.stats()
-
-        run = next(s for s in out if s.kind == "run")
+                groups[kind].setdefault(None if col is None else r[col], lat.Histograms()).add(
+                    r.m, r.b, r.n, r.mx)
+        run = groups["run"].get(None, lat.Histograms())
         per_partition = []  # per producer and partition acknowledged: its ids' send and e2e latency
-        for s in out:
-            key = (s.key or "").split(":") if s.kind == "pair" else []
-            if len(key) == 3:
-                client_h, topic_h, part = (int(x) for x in key)
+        for key, hist in groups["pair"].items():
+            parts = (key or "").split(":")
+            if len(parts) == 3:
+                client_h, topic_h, part = (int(x) for x in parts)
                 per_partition.append({"client": names.clients.get(client_h, str(client_h)),
                                       "topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
-                                      **both(s)})
+                                      **hist.stats()})
         per_partition.sort(key=lambda p: (p["client"], p["topic"], p["partition"]))
         all_acks = [b for values in acks.values() for b in values]
         run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
@@ -786,14 +779,13 @@ class _Job:
             fault["t"] = round(fault["t"] - t0, 3)
         measured = [f["max_unavailable_s"] for f in availability if f["max_unavailable_s"] is not None]
         return {
-            "window_s": lat.WINDOW_S, "start": t0, **both(run),
-            "phases": {str(s.key): both(s) for s in sorted(out, key=lambda s: str(s.key))
-                       if s.kind == "phase"},
+            "window_s": lat.WINDOW_S, "start": t0, **run.stats(),
+            "phases": {str(k): h.stats()
+                       for k, h in sorted(groups["phase"].items(), key=lambda kh: str(kh[0]))},
             "during": None if faults.start is None else
             [round(faults.start - t0, 3), None if faults.end is None else round(faults.end - t0, 3)],
-            "windows": [{"t": int(s.key or 0) * lat.WINDOW_S, **both(s)}
-                        for s in sorted((s for s in out if s.kind == "window"),
-                                        key=lambda s: int(s.key or 0))],
+            "windows": [{"t": int(k or 0) * lat.WINDOW_S, **h.stats()}
+                        for k, h in sorted(groups["window"].items(), key=lambda kh: int(kh[0] or 0))],
             "partitions": per_partition,
             "availability": availability,
             "max_unavailable_s": max(measured) if measured else None,
@@ -848,15 +840,6 @@ class _Ranks:
             return F.lit(None).cast(_L)
         pairs = [F.lit(x) for h, r in ranks.items() for x in (h, r)]
         return F.element_at(F.create_map(*pairs), F.col(col))
-
-
-@dataclass(frozen=True)
-class _Summary:
-    """One grouping's latency row: ``kind`` (run, phase, window, pair), its key, the row."""
-
-    kind: str
-    key: str | None
-    row: Any
 
 
 @dataclass(frozen=True)
