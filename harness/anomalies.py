@@ -21,6 +21,8 @@ ANOMALIES = (
     "poll-skip",
     "key-order",
     "aborted-read",
+    "torn-transaction",
+    "precommitted-read",
     "unexpected",
 )
 

@@ -16,10 +16,11 @@ failed send):
 
 ``invoke``
     A send was attempted. ``mid`` (unique message id, also the start of the
-    value), ``topic``, ``key`` (or null).
+    value), ``topic``, ``key`` (or null), ``tx`` (the transaction it is sent in,
+    absent outside one).
 ``invokes``
     Sends a producer attempts next, in columns (like ``polls``): ``mids``, ``keys``
-    and ``partitions`` (the partition asked for, or null); batch field ``topic``.
+    and ``partitions`` (the partition asked for, or null); batch fields ``topic``, ``tx``.
     It means exactly its ``invoke`` events (:data:`INVOKES_FIELDS`), written before
     any of them is sent; :func:`read_events` expands it.
 ``ok``
@@ -57,6 +58,16 @@ failed send):
     ``rebalance``, ...), ``from`` and ``to`` offsets where known.
 ``stall``
     A send call blocked the caller (Pulsar queue full): ``seconds``.
+``txn``
+    A transactional producer's call on transaction ``tx`` (an id unique in the run,
+    ``<client>.t<n>``): ``action`` (``begin``, ``commit``, ``abort``) and ``status``
+    (Jepsen's split again): ``invoke`` just before a ``commit`` or ``abort`` call, then
+    exactly one of ``ok`` (it returned), ``fail`` (it definitely did not take effect:
+    the client must abort) or ``info`` (unknown: a timeout, a fatal error), with
+    ``error``; ``begin`` is local to the client and records ``ok`` only. The sends of the
+    transaction are the ``invoke`` events with its ``tx``. An ``ok``/``fail`` event
+    may also carry ``txn`` = ``aborted`` or ``committed``: the older shortcut for the
+    outcome of the transaction it was sent in (still read).
 
 Position fields: ``partition`` (int). Kafka: ``offset`` (int) and ``epoch``
 (leader epoch, int or null). Pulsar: ``ledger``, ``entry``, ``batch`` (ints;
@@ -103,6 +114,8 @@ __all__ = [
     "POLLS_FIELDS",
     "OKS_FIELDS",
     "INVOKES_FIELDS",
+    "TXN_ACTIONS",
+    "TXN_STATUSES",
     "BATCH_EVENTS",
     "expand_batch",
     "expand_polls",
@@ -110,7 +123,10 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 CLIENT_TYPES = frozenset({"invoke", "invokes", "ok", "oks", "fail", "info", "poll", "polls", "reset", "stall",
-                          "meta"})
+                          "meta", "txn"})
+#: ``txn`` event ``action`` and ``status`` values
+TXN_ACTIONS = ("begin", "commit", "abort")
+TXN_STATUSES = ("invoke", "ok", "fail", "info")
 #: column of a ``polls`` event -> the ``poll`` field it holds
 POLLS_FIELDS = {"partitions": "partition", "offsets": "offset", "epochs": "epoch",
                 "ledgers": "ledger", "entries": "entry", "batches": "batch",
