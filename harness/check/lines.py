@@ -33,7 +33,7 @@ __all__ = ["ANY_LISTS", "BREAK", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
 STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",
-           "subscription_type")
+           "subscription_type", "tx", "action", "status")
 #: batch columns: lists of integers, lists of strings, lists of anything
 LONG_LISTS = ("partitions", "offsets", "ledgers", "entries", "batches")
 STRING_LISTS = ("mids", "keys")

@@ -18,6 +18,7 @@ __all__ = [
     "COUNTS",
     "INFORMATIONAL",
     "MAX_EXAMPLES",
+    "MAX_TRANSACTIONS",
     "CheckResult",
     "example",
     "make_result",
@@ -40,12 +41,19 @@ COUNTS = (
     "info-absent",
     "unacked-present",
     "unacked-absent",
+    "txn-committed",
+    "txn-aborted",
+    "txn-unknown",
+    "txn-seen-committed",
+    "aborted-uncommitted-read",
     "lines",
     "skipped",
 )
 
 #: Examples kept per anomaly.
 MAX_EXAMPLES = 5
+#: Transactions listed in a result (the counts cover them all).
+MAX_TRANSACTIONS = 200
 
 Position = tuple[int, int, int]
 
@@ -60,6 +68,9 @@ class CheckResult:
     #: latency and availability (:mod:`harness.check.latency`; None: no timed invoke). Not
     #: part of equality: the reference checker, an oracle of the anomalies, has none.
     latency: dict[str, Any] | None = field(default=None, compare=False)
+    #: the run's transactions (None: it has none): ``{"total": n, "shown": [...]}``, up to
+    #: :data:`MAX_TRANSACTIONS` of them, those with an anomaly first. Not part of equality.
+    transactions: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -74,6 +85,7 @@ class CheckResult:
             "examples": {kind: [dict(e) for e in exs] for kind, exs in self.examples.items()},
             "counts": dict(self.counts),
             "latency": self.latency,
+            "transactions": self.transactions,
         }
 
 
