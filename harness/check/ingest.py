@@ -9,12 +9,14 @@ down to small groups that go through :mod:`harness.check.lines`, the contract's
 plain-Python reading (what the reference checker uses). So the slow path runs only
 near odd lines, and both paths read a line the same way. Batch lines (``polls``,
 ``oks``, ``invokes``) then become their events with NumPy index arithmetic, and the
-task writes its events as Parquet files in three places under the output directory:
+task writes its events as Parquet files in four places under the output directory:
 ``p/<topic hash>_<partition>/`` the rows with a place in a partition (polls with a
 position, replica records with an id and a position), one directory per
 (topic, partition), so that the position and sequence step reads a partition's rows
-without a shuffle (like a table partitioned on write); ``r/`` the resets; ``o/`` all
-other events. Every file has :data:`EVENTS_SCHEMA`: read together they are the
+without a shuffle (like a table partitioned on write); ``r/`` the resets; ``x/`` the
+``txn`` events (their ``tx``, its hash ``tx_h`` and ``txa``, the action and status:
+:func:`txa`); ``o/`` all other events. Invokes carry their ``tx`` and ``tx_h`` too.
+Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
 A task also counts its split's history lines and the lines it skips (not read, of an
@@ -52,15 +54,23 @@ from harness.check.lines import (
     decode,
     split_lines,
 )
-from harness.history import BATCH_EVENTS, CLIENT_TYPES
+from harness.history import BATCH_EVENTS, CLIENT_TYPES, TXN_ACTIONS, TXN_STATUSES
 
 __all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "place_dir",
            "place_pair", "plan"]
 
 # Event type codes.
-INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = range(8)
+INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = range(9)
 HISTORY_TYPES = {"invoke": INVOKE, "invokes": INVOKE, "ok": OK, "oks": OK, "fail": FAIL, "info": INFO,
-                 "poll": POLL, "polls": POLL, "reset": RESET, "meta": META}
+                 "poll": POLL, "polls": POLL, "reset": RESET, "meta": META, "txn": TXN}
+#: a ``txn`` event's ``txa``: action index * 4 + status index (harness.history TXN_ACTIONS, TXN_STATUSES)
+TXN_ACTION = {name: i for i, name in enumerate(TXN_ACTIONS)}
+TXN_STATUS = {name: i for i, name in enumerate(TXN_STATUSES)}
+
+
+def txa(action: str, status: str) -> int:
+    """The ``txa`` code of a ``txn`` event's action and status."""
+    return TXN_ACTION[action] * 4 + TXN_STATUS[status]
 REPLICA_TYPES = {"replica": REPLICA}
 # Row flags.
 ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
@@ -85,9 +95,11 @@ _COLUMNS = {"partitions": "partition", "offsets": "offset", "ledgers": "ledger",
 EVENTS_SCHEMA = pa.schema([
     ("code", pa.int32()), ("mid", _S), ("topic", _S), ("topic_h", _L), ("part", _L), ("pl", _L),
     ("pe", _L), ("pb", _L), ("client", _S), ("client_h", _L), ("flags", pa.int32()), ("seq", _L),
-    ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S), ("t", pa.float64())])
+    ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S), ("t", pa.float64()),
+    ("tx", _S), ("tx_h", _L), ("txa", pa.int32())])
 #: few distinct values: dictionary-encoded in Parquet
-_DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key"]
+_DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key",
+               "tx", "tx_h", "txa"]
 #: one row per task: its split, and what it read
 TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
 #: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
@@ -97,7 +109,7 @@ RESULT_SCHEMA = ("client_h long, client string, topic_h long, topic string, poll
 _NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
 _KNOWN_TYPES = pa.array(sorted(CLIENT_TYPES), pa.string())
 # Where a task writes: see the module docstring.
-PLACED, RESETS, OTHER = "p", "r", "o"
+PLACED, RESETS, OTHER, TXNS = "p", "r", "o", "x"
 
 
 def place_dir(topic_h: int, part: int) -> str:
@@ -185,7 +197,8 @@ class _Writers:
         located = _valid(events["pl"]) & _valid(events["topic_h"])
         placed = located & ((code == POLL) | ((code == REPLICA) & _valid(events["mid"])))
         reset = code == RESET
-        other = ~placed & ~reset
+        txn = code == TXN
+        other = ~placed & ~reset & ~txn
         if other.all():
             self._writer(OTHER).write_table(events)
             return
@@ -193,6 +206,8 @@ class _Writers:
             self._writer(OTHER).write_table(events.filter(pa.array(other)))
         if reset.any():
             self._writer(RESETS).write_table(events.filter(pa.array(reset)))
+        if txn.any():
+            self._writer(TXNS).write_table(events.filter(pa.array(txn)))
         rows = np.flatnonzero(placed)
         if not rows.size:
             return
@@ -385,7 +400,8 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
         out.update(client=pa.nulls(n, _S), client_h=pa.nulls(n, _L), flags=pa.array(np.zeros(n, np.int32)),
                    seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S),
-                   t=pa.nulls(n, pa.float64()))
+                   t=pa.nulls(n, pa.float64()), tx=pa.nulls(n, _S), tx_h=pa.nulls(n, _L),
+                   txa=pa.nulls(n, pa.int32()))
         return pa.table(out, schema=EVENTS_SCHEMA), skipped
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
@@ -401,6 +417,16 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     ks = ks_line[line] & _valid(key) & _valid(mid)
     ks_mask = pa.array(~ks)
     t = table.column("t").take(take).combine_chunks()
+    # transactions: tx on invokes and txn events (null elsewhere), txa on txn events
+    is_txn = code_line == TXN
+    tx_line = _masked(table.column("tx").combine_chunks(), pa.array(~((code_line == INVOKE) | is_txn)))
+    tx = tx_line.take(take)
+    action = _filled(_lookup(table.column("action"), TXN_ACTION, pa.int32()), -1)
+    status = _filled(_lookup(table.column("status"), TXN_STATUS, pa.int32()), -1)
+    txa_line = np.where(is_txn & (action >= 0) & (status >= 0), action * 4 + status, -1)[line]
+    out.update(tx=tx, tx_h=_hash(tx),
+               txa=pc.if_else(pa.array(txa_line < 0), pa.scalar(None, pa.int32()),
+                              pa.array(txa_line.astype(np.int32))))
     out.update(client=client, client_h=_hash(client), flags=pa.array(flags_line[line].astype(np.int32)),
                seq=pa.array(seq, _L), node=pa.nulls(n, _S), t=t,
                ks_t=_masked(t, ks_mask),

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from harness.check import ingest
 from harness.check import placed as placed_kernel
 from harness.check.inputs import require_lines, run_files
-from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
+from harness.check.result import MAX_EXAMPLES, MAX_TRANSACTIONS, CheckResult, example, make_result
 from harness.errors import CheckError
 
 if TYPE_CHECKING:
@@ -63,19 +63,27 @@ DEFAULT_MASTER = "local-connect"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Event type codes and row flags: those of the ingest step.
-INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA = (
+INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = (
     ingest.INVOKE, ingest.OK, ingest.FAIL, ingest.INFO, ingest.POLL, ingest.RESET, ingest.META,
-    ingest.REPLICA)
+    ingest.REPLICA, ingest.TXN)
 ROW_REC, ROW_ABORTED, ROW_RC = ingest.ROW_REC, ingest.ROW_ABORTED, ingest.ROW_RC
 # Per-id flags.
-F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP = (1 << i for i in range(9))
+F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP, F_RU_READ, F_REC_RC = (
+    1 << i for i in range(11))
+# A transaction's state (per id: its transaction's), docs/checker.md "Transactions".
+TS_NONE, TS_COMMITTED, TS_SEEN, TS_ABORTED, TS_UNKNOWN = range(5)
+TS_NAMES = {TS_COMMITTED: "committed", TS_SEEN: "seen-committed", TS_ABORTED: "aborted",
+            TS_UNKNOWN: "unknown"}
+#: a poll this much earlier than the commit call is before it (stamps may be reused for 0.5 ms)
+PRECOMMIT_SLACK_S = 0.001
 
 _L, _S = "long", "string"
 # The uniform anomaly row: a sort key and a generic example, typed.
 _SK_FIELDS = (("s", _S), ("a", _L), ("k", _S), ("b", _L), ("c", _L), ("d", _L), ("e", _L))
 _EX_FIELDS = (("mid", _S), ("seq", _L), ("seq2", _L), ("client", _L), ("topic", _L), ("part", _L),
               ("rec", "boolean"), ("pl", _L), ("pe", _L), ("pb", _L), ("ql", _L), ("qe", _L),
-              ("qb", _L), ("n", _L), ("sub", _S), ("key", _S), ("client2", _L), ("mid2", _S))
+              ("qb", _L), ("n", _L), ("sub", _S), ("key", _S), ("client2", _L), ("mid2", _S),
+              ("tx", _S), ("n2", _L), ("t1", "double"), ("t2", "double"))
 
 _POS_KINDS = ("inconsistent-offsets", "replica-divergence")
 _SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip")
@@ -458,7 +466,7 @@ class _Job:
         flags = self._bits({F_INV: code == INVOKE, F_OK: code == OK, F_FAIL: code == FAIL,
                             F_INFO: code == INFO, F_RUN: poll & ~rec, F_REC: poll & rec,
                             F_ABORTED: code.isin(OK, FAIL) & self._has("flags", ROW_ABORTED),
-                            F_RC_READ: poll & rc})
+                            F_RC_READ: poll & rc, F_RU_READ: poll & ~rc, F_REC_RC: poll & rec & rc})
         first_invoke, first_ok = F.when(code == INVOKE, seq), F.when(code == OK, seq)
         binding = F.when(poll & F.col("pl").isNotNull() & F.col("topic_h").isNotNull(),
                          self._binding("topic_h", "part", "pl", "pe", "pb"))
@@ -474,7 +482,10 @@ class _Job:
             # times (latency): first invoke, first ack, first run-phase poll
             F.min(F.when(code == INVOKE, F.col("t"))).alias("inv_t"),
             F.min(F.when(code == OK, F.col("t"))).alias("ack_t"),
-            F.min(F.when(poll & ~rec, F.col("t"))).alias("poll_t")))
+            F.min(F.when(poll & ~rec, F.col("t"))).alias("poll_t"),
+            # transactions: the id's (its first invoke's), the first read_committed poll
+            F.min_by("tx_h", first_invoke).alias("tx_h"),
+            F.min(F.when(poll & rc, F.col("t"))).alias("rc_t")))
         # ok events need not name their topic: an ack binds the topic of its invoke.
         agg = agg.withColumn("ack_topic", F.coalesce("ack_topic0", "inv_topic"))
         ack = F.when(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull(),
@@ -491,7 +502,7 @@ class _Job:
             return self._stage("mids", agg.select(
                 "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
                 "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb",
-                "inv_t", "ack_t", "poll_t"),
+                "inv_t", "ack_t", "poll_t", "tx_h", "rc_t"),
                 partition_by=("ack_topic", "ack_part"))
 
     @contextlib.contextmanager
@@ -524,15 +535,19 @@ class _Job:
 
     # -- 4. anomalies -----------------------------------------------------------
 
-    def _anomalies(self, events: DataFrame, mids: DataFrame, names: _Names) -> list[Row]:
+    def _anomalies(self, events: DataFrame, mids: DataFrame, names: _Names,
+                   txns: DataFrame | None) -> list[Row]:
         from pyspark.sql import Window
 
         F = self.F
         ranks = _Ranks(F, names)
-        rows = (self._mid_rows(mids)
+        with_tx = self._with_tx(mids, txns)
+        rows = (self._mid_rows(with_tx)
                 .unionByName(self._placed_rows(self._by_pair(names), ranks))
                 .unionByName(self._key_order_rows(events, ranks))
-                .unionByName(self._count_rows(mids)))
+                .unionByName(self._count_rows(with_tx)))
+        if txns is not None:
+            rows = rows.unionByName(self._txn_rows(txns))
         kind = Window.partitionBy("kind")
         ranked = rows.select("kind", "ex", F.sum("n").over(kind).alias("total"),
                              F.row_number().over(kind.orderBy("sk")).alias("rn"))
@@ -547,19 +562,126 @@ class _Job:
         kinds = F.array_compact(F.array(*[F.when(cond, F.lit(kind)) for kind, cond in conditions.items()]))
         return df.where(anyone).select(F.explode(kinds).alias("kind"), "*")
 
+    def _aborted(self) -> Column:
+        """The id was written by an aborted transaction (its own, or ``"txn": "aborted"``)."""
+        return self._has("f", F_ABORTED) | (self.F.col("ts") == TS_ABORTED)
+
     def _mid_rows(self, mids: DataFrame) -> DataFrame:
+        """Anomalies of one id; ``mids`` with its transaction's state (:meth:`_with_tx`)."""
         F = self.F
-        committed = self._has("f", F_OK) & self._lacks("f", F_ABORTED)
+        has, lacks = self._has, self._lacks
+        ts = F.col("ts")
+        outside = ts == TS_NONE
+        committed = ((outside & ((has("f", F_OK) & lacks("f", F_ABORTED))
+                                 | (lacks("f", F_OK | F_FAIL) & has("f", F_INFO | F_INV) & has("f", F_RUN))))
+                     | ts.isin(TS_COMMITTED, TS_SEEN))
+        rc_aborted = self._aborted() & has("f", F_RC_READ)
+        failed_read = (outside & lacks("f", F_ABORTED | F_OK) & has("f", F_FAIL) & has("f", F_RUN | F_REC))
+        commit_t = F.col("commit_t")
+        precommitted = (ts.isin(TS_COMMITTED, TS_SEEN, TS_UNKNOWN) & has("f", F_RC_READ)
+                        & (commit_t.isNull() | (F.col("rc_t") < commit_t - PRECOMMIT_SLACK_S)))
         found = self._explode_kinds(mids, {
-            "lost-write": committed & self._lacks("f", F_REC),
-            "unseen": committed & self._lacks("f", F_RUN) & self._has("f", F_REC),
-            "duplicate": self._has("f", F_DUP),
-            "unexpected": self._has("f", F_RUN | F_REC) & self._lacks("f", F_INV),
-            "aborted-read": self._has("f", F_ABORTED) & self._has("f", F_RC_READ),
+            "lost-write": committed & lacks("f", F_REC),
+            "unseen": committed & lacks("f", F_RUN) & has("f", F_REC),
+            "duplicate": has("f", F_DUP),
+            "unexpected": has("f", F_RUN | F_REC) & lacks("f", F_INV),
+            "aborted-read": rc_aborted | failed_read,
+            "precommitted-read": precommitted,
         })
         ack = {c: F.col(f"ack_{c}") for c in ("client", "topic", "part", "pl", "pe", "pb")}
-        return found.select(*self._uniform(F.col("kind"), {"s": F.col("mid")},
-                                           {"mid": F.col("mid"), **ack}))
+        kind = F.col("kind")
+        return found.select(*self._uniform(kind, {"s": F.col("mid")}, {
+            "mid": F.col("mid"), **ack,
+            # aborted-read: 1 when only read_committed polls count (an aborted transaction's id)
+            "n": F.when(kind == "aborted-read", F.when(rc_aborted, 1).otherwise(0)),
+            "tx": F.when(kind == "precommitted-read", F.col("tx")),
+            "t2": F.when(kind == "precommitted-read", F.col("commit_t"))}))
+
+    # -- transactions (docs/checker.md "Transactions") ---------------------------
+
+    def _transactions(self, mids: DataFrame) -> DataFrame | None:
+        """One row per transaction: its state ``ts`` (``TS_*``), commit time, name, producer
+        and order, and of its ids: how many (``n``), in the recovery read (``rec``; by a
+        read_committed reader ``rec_rc``), read by read_committed (``rc``) and
+        read_uncommitted (``ru``) clients, and one missing from the recovery read. None when
+        the run has no transaction (no ``txn`` event, no send with a ``tx``)."""
+        F = self.F
+        x = self.scratch / "events" / ingest.TXNS
+        sent = mids.where(F.col("tx_h").isNotNull())
+        if not x.is_dir() and not sent.limit(1).count():
+            return None
+
+        def ids(bits: int) -> Column:
+            return F.sum(F.when(self._has("f", bits), 1).otherwise(0))
+
+        table = sent.groupBy("tx_h").agg(
+            F.count(F.lit(1)).alias("n"), ids(F_REC).alias("rec"), ids(F_REC_RC).alias("rec_rc"),
+            ids(F_RC_READ).alias("rc"), ids(F_RU_READ).alias("ru"),
+            F.min(F.when(self._lacks("f", F_REC), F.col("mid"))).alias("missing"),
+            F.min_by("inv_client", "inv_seq").alias("inv_client"), F.min("inv_seq").alias("inv_seq"))
+        if x.is_dir():
+            txa = F.col("txa")
+            calls = self.spark.read.parquet(str(x)).where(F.col("tx_h").isNotNull()).groupBy("tx_h").agg(
+                F.max(F.when(txa == ingest.txa("commit", "ok"), 1).otherwise(0)).alias("c_ok"),
+                F.max(F.when(txa == ingest.txa("abort", "ok"), 1).otherwise(0)).alias("a_ok"),
+                F.min(F.when(txa == ingest.txa("commit", "invoke"), F.col("t"))).alias("commit_t"),
+                F.min_by("tx", "seq").alias("tx"), F.min_by("client_h", "seq").alias("tx_client"),
+                F.min("seq").alias("tx_seq"))
+        else:
+            calls = self.spark.createDataFrame(
+                [], "tx_h long, c_ok int, a_ok int, commit_t double, tx string, tx_client long, tx_seq long")
+        both = table.join(calls, "tx_h", "full")
+        state = (F.when(F.col("c_ok") == 1, TS_COMMITTED).when(F.col("a_ok") == 1, TS_ABORTED)
+                 .when(F.coalesce(F.col("rc"), F.lit(0)) > 0, TS_SEEN).otherwise(TS_UNKNOWN))
+        return self._stage("txns", both.select(
+            "tx_h", state.alias("ts"), "commit_t",
+            F.coalesce(F.col("tx"), F.col("tx_h").cast(_S)).alias("tx"),
+            F.coalesce("inv_client", "tx_client").alias("client"),
+            F.coalesce("inv_seq", "tx_seq").alias("order"),
+            *[F.coalesce(F.col(c), F.lit(0)).cast(_L).alias(c) for c in ("n", "rec", "rec_rc", "rc", "ru")],
+            "missing"))
+
+    def _with_tx(self, mids: DataFrame, txns: DataFrame | None) -> DataFrame:
+        """``mids`` with its transaction's state ``ts``, name ``tx`` and ``commit_t``."""
+        F = self.F
+        if txns is None:
+            return mids.select("*", F.lit(TS_NONE).alias("ts"), F.lit(None).cast(_S).alias("tx"),
+                               F.lit(None).cast("double").alias("commit_t"))
+        joined = mids.join(F.broadcast(txns.select("tx_h", "ts", "tx", "commit_t")), "tx_h", "left")
+        return joined.withColumn("ts", F.coalesce(F.col("ts"), F.lit(TS_NONE)))
+
+    def _torn(self) -> Column:
+        F = self.F
+        return (F.col("ts").isin(TS_COMMITTED, TS_SEEN) & (F.col("rec_rc") > 0)
+                & (F.col("rec") < F.col("n")))
+
+    def _txn_rows(self, txns: DataFrame) -> DataFrame:
+        """torn-transaction, one row per transaction, and the transaction counts."""
+        F = self.F
+        torn = txns.where(self._torn()).select(*self._uniform(
+            F.lit("torn-transaction"), {"s": F.col("tx")},
+            {"tx": F.col("tx"), "client": F.col("client"), "n": F.col("n"), "n2": F.col("rec"),
+             "mid": F.col("missing")}))
+        ts = F.col("ts")
+        counts = {"txn-committed": ts == TS_COMMITTED, "txn-aborted": ts == TS_ABORTED,
+                  "txn-unknown": ts.isin(TS_SEEN, TS_UNKNOWN), "txn-seen-committed": ts == TS_SEEN}
+        return torn.unionByName(self._sums(txns, counts))
+
+    def _transaction_list(self, txns: DataFrame | None, names: _Names) -> dict[str, Any] | None:
+        """The result's listing: up to MAX_TRANSACTIONS transactions, torn ones and aborted
+        ones a read_committed client read first, then in the order they began."""
+        if txns is None:
+            return None
+        F = self.F
+        flagged = self._torn() | ((F.col("ts") == TS_ABORTED) & (F.col("rc") > 0))
+        rows = (txns.select("*", flagged.alias("flagged"))
+                .orderBy(F.col("flagged").desc(), F.col("order").asc_nulls_last(), "tx")
+                .limit(MAX_TRANSACTIONS).collect())
+        total = txns.count()
+        return {"total": total, "shown": [{
+            "tx": r.tx, "client": names.clients.get(r.client) if r.client is not None else None,
+            "state": TS_NAMES[r.ts], "ids": r.n, "recovered": r.rec, "read_committed": r.rc,
+            "read_uncommitted": r.ru, "flagged": bool(r.flagged)} for r in rows]}
 
     def _by_pair(self, names: _Names) -> DataFrame:
         """The kernel of ``harness.check.placed``, one task per (topic, partition) that
@@ -650,7 +772,6 @@ class _Job:
         }
 
     def _count_rows(self, mids: DataFrame) -> DataFrame:
-        F = self.F
         has, lacks = self._has, self._lacks
         outcomes = {
             "fail": has("f", F_FAIL) & lacks("f", F_OK),
@@ -663,9 +784,15 @@ class _Job:
         for outcome, cond in outcomes.items():
             conditions[f"{outcome}-present"] = cond & has("f", F_REC)
             conditions[f"{outcome}-absent"] = cond & lacks("f", F_REC)
+        conditions["aborted-uncommitted-read"] = self._aborted() & has("f", F_RU_READ)
+        return self._sums(mids, conditions)
+
+    def _sums(self, df: DataFrame, conditions: Mapping[str, Column]) -> DataFrame:
+        """Uniform ``count:<name>`` rows: the rows of ``df`` where each condition holds."""
+        F = self.F
         names = list(conditions)
-        sums = mids.agg(*[F.sum(F.when(cond, 1).otherwise(0)).alias(f"c{i}")
-                          for i, cond in enumerate(conditions.values())])
+        sums = df.agg(*[F.sum(F.when(cond, 1).otherwise(0)).alias(f"c{i}")
+                        for i, cond in enumerate(conditions.values())])
         counts = sums.select(F.explode(F.array(*[
             F.struct(F.lit(f"count:{name}").alias("kind"), F.coalesce(F.col(f"c{i}"), F.lit(0)).alias("n"))
             for i, name in enumerate(names)])).alias("c"))
@@ -680,9 +807,10 @@ class _Job:
         require_lines(self.inputs.run_dir, lines, skipped)
         names = self._names(name_rows)
         mids = self._mids(events, names)
+        txns = self._transactions(mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
-        for row in sorted(self._anomalies(events, mids, names), key=lambda r: r.rn):
+        for row in sorted(self._anomalies(events, mids, names, txns), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
         details = self._details(events, mids, firsts)
@@ -691,7 +819,8 @@ class _Job:
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
         anomalies = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
         result = make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
-        return dataclasses.replace(result, latency=self._latency(mids, names))
+        return dataclasses.replace(result, latency=self._latency(mids, names),
+                                   transactions=self._transaction_list(txns, names))
 
     # -- 6. latency and availability (harness.check.latency) ----------------------
 
@@ -794,7 +923,7 @@ class _Job:
     def _details(self, events: DataFrame, mids: DataFrame, firsts: Mapping[str, list[Row]]) -> _Details:
         """The events of the example ids and positions that need more than the anomaly row."""
         F = self.F
-        ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read")
+        ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read", "precommitted-read")
                       for ex in firsts.get(kind, [])})
         places = sorted({_place(ex) for kind in _POS_KINDS for ex in firsts.get(kind, [])})
         seqs = sorted({s for kind in _SEQ_KINDS for ex in firsts.get(kind, []) for s in (ex.seq, ex.seq2)})
@@ -814,7 +943,7 @@ class _Job:
                   | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE)))
         found = events.where(wanted).select(
             "code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
-            "seq", "node")
+            "seq", "node", "t")
         acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(
             "mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb")
         return _Details(found.collect(), acks.collect())
@@ -885,10 +1014,19 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
                      if a.mid == ex.mid and a.ack_pl is not None and a.ack_topic is not None}
         return example(mid=ex.mid, positions=[example(topic=t, partition=p, pos=pos)
                                               for t, p, pos in sorted(bindings)[:MAX_EXAMPLES]])
-    if kind in ("unexpected", "aborted-read"):
+    if kind == "torn-transaction":
+        return example(tx=ex.tx, client=client, ids=ex.n, recovered=ex.n2, missing=ex.mid)
+    if kind in ("unexpected", "aborted-read", "precommitted-read"):
+        rc_only = kind == "precommitted-read" or (kind == "aborted-read" and ex.n == 1)
         reads = [r for r in details.events if r.mid == ex.mid and r.code == POLL
-                 and (kind == "unexpected" or r.client_h in names.rc_clients)]
+                 and (not rc_only or r.client_h in names.rc_clients)
+                 and (kind != "precommitted-read" or ex.t2 is None
+                      or (r.t is not None and r.t < ex.t2 - PRECOMMIT_SLACK_S))]
         first = min(reads, key=lambda r: r.seq)
+        if kind == "precommitted-read":
+            return example(mid=ex.mid, tx=ex.tx, client=first.client,
+                           phase="recovery" if first.flags & ROW_REC else "run", topic=first.topic,
+                           partition=first.part, pos=_pos_of(first), t=first.t, commit_t=ex.t2)
         return example(mid=ex.mid, client=first.client,
                        phase="recovery" if first.flags & ROW_REC else "run", topic=first.topic,
                        partition=first.part, pos=_pos_of(first))
