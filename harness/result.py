@@ -116,6 +116,8 @@ class RunResult:
     counts: dict[str, int] = field(default_factory=dict)
     #: send and end-to-end latency, availability per fault (docs/result.md; None: not measured)
     latency: dict[str, Any] | None = None
+    #: the transactions: counts by state and up to 200 of them (docs/result.md; None: none)
+    transactions: dict[str, Any] | None = None
     expectations: list[Expectation] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     recovery: Recovery | None = None
@@ -348,7 +350,7 @@ def _read_field(name: str, v: Any, source: str) -> Any:
         return {str(k): _dict_list(x, source, f"{name}.{k}") for k, x in v.items()}
     if name in ("truncations", "replicas"):
         return _dict_list(v, source, name)
-    if name in ("files", "latency"):
+    if name in ("files", "latency", "transactions"):
         return _opt(v, dict, source, name, "an object")
     if name == "verdict":
         _expect(v in VERDICTS, source, name, " or ".join(VERDICTS))

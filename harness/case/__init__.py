@@ -31,6 +31,7 @@ from .model import (
                     Step,
                     StepArgs,
                     TopicSpec,
+                    TxnArgs,
                     UnloadArgs,
                     roles_for,
 )
@@ -40,7 +41,7 @@ __all__ = [
     "MAX_RULE_BYTES",
     "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for",
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
-    "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
+    "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
     "Expect",
 ]

@@ -64,7 +64,7 @@ _CLIENT: dict[str, _Table] = {
 }
 
 _EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces", "max_unavailable",
-                "p99_latency_ms", "p99_e2e_latency_ms")
+                "p99_latency_ms", "p99_e2e_latency_ms", "min_aborted_seen")
 
 
 def _read_section(node: Node, field: str, system: str,
@@ -176,7 +176,8 @@ def read_expect(node: Node, armed: bool, field: str = "expect") -> Expect:
                   injection_hit=injection_hit, verdict=verdict, reproduces=reproduces,
                   max_unavailable_s=f.get("max_unavailable", duration, None),
                   p99_latency_ms=f.get("p99_latency_ms", number, None),
-                  p99_e2e_latency_ms=f.get("p99_e2e_latency_ms", number, None))
+                  p99_e2e_latency_ms=f.get("p99_e2e_latency_ms", number, None),
+                  min_aborted_seen=f.get("min_aborted_seen", NON_NEGATIVE, None))
 
 
 def _anomaly_list(node: Node, field: str) -> frozenset[str]:

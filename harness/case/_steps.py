@@ -41,6 +41,7 @@ from .model import (
     DEFAULT_INJECT_TIMEOUT_S,
     DIRECTIONS,
     DRIVERS,
+    ISOLATION_LEVELS,
     MAX_SEED,
     NODE_FAULTS,
     SUBSCRIPTION_TYPES,
@@ -54,6 +55,7 @@ from .model import (
     Selector,
     Step,
     StepArgs,
+    TxnArgs,
     UnloadArgs,
     other_system,
     roles_for,
@@ -212,8 +214,9 @@ def _pulsar_only(f: Fields, ctx: StepContext, *keys: str) -> None:
 
 def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
     f = Fields(node, field, ("name", "count", "duration", "rate", "background", "value_size",
-                             "keys", "partition", "driver", "settings"))
+                             "keys", "partition", "driver", "settings", "transactions"))
     _pulsar_only(f, ctx, "driver", "settings")
+    _kafka_only(f, ctx, "transactions")
     count = f.get("count", POSITIVE, None)
     duration_s = f.get("duration", duration, None)
     if (count is None) == (duration_s is None):
@@ -227,13 +230,34 @@ def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
         partition=f.get("partition", ctx.partition, None),
         driver=f.get("driver", choice(*DRIVERS), "python"),
         settings=f.get("settings", lambda n, fld: read_client_settings(n, fld, ctx.system),
-                       MappingProxyType({})))
+                       MappingProxyType({})),
+        transactions=f.get("transactions", _transactions, None))
+
+
+def _transactions(node: Node, field: str) -> TxnArgs:
+    """``produce.transactions``: ``{size: 10, abort: 0.25}``."""
+    f = Fields(node, field, ("size", "abort"))
+    abort = f.get("abort", number, 0.0)
+    if not 0 <= abort <= 1:
+        raise error(f.at("abort"), f.sub("abort"),
+                    f"is the share of transactions aborted, from 0 to 1 (got {show(abort)})")
+    return TxnArgs(size=f.get("size", POSITIVE, 10), abort=abort)
+
+
+def _kafka_only(f: Fields, ctx: StepContext, *keys: str) -> None:
+    """Keys of a step that only Kafka cases take."""
+    if ctx.system != "kafka":
+        for key in keys:
+            if f.has(key):
+                raise error(f.at(key), f.sub(key),
+                            f"applies to kafka cases only (this is a {ctx.system} case)")
 
 
 def _consume(node: Node, field: str, ctx: StepContext) -> ConsumeArgs:
     f = Fields(node, field, ("name", "background", "duration", "count", "group",
-                             "subscription_type"))
+                             "subscription_type", "isolation_level"))
     _pulsar_only(f, ctx, "subscription_type")
+    _kafka_only(f, ctx, "isolation_level")
     background = f.get("background", boolean, False)
     count = f.get("count", POSITIVE, None)
     duration_s = f.get("duration", duration, None)
@@ -242,7 +266,8 @@ def _consume(node: Node, field: str, ctx: StepContext) -> ConsumeArgs:
     return ConsumeArgs(name=ctx.workload_name(f, "consume", background), background=background,
                        duration_s=duration_s, count=count, group=f.get("group", name, None),
                        subscription_type=f.get("subscription_type", choice(*SUBSCRIPTION_TYPES),
-                                               None))
+                                               None),
+                       isolation_level=f.get("isolation_level", choice(*ISOLATION_LEVELS), None))
 
 
 def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:

@@ -7,6 +7,7 @@ read-only (:class:`types.MappingProxyType`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ __all__ = [
     "ACTIONS", "NODE_FAULTS", "CHAOS_FAULTS", "MAX_SEED", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
-    "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs",
+    "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
     "Expect",
     "DRIVERS",
@@ -149,6 +150,20 @@ class Selector:
 
 
 @dataclass(frozen=True)
+class TxnArgs:
+    """``produce.transactions`` (kafka): ``size`` records per transaction; ``abort`` the share
+    of transactions aborted, spread evenly (transaction i aborts when floor((i + 1) *
+    abort) > floor(i * abort): 0.25 aborts every fourth, 1 every one)."""
+
+    size: int = 10
+    abort: float = 0.0
+
+    def aborts(self, index: int) -> bool:
+        """Whether transaction ``index`` (0-based) is aborted."""
+        return math.floor((index + 1) * self.abort + 1e-9) > math.floor(index * self.abort + 1e-9)
+
+
+@dataclass(frozen=True)
 class ProduceArgs:
     """``produce``: exactly one of ``count`` and ``duration_s`` is set."""
 
@@ -163,6 +178,8 @@ class ProduceArgs:
     driver: str = "python"  # pulsar: "java" runs the Java client (harness/clients/java)
     #: client keys that replace the case's ``client`` section for this workload only
     settings: Mapping[str, Any] = field(default_factory=_no_params)
+    #: kafka: send in transactions (None: no transactions)
+    transactions: TxnArgs | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +195,7 @@ class ConsumeArgs:
     count: int | None = None
     group: str | None = None  # Kafka group / Pulsar subscription; None: the runner picks one
     subscription_type: str | None = None  # pulsar; None: the client section's
+    isolation_level: str | None = None  # kafka; None: the client section's
 
 
 @dataclass(frozen=True)
@@ -280,6 +298,9 @@ class Expect:
     max_unavailable_s: float | None = None
     p99_latency_ms: float | None = None
     p99_e2e_latency_ms: float | None = None
+    #: at least this many ids of aborted transactions read by read_uncommitted clients (the
+    #: checker's ``aborted-uncommitted-read`` count; None: not judged)
+    min_aborted_seen: int | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import eq
 from typing import Any
@@ -129,6 +129,8 @@ def producer_config(bootstrap: str, client: Any | None = None) -> dict[str, Any]
         conf["retries"] = client.retries
     if client.transactional_id:
         conf["transactional.id"] = client.transactional_id
+        # librdkafka refuses a delivery timeout longer than the transaction's
+        conf["transaction.timeout.ms"] = max(60000, client.delivery_timeout_ms)
     conf.update(dict(client.extra))
     return conf
 
@@ -178,6 +180,8 @@ class KafkaProducerClient:
         # are) unless the client name is not an id: then parse_mid reads each one
         long_mid = f"{self.name}-{10 ** 15}"
         self._plain_mids = parse_mid(make_value(long_mid)) == long_mid
+        # the open transaction's batch field (``,"tx":...``) of the invoke lines, or ""
+        self._tx_field = ""
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         value = msg.value()
@@ -238,7 +242,7 @@ class KafkaProducerClient:
         mid = f"{self.name}-{next(self._seq)}"
         hist = self.history
         hist.write_line(f'{hist.head("invoke")},"mid":"{mid}","topic":{self._topic_js},'
-                        f'"key":{_js(key)}}}\n')
+                        f'"key":{_js(key)}{self._tx_field}}}\n')
         self._produce(mid, key, value_size, partition)
         self.stats.sent += 1
         self.poll(0)
@@ -257,7 +261,7 @@ class KafkaProducerClient:
         parts_js = "null" if partition is None else _all_ints_json([partition] * n, n)
         hist = self.history
         hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
-                        f'"keys":{keys_js},"partitions":{parts_js}}}\n')
+                        f'"keys":{keys_js},"partitions":{parts_js}{self._tx_field}}}\n')
         for mid, key in zip(mids, keys, strict=False):
             self._produce(mid, key, value_size, partition)
             self.stats.sent += 1
@@ -292,6 +296,98 @@ class KafkaProducerClient:
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start
         return self.stats
+
+    def run_transactions(self, *, size: int, aborts: Callable[[int], bool], count: int | None = None,
+                         duration_s: float | None = None, rate: float | None = None,
+                         value_size: int = 100, keys: int | None = None, partition: int | None = None,
+                         stop: threading.Event | None = None, call_timeout_s: float = 30.0,
+                         retries: int = 3) -> WorkloadStats:
+        """Sends in transactions of ``size`` records until ``count`` records or ``duration_s``
+        (always bounded) or ``stop``: begin, the sends (one ``invokes`` line carrying the
+        ``tx``), a flush (so that they are in the log), then commit, or abort when
+        ``aborts(i)`` says so for transaction ``i``. Every
+        call is recorded as ``txn`` events (harness.history): ``invoke``, then ``ok``,
+        ``fail`` (the broker refused: the transaction is aborted next) or ``info`` (unknown:
+        a timeout; the call is made again, up to ``retries`` times). A fatal error, or a
+        transaction whose outcome stays unknown, ends the workload (the producer cannot go
+        on with the next one)."""
+        if count is None and duration_s is None:
+            raise ValueError("a workload needs a count or a duration")
+        from confluent_kafka import KafkaException
+
+        start = time.monotonic()
+        deadline = start + duration_s if duration_s is not None else None
+        try:
+            self.producer.init_transactions(call_timeout_s * 2)
+        except KafkaException as exc:
+            raise RuntimeError(f"init_transactions failed: {exc.args[0]}") from exc
+        sent = index = 0
+        try:
+            while (count is None or sent < count) and (deadline is None or time.monotonic() < deadline):
+                if stop is not None and stop.is_set():
+                    break
+                n = size if count is None else min(size, count - sent)
+                tx = f"{self.name}.t{index + 1}"
+                try:
+                    self.producer.begin_transaction()
+                except KafkaException as exc:
+                    self.stats.errors["begin"] = self.stats.errors.get("begin", 0) + 1
+                    LIBRDKAFKA_LOG.warning("%s: begin_transaction failed: %s", self.name, exc.args[0])
+                    break
+                self.history.record("txn", tx=tx, action="begin", status="ok")
+                self._tx_field = f',"tx":{json.dumps(tx)}'
+                try:
+                    self.send_batch([f"k{(sent + i) % keys}" if keys else None for i in range(n)],
+                                    value_size, partition)
+                finally:
+                    self._tx_field = ""
+                sent += n
+                # the sends reach the log before the transaction ends (an abort would purge
+                # what is still queued): aborted records are then in the log, where
+                # read_committed readers must skip them, as in seed 001's example
+                self.producer.flush(call_timeout_s)
+                self._write_acks()
+                action = "abort" if aborts(index) else "commit"
+                index += 1
+                if not self._end_transaction(tx, action, call_timeout_s, retries):
+                    break
+                if rate:
+                    ahead = start + sent / rate - time.monotonic()
+                    while ahead > 0:
+                        self.poll(min(ahead, 0.5))
+                        ahead = start + sent / rate - time.monotonic()
+        finally:
+            self._write_acks()
+            self.history.flush()
+        self.stats.seconds = time.monotonic() - start
+        return self.stats
+
+    def _end_transaction(self, tx: str, action: str, timeout_s: float, retries: int) -> bool:
+        """Commits or aborts ``tx``, recording each call; whether the producer can go on."""
+        from confluent_kafka import KafkaException
+
+        call = self.producer.commit_transaction if action == "commit" else self.producer.abort_transaction
+        for _ in range(retries + 1):
+            self.history.record("txn", tx=tx, action=action, status="invoke")
+            try:
+                call(timeout_s)
+            except KafkaException as exc:
+                err = exc.args[0]
+                self._write_acks()
+                code = err.name() if hasattr(err, "name") else str(err)
+                self.stats.errors[f"{action}:{code}"] = self.stats.errors.get(f"{action}:{code}", 0) + 1
+                detail = f"{code}: {err.str() if hasattr(err, 'str') else err}"
+                if action == "commit" and getattr(err, "txn_requires_abort", lambda: False)():
+                    self.history.record("txn", tx=tx, action=action, status="fail", error=detail)
+                    return self._end_transaction(tx, "abort", timeout_s, retries)
+                self.history.record("txn", tx=tx, action=action, status="info", error=detail)
+                if getattr(err, "fatal", lambda: False)() or not getattr(err, "retriable", lambda: False)():
+                    return False
+                continue
+            self._write_acks()
+            self.history.record("txn", tx=tx, action=action, status="ok")
+            return True
+        return False
 
     def drain(self, timeout_s: float) -> int:
         """Waits for outstanding deliveries; returns how many are still unresolved."""

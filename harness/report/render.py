@@ -312,6 +312,7 @@ def _run_page(run_dir: Path) -> str:
         flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
         replicas=[{**row, "uncommitted": _uncommitted(row)} for row in run.result.replicas],
         latency=_latency(run.result.latency),
+        transactions=_transactions(run.result.transactions, run.result.counts),
         files=files,
         logs=logs,
         generated=datetime.now(timezone.utc),
@@ -356,6 +357,29 @@ def _latency(raw: Any) -> dict[str, Any] | None:
                    **pair(p)} for p in raw.get("partitions") or [] if isinstance(p, dict)]
     return {"rows": rows, "partitions": partitions, "windows": windows, "faults": faults, "during": during,
             "window_s": raw.get("window_s"), "max_unavailable": raw.get("max_unavailable_s")}
+
+
+_TXN_COUNTS = ("txn-committed", "txn-aborted", "txn-unknown", "txn-seen-committed",
+               "aborted-uncommitted-read")
+_TXN_FIELDS = ("tx", "client", "state", "ids", "recovered", "read_committed", "read_uncommitted")
+
+
+def _transactions(raw: Any, counts: Any) -> dict[str, Any] | None:
+    """``result.transactions`` for the page (docs/result.md): the transaction counts and
+    the listed transactions; what is not well-formed is left out."""
+    if not isinstance(raw, dict):
+        return None
+    counts = counts if isinstance(counts, dict) else {}
+    shown = []
+    for t in raw.get("shown") or []:
+        if isinstance(t, dict):
+            row = {k: t.get(k) if isinstance(t.get(k), (str, int)) and not isinstance(t.get(k), bool)
+                   else None for k in _TXN_FIELDS}
+            row["flagged"] = t.get("flagged") is True
+            shown.append(row)
+    total = raw.get("total") if isinstance(raw.get("total"), int) else None
+    return {"counts": {k: counts.get(k) for k in _TXN_COUNTS if isinstance(counts.get(k), int)},
+            "shown": shown, "total": total}
 
 
 def _bug(what: Path, exc: Exception) -> HarnessError:

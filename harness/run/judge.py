@@ -35,6 +35,10 @@ def judge(case: Case, check: dict[str, Any], injection: InjectionSummary | None,
     acked = int(check.get("counts", {}).get("ok", 0))
     rows.append(Expectation("acknowledged writes", f">= {case.expect.min_acked}", acked,
                             acked >= case.expect.min_acked))
+    if case.expect.min_aborted_seen is not None:
+        seen = int(check.get("counts", {}).get("aborted-uncommitted-read", 0))
+        rows.append(Expectation("aborted records read uncommitted", f">= {case.expect.min_aborted_seen}",
+                                seen, seen >= case.expect.min_aborted_seen))
     rows += _latency_rows(case, check.get("latency"))
     if case.expect.injection_hit is not None:
         every = injections or ([injection] if injection else [])
@@ -101,6 +105,7 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     result.examples = dict(check.get("examples") or {})
     result.counts = dict(check.get("counts") or {})
     result.latency = check.get("latency")
+    result.transactions = check.get("transactions")
     warning = skipped_lines(result.counts)
     if warning:
         log.warning("warning: %s", warning)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..case import Case, ConsumeArgs, ProduceArgs
-from ..errors import WaitTimeout, WorkloadError
+from ..errors import HarnessError, WaitTimeout, WorkloadError
 from ..history import HistoryWriter
 from ..systems.base import JavaProducers, System
 
@@ -72,9 +72,24 @@ class Workloads:
                                  duration_s=min(args.duration_s, cap) if args.duration_s else None,
                                  rate=args.rate, value_size=args.value_size, keys=args.keys,
                                  partition=args.partition, stop=stop, max_s=cap).as_dict())
+        txn = args.transactions
+        if txn is not None:  # a transactional producer of its own (one id per workload)
+            spec = dataclasses.replace(spec, idempotence=True, acks="all",
+                                       transactional_id=spec.transactional_id or f"{self.topic}-{args.name}")
         with self._writer(args.name) as hist:
             client = self.system.producer(self.topic, hist, spec)
             try:
+                if txn is not None:
+                    run_transactions = getattr(client, "run_transactions", None)
+                    if run_transactions is None:
+                        raise WorkloadError(f"workload {args.name}: {self.system.name} has no "
+                                            f"transactional producer")
+                    stats = run_transactions(
+                        size=txn.size, aborts=txn.aborts, count=args.count,
+                        duration_s=min(args.duration_s, cap) if args.duration_s else min(cap, 3600.0),
+                        rate=args.rate, value_size=args.value_size, keys=args.keys,
+                        partition=args.partition, stop=stop)
+                    return dict(stats.as_dict())
                 stats = client.run(count=args.count,
                                    duration_s=min(args.duration_s, cap) if args.duration_s else None,
                                    rate=args.rate, value_size=args.value_size, keys=args.keys,
@@ -86,6 +101,8 @@ class Workloads:
     def _consume(self, args: ConsumeArgs, stop: threading.Event) -> dict[str, Any]:
         spec = self.case.client if args.subscription_type is None else \
             dataclasses.replace(self.case.client, subscription_type=args.subscription_type)
+        if args.isolation_level is not None:
+            spec = dataclasses.replace(spec, isolation_level=args.isolation_level)
         with self._writer(args.name) as hist:
             stats = self.system.consumer(self.topic, hist, spec, args.group).run(
                 count=args.count, duration_s=args.duration_s, stop=stop, max_s=self.case.timeout_s)
@@ -97,7 +114,12 @@ class Workloads:
         stop = threading.Event()
         if not args.background:
             log.info(f"workload {args.name}: {self._describe(args)}")
-            result = fn(args, stop)  # type: ignore[arg-type]
+            try:
+                result = fn(args, stop)  # type: ignore[arg-type]
+            except HarnessError:
+                raise
+            except Exception as exc:  # a client library's error: one line, not a traceback
+                raise WorkloadError(f"workload {args.name} failed: {exc}") from exc
             self.finished[args.name] = result
             log.info(f"workload {args.name}: done {self._summary(result)}")
             return result
