@@ -29,7 +29,7 @@ __all__ = [
     "DRIVERS",
 ]
 
-ROLES_KAFKA = ("leader", "follower", "controller", "old-leader")
+ROLES_KAFKA = ("leader", "follower", "controller", "old-leader", "txn-coordinator", "group-coordinator")
 ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
 #: Valid for both systems: any one broker (Kafka broker, Pulsar broker).
 ROLE_ANY_BROKER = "any-broker"

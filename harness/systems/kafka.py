@@ -78,6 +78,10 @@ class KafkaSystem:
         self.admin = AdminClient({"bootstrap.servers": self.spec.bootstrap,
                                   "socket.timeout.ms": 5000, "socket.connection.setup.timeout.ms": 3000,
                                   "log_level": 0})
+        #: the transactional ids and consumer groups of the run's clients, latest last (the
+        #: ``txn-coordinator`` and ``group-coordinator`` roles resolve the latest one)
+        self.transactional_ids: list[str] = []
+        self.groups: list[str] = []
 
     # -- naming ---------------------------------------------------------------
     def node_name(self, broker_id: int) -> str:
@@ -460,19 +464,49 @@ class KafkaSystem:
             if not others:
                 raise FaultError(f"follower: partition {partition} of {topic} has no follower")
             return self.cluster.node(self.node_name(others[0]))
+        if role == "txn-coordinator":
+            if not self.transactional_ids:
+                raise FaultError("txn-coordinator: no transactional producer has started yet")
+            return self.coordinator("__transaction_state", self.transactional_ids[-1], role)
+        if role == "group-coordinator":
+            if not self.groups:
+                raise FaultError("group-coordinator: no consumer has started yet")
+            return self.coordinator("__consumer_offsets", self.groups[-1], role)
         raise FaultError(f"unknown kafka role {role!r}")
+
+    def coordinator(self, internal: str, key: str, role: str) -> Node:
+        """The leader of the partition of ``internal`` (``__transaction_state``,
+        ``__consumer_offsets``) that coordinates ``key`` (a transactional id, a group):
+        Kafka's ``Utils.abs(key.hashCode) % partitions``."""
+        try:
+            md = self.admin.list_topics(topic=internal, timeout=10).topics.get(internal)
+        except Exception as exc:
+            raise FaultError(f"{role}: could not read {internal}'s metadata: {exc}") from None
+        if md is None or md.error is not None or not md.partitions:
+            raise FaultError(f"{role}: {internal} does not exist yet "
+                             f"({md.error if md is not None else 'no metadata'})")
+        partition = coordinator_partition(key, len(md.partitions))
+        leader = self.partition_state(internal, partition).leader
+        if leader < 0:
+            raise FaultError(f"{role}: partition {partition} of {internal} (coordinating {key!r}) "
+                             f"has no leader")
+        return self.cluster.node(self.node_name(leader))
 
     def producer(self, topic: str, history: HistoryWriter, client: ClientSpec) -> ProducerClient:
         from ..clients.kafka import KafkaProducerClient, producer_config
 
+        if client.transactional_id:
+            self.transactional_ids.append(client.transactional_id)
         return KafkaProducerClient(producer_config(self.spec.bootstrap, client), topic, history)
 
     def consumer(self, topic: str, history: HistoryWriter, client: ClientSpec,
                  group: str | None) -> ConsumerClient:
         from ..clients.kafka import KafkaConsumerClient
 
-        return KafkaConsumerClient(self.spec.bootstrap, topic, history, group=group,
-                                   isolation_level=client.isolation_level)
+        consumer = KafkaConsumerClient(self.spec.bootstrap, topic, history, group=group,
+                                       isolation_level=client.isolation_level)
+        self.groups.append(consumer.group)
+        return consumer
 
     def recovery_read(self, topic: str, history: HistoryWriter, client: ClientSpec,
                       partitions: int) -> dict[str, Any]:
@@ -517,3 +551,14 @@ class KafkaSystem:
     def _zk_get(self, path: str) -> Any:
         raw = zk_call(zk_port(self.spec), path, lambda zk: zk.get(path)[0])
         return json.loads(raw.decode())
+
+
+def coordinator_partition(key: str, partitions: int) -> int:
+    """Kafka's coordinator partition of a transactional id or group: ``Utils.abs(
+    key.hashCode()) % partitions`` with Java's ``String.hashCode`` (UTF-16 code units)."""
+    h = 0
+    data = key.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
