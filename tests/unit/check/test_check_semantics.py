@@ -55,6 +55,28 @@ def _ks(client: str, mid: str | None, key: str | None, entry: int, t: Any, *, le
                   subscription_type=kind), "t": t}
 
 
+RC, RU = "read_committed", "read_uncommitted"
+
+
+def _txn(client: str, tx: str, topic: str, sends: list[tuple[str, int]], end: str,
+         status: str) -> list[dict[str, Any]]:
+    """A transaction ``tx``: begin at t=1, its sends (partition 0) acked, then ``end``
+    (commit or abort) invoked at t=10 and completed with ``status``."""
+    mids = [m for m, _ in sends]
+    return [{**_ev("txn", client, tx=tx, action="begin", status="ok"), "t": 1.0},
+            {**_ev("invokes", client, topic=topic, tx=tx, mids=mids, keys=None, partitions=None), "t": 2.0},
+            {**_ev("oks", client, topic=topic, mids=mids, partitions=[0] * len(sends),
+                   offsets=[o for _, o in sends]), "t": 3.0},
+            {**_ev("txn", client, tx=tx, action=end, status="invoke"), "t": 10.0},
+            {**_ev("txn", client, tx=tx, action=end, status=status), "t": 11.0}]
+
+
+def _rc_recovery(client: str, topic: str, *reads: tuple[str, int]) -> list[dict[str, Any]]:
+    """A read_committed recovery read (with a meta line, so that an empty one is one too)."""
+    return ([_ev("meta", client, isolation=RC)]
+            + [_poll(client, mid, topic, off, phase="recovery", isolation=RC, t=30.0) for mid, off in reads])
+
+
 _KO_MIDS = [f"m{i}" for i in (1, 2, 4, 5, 6, 11, 12, 20, 21, 30, 31, 32, 33, 34, 36, 37, 38)]
 
 
@@ -100,7 +122,8 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                      for i, at in enumerate([(1, 0, 0), (1, 0, 1), (1, 1, -1), (2, 0, -1)])]
                     + [_poll("consumer", "q1", "pulsar", pulsar=(1, 0, 1))],
         "producer": [_ev("invoke", "producer", mid=f"q{i}", topic="pulsar") for i in range(4)],
-    }, {"nonmonotonic-poll": 1}),
+        # (unacked sends a reader saw are committed: without a recovery read, all 4 are lost)
+    }, {"nonmonotonic-poll": 1, "lost-write": 4}),
     # A skip is judged against the recovery read: offset 1 (a transaction marker) is no record.
     "skip": ({
         "producer": [e for i, off in enumerate([0, 2, 3]) for e in _sent("producer", f"s{i}", "skip", off)],
@@ -150,7 +173,8 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                             isolation="read_committed")],
         "recovery": [_polls("recovery", "polls-fields", phase="recovery", partitions=[0, 0], offsets=[0, 1],
                             mids=["f0", "f1"])],
-    }, {"nonmonotonic-poll": 2, "aborted-read": 1}),
+        # (g0, g1: unacked sends a reader saw are committed, and the recovery read lacks them)
+    }, {"nonmonotonic-poll": 2, "aborted-read": 1, "lost-write": 2}),
     # key-order: per (topic, subscription, key, partition) in order of t (a string t is cast;
     # ties in file order), first polls only. Three violations: m4 after m5 (another client,
     # earlier t), m12 after m11 (one batch, one t), m21 (file earlier, t later) after m20.
@@ -176,12 +200,61 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                  _ks("ks-x", "m36", "k", 6, None, ledger=0),
                  _ks("ks-x", "m37", "k", 7, "soon", ledger=0),
                  _ks("ks-x", "m38", "k", 8, float("nan"), ledger=0)],
-    }, {"key-order": 3, "nonmonotonic-poll": 1}),
+        # (unacked sends a reader saw are committed: without a recovery read, 16 are lost)
+    }, {"key-order": 3, "nonmonotonic-poll": 1, "lost-write": 16}),
     # Records that are not ours (mid null) are no anomaly; ids never sent are.
     "foreign": ({
         "consumer": [_poll("consumer", None, "foreign", 0), _poll("consumer", "zz", "foreign", 1)],
         "recovery": _recovery("foreign", (None, 0), ("zz", 1)),
     }, {"unexpected": 1}),
+    # Transactions (docs/checker.md "Transactions"): a committed one read whole is clean.
+    "txn-whole": ({
+        "p-whole": _txn("p-whole", "tw", "txn-whole", [("tw1", 0), ("tw2", 1)], "commit", "ok"),
+        "rc-whole": [_poll("rc-whole", m, "txn-whole", o, isolation=RC, t=20.0)
+                     for m, o in (("tw1", 0), ("tw2", 1))],
+        "rec-whole": _rc_recovery("rec-whole", "txn-whole", ("tw1", 0), ("tw2", 1)),
+    }, {}),
+    # An aborted transaction's records: an aborted read for read_committed, allowed for
+    # read_uncommitted.
+    "txn-aborted": ({
+        "p-ab": _txn("p-ab", "ta", "txn-aborted", [("ta1", 0), ("ta2", 1)], "abort", "ok"),
+        "rc-ab": [_poll("rc-ab", "ta1", "txn-aborted", 0, isolation=RC, t=20.0)],
+        "ru-ab": [_poll("ru-ab", m, "txn-aborted", o, isolation=RU, t=20.0)
+                  for m, o in (("ta1", 0), ("ta2", 1))],
+        "rec-ab": _rc_recovery("rec-ab", "txn-aborted"),
+    }, {"aborted-read": 1}),
+    # A commit that timed out, seen by a read_committed reader: committed, so the one record
+    # missing from the recovery read is lost and the transaction torn.
+    "txn-torn": ({
+        "p-torn": _txn("p-torn", "tt", "txn-torn", [("tt1", 0), ("tt2", 1)], "commit", "info"),
+        "rc-torn": [_poll("rc-torn", "tt1", "txn-torn", 0, isolation=RC, t=20.0)],
+        "rec-torn": _rc_recovery("rec-torn", "txn-torn", ("tt1", 0)),
+    }, {"torn-transaction": 1, "lost-write": 1}),
+    # A commit that timed out, never seen: not committed, nothing is owed.
+    "txn-unseen": ({
+        "p-unseen": _txn("p-unseen", "tu", "txn-unseen", [("tu1", 0)], "commit", "info"),
+        "rec-unseen": _rc_recovery("rec-unseen", "txn-unseen"),
+    }, {}),
+    # Read by read_committed before the commit call: a precommitted read (not within 1 ms).
+    "txn-early": ({
+        "p-early": _txn("p-early", "te", "txn-early", [("te1", 0), ("te2", 1)], "commit", "ok"),
+        "rc-early": [_poll("rc-early", "te1", "txn-early", 0, isolation=RC, t=5.0),
+                     _poll("rc-early", "te2", "txn-early", 1, isolation=RC, t=9.9995)],
+        "rec-early": _rc_recovery("rec-early", "txn-early", ("te1", 0), ("te2", 1)),
+    }, {"precommitted-read": 1}),
+    # A send that definitely failed, read (by any reader): an aborted read. An unknown send
+    # that a reader saw is committed: absent at the end, it is lost; unseen, nothing is owed.
+    "failed-read": ({
+        "p-failed": [_ev("invoke", "p-failed", mid="fr1", topic="failed-read"),
+                     _ev("fail", "p-failed", mid="fr1", error="NOT_ENOUGH_REPLICAS"),
+                     _ev("invoke", "p-failed", mid="fr2", topic="failed-read"),
+                     _ev("info", "p-failed", mid="fr2", error="timed out"),
+                     _ev("invoke", "p-failed", mid="fr3", topic="failed-read"),
+                     _ev("info", "p-failed", mid="fr3", error="timed out")],
+        "ru-failed": [_poll("ru-failed", "fr1", "failed-read", 0, isolation=RU),
+                      _poll("ru-failed", "fr2", "failed-read", 1, isolation=RU)],
+        "rec-failed": _rc_recovery("rec-failed", "failed-read", ("fr1", 0)),
+    }, {"aborted-read": 1, "lost-write": 1}),
 }
 
 

@@ -1,0 +1,53 @@
+"""The Kafka side of transactions that needs no broker: the coordinator partition of an id
+(Kafka's ``Utils.abs(String.hashCode) % partitions``), the judge's ``min_aborted_seen``,
+and the transactional producer's config."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.case import load_case_text
+from harness.clients.kafka import producer_config
+from harness.run.judge import judge
+from harness.systems.kafka import coordinator_partition
+
+
+@pytest.mark.parametrize(("key", "partitions", "expected"), [
+    ("a", 50, 97 % 50),                    # "a".hashCode() == 97
+    ("ab", 50, 3105 % 50),                 # 97 * 31 + 98
+    ("polygenelubricants", 50, 0),         # hashCode == Integer.MIN_VALUE: Utils.abs gives 0
+    ("", 4, 0),
+    ("é", 7, 233 % 7),                     # one UTF-16 code unit
+    ("😀", 50, (0xD83D * 31 + 0xDE00) % 50),  # a surrogate pair: two code units
+    ("zzzzzzzzzz", 50, None),              # overflows: compared with Java's arithmetic below
+])
+def test_coordinator_partition_is_javas(key: str, partitions: int, expected: int | None) -> None:
+    h = 0
+    for unit in [int.from_bytes(key.encode("utf-16-be")[i:i + 2], "big")
+                 for i in range(0, len(key.encode("utf-16-be")), 2)]:
+        h = (h * 31 + unit) % (1 << 32)
+    java = h - (1 << 32) if h >= 1 << 31 else h
+    if expected is None:
+        expected = (0 if java == -(1 << 31) else abs(java)) % partitions
+    assert coordinator_partition(key, partitions) == expected
+
+
+def test_min_aborted_seen_is_judged() -> None:
+    case = load_case_text("system: kafka\ncluster: kafka-kraft\nsteps:\n  - produce: {count: 1}\n"
+                          "expect: {min_aborted_seen: 2}\n")
+    check = {"anomalies": {}, "counts": {"ok": 5, "aborted-uncommitted-read": 1}}
+    rows, verdict = judge(case, check, None)
+    row = next(r for r in rows if r.name == "aborted records read uncommitted")
+    assert (row.expected, row.observed, row.ok, verdict) == (">= 2", 1, False, "fail")
+    check["counts"]["aborted-uncommitted-read"] = 2
+    assert judge(case, check, None)[1] == "pass"
+
+
+def test_transactional_config_keeps_the_delivery_timeout_inside_the_transaction() -> None:
+    case = load_case_text("system: kafka\ncluster: kafka-kraft\nclient: {transactional_id: t, "
+                          "idempotence: true, delivery_timeout_ms: 90000}\nsteps:\n  - produce: {count: 1}\n")
+    conf = producer_config("127.0.0.1:1", case.client)
+    assert conf["transactional.id"] == "t" and conf["transaction.timeout.ms"] == 90000
+    assert conf["delivery.timeout.ms"] <= conf["transaction.timeout.ms"]
+    assert "transaction.timeout.ms" not in producer_config("127.0.0.1:1", load_case_text(
+        "system: kafka\ncluster: kafka-kraft\nsteps:\n  - produce: {count: 1}\n").client)
