@@ -235,13 +235,28 @@ def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
 
 
 def _transactions(node: Node, field: str) -> TxnArgs:
-    """``produce.transactions``: ``{size: 10, abort: 0.25}``."""
-    f = Fields(node, field, ("size", "abort"))
+    """``produce.transactions``: ``{size: 10, abort: 0.25, timeout: 10s, hold: {transaction:
+    3, for: 20s}}``."""
+    f = Fields(node, field, ("size", "abort", "timeout", "hold"))
     abort = f.get("abort", number, 0.0)
     if not 0 <= abort <= 1:
         raise error(f.at("abort"), f.sub("abort"),
-                    f"is the share of transactions aborted, from 0 to 1 (got {show(abort)})")
-    return TxnArgs(size=f.get("size", POSITIVE, 10), abort=abort)
+                    f"is the share of transactions aborted, from 0 to 1 (got {abort:g})")
+    timeout_s = f.get("timeout", duration, None)
+    if timeout_s is not None and not 1 <= timeout_s <= 900:
+        raise error(f.at("timeout"), f.sub("timeout"),
+                    f"is the transaction timeout, from 1s to 15m (the brokers' "
+                    f"transaction.max.timeout.ms); got {timeout_s:g}s")
+    hold_at, hold_s = None, 0.0
+    if f.has("hold"):
+        h = Fields(f.at("hold"), f.sub("hold"), ("transaction", "for"))
+        hold_at = h.get("transaction", POSITIVE, 1)
+        held = h.get("for", duration, None)
+        if held is None:
+            raise error(f.at("hold"), f.sub("hold"), "give for: how long to hold the producer")
+        hold_s = held
+    return TxnArgs(size=f.get("size", POSITIVE, 10), abort=abort, timeout_s=timeout_s, hold_at=hold_at,
+                   hold_s=hold_s)
 
 
 def _kafka_only(f: Fields, ctx: StepContext, *keys: str) -> None:

@@ -157,6 +157,12 @@ class TxnArgs:
 
     size: int = 10
     abort: float = 0.0
+    #: the producer's transaction timeout (``transaction.timeout.ms``; None: the client's)
+    timeout_s: float | None = None
+    #: a client-side breakpoint: hold the producer for ``hold_s`` just before it ends its
+    #: ``hold_at``-th transaction (1-based; None: never), e.g. past the transaction timeout
+    hold_at: int | None = None
+    hold_s: float = 0.0
 
     def aborts(self, index: int) -> bool:
         """Whether transaction ``index`` (0-based) is aborted."""

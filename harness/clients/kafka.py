@@ -131,6 +131,7 @@ def producer_config(bootstrap: str, client: Any | None = None) -> dict[str, Any]
         conf["transactional.id"] = client.transactional_id
         # librdkafka refuses a delivery timeout longer than the transaction's
         conf["transaction.timeout.ms"] = max(60000, client.delivery_timeout_ms)
+
     conf.update(dict(client.extra))
     return conf
 
@@ -301,7 +302,8 @@ class KafkaProducerClient:
                          duration_s: float | None = None, rate: float | None = None,
                          value_size: int = 100, keys: int | None = None, partition: int | None = None,
                          stop: threading.Event | None = None, call_timeout_s: float = 30.0,
-                         retries: int = 3) -> WorkloadStats:
+                         retries: int = 3, hold_at: int | None = None,
+                         hold_s: float = 0.0, max_restarts: int = 3) -> WorkloadStats:
         """Sends in transactions of ``size`` records until ``count`` records or ``duration_s``
         (always bounded) or ``stop``: begin, the sends (one ``invokes`` line carrying the
         ``tx``), a flush (so that they are in the log), then commit, or abort when
@@ -309,8 +311,11 @@ class KafkaProducerClient:
         call is recorded as ``txn`` events (harness.history): ``invoke``, then ``ok``,
         ``fail`` (the broker refused: the transaction is aborted next) or ``info`` (unknown:
         a timeout; the call is made again, up to ``retries`` times). A fatal error, or a
-        transaction whose outcome stays unknown, ends the workload (the producer cannot go
-        on with the next one)."""
+        transaction whose outcome stays unknown, makes the client replace its producer (a
+        ``meta`` event with ``restart``), at most ``max_restarts`` times; then the workload
+        ends. ``hold_at``: before ending transaction ``hold_at`` (1-based)
+        the producer waits ``hold_s`` (or until ``stop``), recorded as a ``stall`` event: a
+        client-side breakpoint, e.g. to let the broker time the transaction out."""
         if count is None and duration_s is None:
             raise ValueError("a workload needs a count or a duration")
         from confluent_kafka import KafkaException
@@ -322,6 +327,7 @@ class KafkaProducerClient:
         except KafkaException as exc:
             raise RuntimeError(f"init_transactions failed: {exc.args[0]}") from exc
         sent = index = 0
+        restarts = 0
         try:
             while (count is None or sent < count) and (deadline is None or time.monotonic() < deadline):
                 if stop is not None and stop.is_set():
@@ -333,7 +339,11 @@ class KafkaProducerClient:
                 except KafkaException as exc:
                     self.stats.errors["begin"] = self.stats.errors.get("begin", 0) + 1
                     LIBRDKAFKA_LOG.warning("%s: begin_transaction failed: %s", self.name, exc.args[0])
-                    break
+                    restarts += 1
+                    if restarts > max_restarts or not self._restart(f"begin failed: {exc.args[0]}",
+                                                                    call_timeout_s):
+                        break
+                    continue
                 self.history.record("txn", tx=tx, action="begin", status="ok")
                 self._tx_field = f',"tx":{json.dumps(tx)}'
                 try:
@@ -349,8 +359,19 @@ class KafkaProducerClient:
                 self._write_acks()
                 action = "abort" if aborts(index) else "commit"
                 index += 1
+                if index == hold_at and hold_s > 0:
+                    self.history.record("stall", tx=tx, reason=f"held before {action}", seconds=hold_s)
+                    if stop is None:
+                        time.sleep(hold_s)
+                    else:
+                        stop.wait(hold_s)
                 if not self._end_transaction(tx, action, call_timeout_s, retries):
-                    break
+                    # a fatal error (fenced, ...) or an outcome that stays unknown: as an
+                    # application would, a new producer with the same id goes on (its
+                    # init_transactions ends whatever the old one left open)
+                    restarts += 1
+                    if restarts > max_restarts or not self._restart(f"after {tx}", call_timeout_s):
+                        break
                 if rate:
                     ahead = start + sent / rate - time.monotonic()
                     while ahead > 0:
@@ -361,6 +382,27 @@ class KafkaProducerClient:
             self.history.flush()
         self.stats.seconds = time.monotonic() - start
         return self.stats
+
+    def _restart(self, reason: str, timeout_s: float) -> bool:
+        """Replaces the producer with a new one of the same transactional id (the old one's
+        queued sends are purged: their delivery reports say so); whether it is ready."""
+        from confluent_kafka import KafkaException, Producer
+
+        old = self.producer
+        try:
+            old.purge()
+            old.flush(min(timeout_s, 5.0))
+        except KafkaException as exc:  # a producer in a fatal state refuses calls
+            LIBRDKAFKA_LOG.warning("%s: closing the old producer: %s", self.name, exc.args[0])
+        self._write_acks()
+        self.history.record("meta", restart=reason)
+        self.producer = Producer({**self.conf, "on_delivery": self._on_delivery})
+        try:
+            self.producer.init_transactions(timeout_s * 2)
+        except KafkaException as exc:
+            LIBRDKAFKA_LOG.warning("%s: init_transactions after a restart: %s", self.name, exc.args[0])
+            return False
+        return True
 
     def _end_transaction(self, tx: str, action: str, timeout_s: float, retries: int) -> bool:
         """Commits or aborts ``tx``, recording each call; whether the producer can go on."""
@@ -391,8 +433,13 @@ class KafkaProducerClient:
 
     def drain(self, timeout_s: float) -> int:
         """Waits for outstanding deliveries; returns how many are still unresolved."""
+        from confluent_kafka import KafkaException
+
         try:
             left = self.producer.flush(timeout_s)
+        except KafkaException as exc:  # a transactional producer in a fatal state
+            LIBRDKAFKA_LOG.warning("%s: flush: %s", self.name, exc.args[0])
+            left = len(self.producer)
         finally:
             self._write_acks()
         self.history.flush()

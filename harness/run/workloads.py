@@ -76,6 +76,12 @@ class Workloads:
         if txn is not None:  # a transactional producer of its own (one id per workload)
             spec = dataclasses.replace(spec, idempotence=True, acks="all",
                                        transactional_id=spec.transactional_id or f"{self.topic}-{args.name}")
+            if txn.timeout_s is not None:  # librdkafka: delivery timeout <= transaction timeout
+                ms = int(txn.timeout_s * 1000)
+                delivery = min(spec.delivery_timeout_ms, ms)
+                spec = dataclasses.replace(spec, delivery_timeout_ms=delivery,
+                                           request_timeout_ms=min(spec.request_timeout_ms, delivery),
+                                           extra={**spec.extra, "transaction.timeout.ms": str(ms)})
         with self._writer(args.name) as hist:
             client = self.system.producer(self.topic, hist, spec)
             try:
@@ -88,7 +94,7 @@ class Workloads:
                         size=txn.size, aborts=txn.aborts, count=args.count,
                         duration_s=min(args.duration_s, cap) if args.duration_s else min(cap, 3600.0),
                         rate=args.rate, value_size=args.value_size, keys=args.keys,
-                        partition=args.partition, stop=stop)
+                        partition=args.partition, stop=stop, hold_at=txn.hold_at, hold_s=txn.hold_s)
                     return dict(stats.as_dict())
                 stats = client.run(count=args.count,
                                    duration_s=min(args.duration_s, cap) if args.duration_s else None,
