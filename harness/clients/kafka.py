@@ -553,6 +553,18 @@ class KafkaConsumerClient:
         self.stats.seconds = time.monotonic() - start
         return self.stats
 
+    def _fetched_to(self, consumer: Any, ends: dict[int, int]) -> bool:
+        """Whether the consumer's next fetch position is at or past ``ends`` in every
+        partition: a transaction's marker takes the last offset of a partition, and aborted
+        records are skipped by read_committed, so the last record read can sit below it."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            positions = consumer.position([TopicPartition(self.topic, p) for p in ends])
+        except KafkaException:
+            return False
+        return all(tp.offset >= ends[tp.partition] for tp in positions if tp.partition in ends)
+
     def read_all(self, partitions: int, *, phase: str = "recovery", timeout_s: float = 120.0,
                  idle_s: float = 10.0) -> WorkloadStats:
         """Reads every partition from the beginning up to its current end offset."""
@@ -579,6 +591,8 @@ class KafkaConsumerClient:
                 if self.stats.polled > before:
                     last_progress = time.monotonic()
                 if not batch and all(position[p] + 1 >= ends[p] or ends[p] == 0 for p in ends):
+                    break
+                if not batch and self._fetched_to(consumer, ends):
                     break
         finally:
             consumer.close()
