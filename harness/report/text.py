@@ -58,6 +58,19 @@ def _latency_line(latency: Any) -> str | None:
     return "latency: " + "; ".join(parts) if parts else None
 
 
+def _transactions_line(counts: Any) -> str | None:
+    """``transactions: 13 committed, 6 aborted, 1 unknown (0 seen); 36 aborted records read
+    uncommitted`` when the run had transactions."""
+    if not isinstance(counts, dict):
+        return None
+    n = {k: counts.get(f"txn-{k}") for k in ("committed", "aborted", "unknown", "seen-committed")}
+    if not any(isinstance(v, int) and v for v in n.values()):
+        return None
+    return (f"transactions: {n['committed']} committed, {n['aborted']} aborted, {n['unknown']} unknown "
+            f"({n['seen-committed']} of them seen committed); "
+            f"{counts.get('aborted-uncommitted-read')} aborted records read uncommitted")
+
+
 def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) -> str:
     """The summary of a run: verdict, error, expectations not met, anomalies, report.
 
@@ -84,6 +97,9 @@ def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) ->
     latency = _latency_line(result.latency)
     if latency:
         lines.append(latency)
+    txns = _transactions_line(result.counts)
+    if txns:
+        lines.append(txns)
     if verbose:
         lines.append(f"run directory: {run_dir}")
     report = Path(run_dir) / "report.html"

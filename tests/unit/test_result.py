@@ -168,6 +168,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("injections", [{"point": "C1"}], "injections[0].n"),
     ("story", "once", "story"), ("files", [], "files"), ("schema", "2", "schema"),
     ("latency", [1], "latency"), ("latency", "fast", "latency"),
+    ("transactions", [1], "transactions"), ("transactions", "many", "transactions"),
 ]
 
 

@@ -143,3 +143,26 @@ def test_latency_and_availability_render(make_run: RunFactory) -> None:
 def test_malformed_latency_still_renders(make_run: RunFactory, bad: object) -> None:
     html = render_run(make_run(latency=bad)).read_text()
     assert "Traceback" not in html
+
+
+TRANSACTIONS = {"total": 3, "shown": [
+    {"tx": "txns.t2", "client": "txns", "state": "seen-committed", "ids": 6, "recovered": 5,
+     "read_committed": 1, "read_uncommitted": 0, "flagged": True},
+    {"tx": "txns.t1", "client": "txns", "state": "committed", "ids": 6, "recovered": 6,
+     "read_committed": 6, "read_uncommitted": 6, "flagged": False}]}
+
+
+def test_transactions_render(make_run: RunFactory) -> None:
+    run = make_run(transactions=TRANSACTIONS,
+                   counts={"ok": 12, "txn-committed": 1, "txn-unknown": 1, "txn-seen-committed": 1})
+    html = render_run(run).read_text()
+    assert 'id="transaction-list"' in html and "txns.t2" in html and "seen-committed" in html
+    assert '<tr class="bad"><td class="mono">txns.t2' in html  # the torn one is marked
+    assert "2 of 3 shown" in html and "txn-seen-committed</span> 1" in html
+
+
+@pytest.mark.parametrize("bad", ["text", 7, {"shown": "x"}, {"shown": [None, {"tx": [1], "ids": "many"}],
+                                                            "total": "all"}])
+def test_malformed_transactions_still_render(make_run: RunFactory, bad: object) -> None:
+    html = render_run(make_run(transactions=bad)).read_text()
+    assert "Traceback" not in html

@@ -93,3 +93,12 @@ def test_a_reproducing_case_names_its_version_entry_and_says_when_another_expect
         "failed are not exactly those"]
     missed.as_expected = True
     assert "not as expected" not in format_result(missed, tmp_path)
+
+
+def test_transactions_get_a_line(tmp_path: Path) -> None:
+    result = _pass()
+    result.counts = {**CHECKED, "txn-committed": 13, "txn-aborted": 6, "txn-unknown": 1,
+                     "txn-seen-committed": 0, "aborted-uncommitted-read": 36}
+    assert ("transactions: 13 committed, 6 aborted, 1 unknown (0 of them seen committed); "
+            "36 aborted records read uncommitted") in format_result(result, tmp_path).splitlines()
+    assert not any(line.startswith("transactions:") for line in format_result(_pass(), tmp_path).splitlines())
