@@ -599,12 +599,13 @@ class _Job:
 
     # -- transactions (docs/checker.md "Transactions") ---------------------------
 
-    def _transactions(self, mids: DataFrame) -> DataFrame | None:
+    def _transactions(self, events: DataFrame, mids: DataFrame) -> DataFrame | None:
         """One row per transaction: its state ``ts`` (``TS_*``), commit time, name, producer
         and order, and of its ids: how many (``n``), in the recovery read (``rec``; by a
         read_committed reader ``rec_rc``), read by read_committed (``rc``) and
         read_uncommitted (``ru``) clients, and one missing from the recovery read. None when
-        the run has no transaction (no ``txn`` event, no send with a ``tx``)."""
+        the run has no transaction (no ``txn`` event, no send with a ``tx``). A transaction's
+        name is that of its first ``txn`` event, else (none) of its first send."""
         F = self.F
         x = self.scratch / "events" / ingest.TXNS
         sent = mids.where(F.col("tx_h").isNotNull())
@@ -633,13 +634,20 @@ class _Job:
         both = table.join(calls, "tx_h", "full")
         state = (F.when(F.col("c_ok") == 1, TS_COMMITTED).when(F.col("a_ok") == 1, TS_ABORTED)
                  .when(F.coalesce(F.col("rc"), F.lit(0)) > 0, TS_SEEN).otherwise(TS_UNKNOWN))
-        return self._stage("txns", both.select(
-            "tx_h", state.alias("ts"), "commit_t",
-            F.coalesce(F.col("tx"), F.col("tx_h").cast(_S)).alias("tx"),
+        txns = self._stage("txns", both.select(
+            "tx_h", state.alias("ts"), "commit_t", "tx",
             F.coalesce("inv_client", "tx_client").alias("client"),
             F.coalesce("inv_seq", "tx_seq").alias("order"),
             *[F.coalesce(F.col(c), F.lit(0)).cast(_L).alias(c) for c in ("n", "rec", "rec_rc", "rc", "ru")],
             "missing"))
+        if not txns.where(F.col("tx").isNull()).limit(1).count():
+            return txns
+        # Transactions without a txn event: named by their first send (one more scan of the
+        # events, only then).
+        sends = (events.where((F.col("code") == INVOKE) & F.col("tx_h").isNotNull())
+                 .groupBy("tx_h").agg(F.min_by("tx", "seq").alias("sent_tx")))
+        return self._stage("txns-named", txns.join(sends, "tx_h", "left").select(
+            *[F.coalesce("tx", "sent_tx").alias("tx") if c == "tx" else F.col(c) for c in txns.columns]))
 
     def _with_tx(self, mids: DataFrame, txns: DataFrame | None) -> DataFrame:
         """``mids`` with its transaction's state ``ts``, name ``tx`` and ``commit_t``."""
@@ -807,7 +815,7 @@ class _Job:
         require_lines(self.inputs.run_dir, lines, skipped)
         names = self._names(name_rows)
         mids = self._mids(events, names)
-        txns = self._transactions(mids)
+        txns = self._transactions(events, mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
         for row in sorted(self._anomalies(events, mids, names, txns), key=lambda r: r.rn):

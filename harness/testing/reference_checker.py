@@ -36,6 +36,9 @@ from harness.check.inputs import require_lines, run_files
 from harness.check.lines import Tally, read_lines
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
 
+#: a read_committed poll this much earlier than the commit call is before it (as the Spark job)
+PRECOMMIT_SLACK_S = 0.001
+
 __all__ = ["check"]
 
 Seq = tuple[int, int, int]  # (file index, line number, index in a polls batch): file order
@@ -68,9 +71,22 @@ class _Read:
     partition: int | None
     pos: Pos | None
 
+    t: float | None = None
+
     def example(self, mid: str) -> dict[str, Any]:
         return example(mid=mid, client=self.client, phase=self.phase, topic=self.topic,
                        partition=self.partition, pos=self.pos)
+
+
+@dataclass
+class _Txn:
+    """What the history says about one transaction (docs/checker.md "Transactions")."""
+
+    committed: bool = False  # a commit ok
+    aborted: bool = False  # an abort ok
+    commit_t: float | None = None  # the t of its first commit invoke
+    first: tuple[Seq, str | None] | None = None  # its first txn event: (seq, client)
+    mids: list[str] = field(default_factory=list)  # ids whose first invoke carries it
 
 
 @dataclass
@@ -89,6 +105,12 @@ class _Mid:
     bindings: set[Place] = field(default_factory=set)
     first_read: _Read | None = None
     first_rc_read: _Read | None = None
+    tx: str | None = None  # the transaction of its first invoke
+    rc_read: bool = False  # polled by a read_committed client (either phase)
+    ru_read: bool = False  # polled by another client
+    rec_rc: bool = False  # in the recovery read, by a read_committed client
+    rc_t: float | None = None  # the earliest t of its read_committed polls
+    early_rc_read: _Read | None = None  # its first read_committed poll before the commit call
 
     def ack_topic(self) -> str | None:
         """The ack's topic: ok events need not name it, their invoke does."""
@@ -113,6 +135,7 @@ class _Checker:
         self.replicas: dict[Place, set[tuple[str | None, str]]] = {}
         self.recovered: dict[tuple[str, int], list[Pos]] = {}
         self.rc_clients: set[str | None] = set()
+        self.txns: dict[str, _Txn] = {}
         self.found: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
         #: Key_Shared run polls: (t, seq, topic, subscription, key, partition, pos, client, mid)
         self.key_shared: list[tuple[Any, ...]] = []
@@ -136,6 +159,8 @@ class _Checker:
                 kind, mid, pos = ev.get("type"), ev.get("mid"), valid_position(ev)
                 if kind in ("meta", "poll") and ev.get("isolation") == "read_committed":
                     self.rc_clients.add(ev.get("client"))
+                if kind == "txn" and ev.get("tx") is not None:
+                    self._txn_event(ev, (fidx, n, i))
                 if kind == "poll" and pos is not None and ev.get("topic") is not None:
                     place = (ev["topic"], ev["partition"], pos)
                     if ev.get("phase") == "recovery":
@@ -155,6 +180,7 @@ class _Checker:
                     m.invoked = True
                     if m.inv is None:
                         m.inv = ((fidx, n, i), ev.get("client"), ev.get("topic"))
+                        m.tx = ev.get("tx")
                 elif kind == "ok":
                     m.ok = True
                     if m.ack is None:
@@ -187,10 +213,25 @@ class _Checker:
             if acked is not None:
                 self.bound.setdefault(acked, set()).add(mid)
                 m.bindings.add(acked)
+        for mid, m in self.mids.items():
+            if m.tx is not None:
+                self.txns.setdefault(m.tx, _Txn()).mids.append(mid)
         for topic, partition, pos in recovered:
             self.recovered.setdefault((topic, partition), []).append(pos)
         for positions in self.recovered.values():
             positions.sort()
+
+    def _txn_event(self, ev: dict[str, Any], seq: Seq) -> None:
+        txn = self.txns.setdefault(ev["tx"], _Txn())
+        action, status = ev.get("action"), ev.get("status")
+        if txn.first is None:
+            txn.first = (seq, ev.get("client"))
+        if action == "commit" and status == "ok":
+            txn.committed = True
+        elif action == "abort" and status == "ok":
+            txn.aborted = True
+        elif action == "commit" and status == "invoke" and ev.get("t") is not None:
+            txn.commit_t = ev["t"] if txn.commit_t is None else min(txn.commit_t, ev["t"])
 
     # -- pass 2: poll sequences and read_committed reads ---------------------------
 
@@ -207,10 +248,9 @@ class _Checker:
                 if kind != "poll":
                     continue
                 mid, phase = ev.get("mid"), "recovery" if ev.get("phase") == "recovery" else "run"
-                if mid is not None and client in self.rc_clients:
-                    m = self.mids[mid]
-                    if m.first_rc_read is None:
-                        m.first_rc_read = _Read(client, phase, topic, partition, valid_position(ev))
+                if mid is not None:
+                    self._judged_read(self.mids[mid], _Read(client, phase, topic, partition,
+                                                            valid_position(ev), ev.get("t")))
                 pos = valid_position(ev)
                 if pos is None or topic is None or partition is None:  # pos: partition is not None
                     continue
@@ -229,6 +269,25 @@ class _Checker:
                     self._flag("nonmonotonic-poll", key, found)
                 elif (skipped := bisect.bisect_left(recovered, pos) - prev[3]) > 0:
                     self._flag("poll-skip", key, {**found, "skipped": skipped})
+
+    def _judged_read(self, m: _Mid, read: _Read) -> None:
+        """A poll of ``m``, once the read_committed clients and commit times are known. A poll
+        without a client is neither read_committed nor not (as in the Spark job)."""
+        if read.client is None:
+            return
+        if read.client not in self.rc_clients:
+            m.ru_read = True
+            return
+        m.rc_read = True
+        m.rec_rc |= read.phase == "recovery"
+        if m.first_rc_read is None:
+            m.first_rc_read = read
+        if read.t is not None:
+            m.rc_t = read.t if m.rc_t is None else min(m.rc_t, read.t)
+        commit_t = self.txns[m.tx].commit_t if m.tx is not None else None
+        if m.early_rc_read is None and (commit_t is None or (
+                read.t is not None and read.t < commit_t - PRECOMMIT_SLACK_S)):
+            m.early_rc_read = read
 
     # -- Key_Shared per-key order ------------------------------------------------------
 
@@ -253,8 +312,34 @@ class _Checker:
 
     # -- judgement ------------------------------------------------------------------
 
+    def _states(self) -> dict[str, str]:
+        """Each transaction's status: committed, aborted, seen-committed or unknown."""
+        return {tx: "committed" if txn.committed else "aborted" if txn.aborted
+                else "seen-committed" if any(self.mids[mid].rc_read for mid in txn.mids) else "unknown"
+                for tx, txn in self.txns.items()}
+
+    def _torn(self, states: dict[str, str]) -> None:
+        for tx, txn in self.txns.items():
+            ms = [self.mids[mid] for mid in txn.mids]
+            rec = sum(m.rec for m in ms)
+            if states[tx] in ("committed", "seen-committed") and any(m.rec_rc for m in ms) \
+                    and rec < len(ms):
+                firsts = [m.inv for m in ms if m.inv is not None]
+                client = (min(firsts, key=lambda inv: inv[0])[1] if firsts
+                          else txn.first[1] if txn.first is not None else None)
+                missing = min(mid for mid, m in zip(txn.mids, ms, strict=True) if not m.rec)
+                self._flag("torn-transaction", tx, example(tx=tx, client=client, ids=len(ms),
+                                                           recovered=rec, missing=missing))
+
     def judge(self) -> CheckResult:
         counts = dict.fromkeys(("invoked", "ok", "fail", "info", "polled", "recovered"), 0)
+        states = self._states()
+        self._torn(states)
+        for txn_state in states.values():
+            name = "txn-unknown" if txn_state == "seen-committed" else f"txn-{txn_state}"
+            counts[name] = counts.get(name, 0) + 1
+            if txn_state == "seen-committed":
+                counts["txn-seen-committed"] = counts.get("txn-seen-committed", 0) + 1
         sends: dict[tuple[Any, ...], list[tuple[Seq, Pos, str]]] = {}
         for mid, m in self.mids.items():
             for name, flag in (("invoked", m.invoked), ("ok", m.ok), ("fail", m.fail), ("info", m.info),
@@ -265,9 +350,17 @@ class _Checker:
             if outcome not in (None, "ok"):
                 name = f"{outcome}-{'present' if m.rec else 'absent'}"
                 counts[name] = counts.get(name, 0) + 1
-            committed = m.ok and not m.aborted
+            state = states[m.tx] if m.tx is not None else None
+            aborted = m.aborted or state == "aborted"
+            if state is None:
+                committed = (m.ok and not m.aborted) or (
+                    not m.ok and not m.fail and (m.info or m.invoked) and m.run)
+            else:
+                committed = state in ("committed", "seen-committed")
+            if aborted and m.ru_read:
+                counts["aborted-uncommitted-read"] = counts.get("aborted-uncommitted-read", 0) + 1
             if committed and (not m.rec or not m.run):
-                client, _, partition, pos = m.ack  # type: ignore[misc]
+                client, _, partition, pos = m.ack if m.ack is not None else (None, None, None, None)
                 ack = example(mid=mid, client=client, topic=m.ack_topic(), partition=partition, pos=pos)
                 if not m.rec:
                     self._flag("lost-write", mid, ack)
@@ -279,8 +372,16 @@ class _Checker:
                     example(topic=t, partition=p, pos=pos) for t, p, pos in positions]))
             if (m.run or m.rec) and not m.invoked:
                 self._flag("unexpected", mid, m.first_read.example(mid))  # type: ignore[union-attr]
-            if m.aborted and m.first_rc_read is not None:
+            if aborted and m.first_rc_read is not None:
                 self._flag("aborted-read", mid, m.first_rc_read.example(mid))
+            elif state is None and not m.aborted and not m.ok and m.fail and m.first_read is not None:
+                self._flag("aborted-read", mid, m.first_read.example(mid))  # a failed write, read
+            if (state in ("committed", "seen-committed", "unknown") and m.early_rc_read is not None
+                    and m.tx is not None):
+                read, commit_t = m.early_rc_read, self.txns[m.tx].commit_t
+                self._flag("precommitted-read", mid, example(
+                    mid=mid, tx=m.tx, client=read.client, phase=read.phase, topic=read.topic,
+                    partition=read.partition, pos=read.pos, t=read.t, commit_t=commit_t))
             if m.inv is not None and m.ack is not None and m.ack[3] is not None:
                 sends.setdefault((m.inv[1], m.ack_topic(), m.ack[2]), []).append((m.inv[0], m.ack[3], mid))
         for (client, topic, partition), acked in sends.items():

@@ -54,8 +54,25 @@ Injections (each at its own place, away from the others):
     two adjacent records of one key: client ``consumer-early`` (in the
     subscription) polls the later one just before the partition's consumer polls
     the earlier one (which then reads both; the later one is a redelivery).
+``torn-transaction``
+    a committed transaction (``tx``) of two sends at the end of a partition, the second
+    missing from the recovery read and the replicas (so also a ``lost-write``).
+``precommitted-read``
+    a committed transaction of one send whose commit call comes after every poll of it.
 ``unexpected``
     a record that was never sent (``zz-...``) is in the log.
+
+Consequences counted with the injections: the phantom of ``inconsistent-offsets`` is an
+info send a run consumer read, so it counts as committed (docs/checker.md) and, absent from
+the recovery read, as a ``lost-write`` too.
+
+Transactions. ``Profile.txn`` marks some failed sends as written by an aborted
+transaction (``"txn": "aborted"`` on their fail, the legacy form) and adds, in the first
+chunk, transactions in the ``tx`` form (sends with ``tx``, ``txn`` events for the commit or
+abort): two committed, one aborted (its records stay in the log as aborted records), one
+whose commit timed out and whose records no reader sees (unknown), and one whose commit
+timed out and whose records the readers see (seen-committed). Transaction records go at the
+end of their partition's log (sends are invoked last; at the end their acks stay in order).
 
 With ``torn``, a line that is not JSON sits in the middle of the first producer's
 file and malformed ``polls`` lines (lists of different lengths, ...) in the middle of
@@ -88,6 +105,8 @@ __all__ = ["Expected", "Profile", "generate"]
 _T0 = 1_700_000_000.0
 _KEYS = 6  # distinct keys of keyed (key_shared) records
 _EARLY = "consumer-early"  # the client of injected key-order violations
+#: the count of a transaction by how it ends
+_TXN_COUNT = {"commit": "txn-committed", "abort": "txn-aborted", "timeout": "txn-unknown"}
 
 
 #: system -> whether its history lines use Pulsar's layout (see harness/history.py)
@@ -182,6 +201,9 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
             fh.close()
     anomalies = {kind: profile.inject.get(kind, 0) for kind in ANOMALIES}
     anomalies["inconsistent-offsets"] += anomalies["replica-divergence"]
+    # consequences (module docstring): the phantom read and the torn transaction's lost send
+    anomalies["lost-write"] += anomalies["inconsistent-offsets"] - anomalies["replica-divergence"]
+    anomalies["lost-write"] += anomalies["torn-transaction"]
     return Expected(anomalies, {name: counts[name] for name in COUNTS},
                     {kind: frozenset(ids) for kind, ids in mids.items()}, lines)
 
@@ -219,12 +241,13 @@ class _Rec:
     """A send: message id, producer, partition index, outcome, transaction state, its log
     entry, its key."""
 
-    __slots__ = ("mid", "k", "p", "outcome", "txn", "entry", "key")
+    __slots__ = ("mid", "k", "p", "outcome", "txn", "entry", "key", "tx")
 
     def __init__(self, mid: str, k: int, p: int, outcome: str | None, txn: str | None) -> None:
         self.mid, self.k, self.p, self.outcome, self.txn = mid, k, p, outcome, txn
         self.entry: _Entry | None = None
         self.key: str | None = None
+        self.tx: str | None = None  # the transaction (tx form) it was sent in
 
 
 class _Entry:
@@ -263,9 +286,14 @@ class _Chunk:
         self.recs: list[_Rec] = []
         self.extras = 0
         self.mids: dict[str, set[str]] = {}
+        #: transactions in the tx form: (name, producer, outcome of its end, commit call time)
+        self.txns: list[tuple[str, int, str, float | None]] = []
+        self.tx_counts: Counter[str] = Counter()
         for g in range(lo, hi):
             self._send(g)
         if j == 0 and not self.tail:
+            if profile.txn:
+                self._background_transactions()
             self._inject()
         if profile.rewinds and not self.tail:
             self._place_rewinds()
@@ -318,7 +346,7 @@ class _Chunk:
         """An ok, committed record, read by everyone, that no injection touched."""
         e = self.logs[p][i]
         return (e.rec is not None and e.rec.outcome == "ok" and not e.aborted and e.mark is None
-                and e.rec.entry is e and not e.lost)
+                and e.rec.entry is e and not e.lost and e.rec.tx is None)
 
     # -- injections -------------------------------------------------------------
 
@@ -372,6 +400,7 @@ class _Chunk:
         e = self.logs[p][i]
         e.mark, e.arg = "phantom", self._extra("info").mid
         self._note("inconsistent-offsets", e.mid, str(e.arg))
+        self._note("lost-write", str(e.arg))  # an info send that was read: committed, and gone
 
     def _inject_replica_divergence(self) -> None:
         p, i = self._pick("replica-divergence", self._plain)
@@ -441,6 +470,50 @@ class _Chunk:
         rec.entry.mark, rec.entry.reserved = "rcread", True
         self.logs[p].insert(i, rec.entry)
         self._note("aborted-read", rec.mid)
+
+    def _transaction(self, sends: int, end: str, *, in_log: bool = True, outcome: str = "ok",
+                     commit_t: float | None = _T0) -> list[_Rec]:
+        """A transaction (tx form) of ``sends`` records of one producer to one partition,
+        appended to its log (aborted records when ``end`` is ``abort``); ``end``: ``commit``
+        (ok), ``abort`` (ok) or ``timeout`` (the commit call's outcome is unknown).
+        ``commit_t``: the time of the commit call (none for an abort)."""
+        name = f"tx-{self.j}-{len(self.txns)}"
+        k, p = self.rng.randrange(self.pr.producers), self.rng.randrange(self.nparts)
+        self.txns.append((name, k, end, commit_t if end != "abort" else None))
+        self.tx_counts[_TXN_COUNT[end]] += 1
+        recs = []
+        for _ in range(sends):
+            rec = self._extra(outcome)
+            rec.k, rec.p, rec.tx = k, p, name
+            if self.pr.key_shared:
+                rec.key = f"k{self.rng.randrange(_KEYS)}"
+            if in_log:
+                rec.entry = _Entry(rec.mid, rec, aborted=end == "abort")
+                rec.entry.reserved = True
+                self.logs[p].append(rec.entry)
+            recs.append(rec)
+        return recs
+
+    def _background_transactions(self) -> None:
+        """The transactions of ``Profile.txn`` (module docstring)."""
+        for _ in range(2):
+            self._transaction(2, "commit")
+        self._transaction(2, "abort")
+        self._transaction(1, "timeout", in_log=False, outcome="info")
+        self._transaction(2, "timeout")
+        self.tx_counts["txn-seen-committed"] += 1  # the last one: the readers see it
+
+    def _inject_torn_transaction(self) -> None:
+        kept, lost = self._transaction(2, "commit")
+        assert lost.entry is not None
+        lost.entry.lost = True
+        self._note("torn-transaction", kept.mid, lost.mid)
+        self._note("lost-write", lost.mid)
+
+    def _inject_precommitted_read(self) -> None:
+        # after every poll of this chunk (a consumer's clock: _tick)
+        (rec,) = self._transaction(1, "commit", commit_t=_T0 + 0.001 * 8 * self._stride() * (self.j + 1) - 1)
+        self._note("precommitted-read", rec.mid)
 
     def _inject_unexpected(self) -> None:
         p, i = self._pick("unexpected")
@@ -675,14 +748,31 @@ class _Chunk:
                 for rec in group:
                     self._outcome(out, rec, acks, limit, flush)
             flush(k)
+            for name, owner, end, commit_t in self.txns:
+                if owner == k:
+                    out.append(self._txn_lines(client, name, end, commit_t))
+
+    @staticmethod
+    def _txn_lines(client: str, tx: str, end: str, commit_t: float | None) -> str:
+        """The txn events of a transaction's end: a commit (ok or timed out) or an abort."""
+        head = f'{{"type":"txn","client":"{client}","tx":"{tx}"'
+        if end == "abort":
+            return (f'{head},"t":{_T0:.3f},"action":"abort","status":"invoke"}}\n'
+                    f'{head},"t":{_T0:.3f},"action":"abort","status":"ok"}}\n')
+        assert commit_t is not None
+        status = "ok" if end == "commit" else 'info","error":"timeout'
+        return (f'{head},"t":{commit_t:.3f},"action":"commit","status":"invoke"}}\n'
+                f'{head},"t":{commit_t + 0.001:.3f},"action":"commit","status":"{status}"}}\n')
 
     def _invokes(self, k: int, group: list[_Rec]) -> str:
         """The sends of ``group`` (producer ``k``) as one ``invokes`` line per topic, or now and
         then (``Profile.plain``) as single ``invoke`` lines."""
         client = f"producer-{k}"
-        if self.rng.random() < self.pr.plain or len({self._topic(r.p) for r in group}) > 1:
+        if (self.rng.random() < self.pr.plain or len({self._topic(r.p) for r in group}) > 1
+                or any(r.tx is not None for r in group)):
             return "".join(f'{{"type":"invoke","client":"{client}",{self._send_tm(rec)},"mid":"{rec.mid}",'
-                           f'"topic":"{self._topic(rec.p)}","key":{_js(rec.key)}}}\n' for rec in group)
+                           f'"topic":"{self._topic(rec.p)}","key":{_js(rec.key)}{_tx(rec)}}}\n'
+                           for rec in group)
         keys = [rec.key for rec in group]
         return (f'{{"type":"invokes","client":"{client}",{self._send_tm(group[0])},'
                 f'"topic":"{self._topic(group[0].p)}","mids":[{",".join(_js(r.mid) for r in group)}],'
@@ -826,14 +916,23 @@ class _Chunk:
 
     def _counts(self, run_mids: set[str], rec_mids: set[str]) -> Counter[str]:
         counts: Counter[str] = Counter(polled=len(run_mids), recovered=len(rec_mids))
+        counts.update(self.tx_counts)
         for rec in self.recs:
             counts["invoked"] += 1
+            # an aborted record in a read_uncommitted consumer's partition: that consumer reads it
+            if rec.entry is not None and rec.entry.aborted and not self._rc(self._consumer(rec.p)):
+                counts["aborted-uncommitted-read"] += 1
             outcome = rec.outcome or "unacked"
             if rec.outcome:
                 counts[rec.outcome] += 1
             if outcome != "ok":
                 counts[f"{outcome}-{'present' if rec.mid in rec_mids else 'absent'}"] += 1
         return counts
+
+
+def _tx(rec: _Rec) -> str:
+    """The ``tx`` field of a send in a transaction (tx form), else nothing."""
+    return "" if rec.tx is None else f',"tx":"{rec.tx}"'
 
 
 def _js(value: str | None) -> str:
