@@ -87,8 +87,36 @@ def run_chaos(ctx: RunContext, index: int, args: ChaosArgs) -> dict[str, Any]:
         done.append(entry)
     _sleep_until(ctx, t0 + args.duration_s)
     applied = sum(1 for e in done if "node" in e)
-    return {"seed": seed, "planned": len(schedule), "applied": applied,
-            "skipped": len(done) - applied, "schedule": done}
+    out = {"seed": seed, "planned": len(schedule), "applied": applied,
+           "skipped": len(done) - applied, "schedule": done}
+    restarted = _restart_exited(ctx, sorted({e["node"] for e in done if "node" in e}))
+    if restarted:
+        out["restarted"] = restarted
+    return out
+
+
+def _restart_exited(ctx: RunContext, faulted: list[str]) -> list[dict[str, str]]:
+    """Nodes the step faulted that exited on their own after it healed them (a Kafka
+    broker started while its old ZooKeeper session still holds its registration stops
+    itself: "Fatal error during KafkaServer startup"): started once more, as a supervisor
+    would, and recorded (the step's detail, the story, the timeline) with their last
+    ERROR line. The schedule went on without them."""
+    from .recovery import last_fatal
+
+    out = []
+    for name in faulted:
+        node = ctx.the_cluster.node(name)
+        if name in ctx.the_nemesis.down or node.container.status != "exited":
+            continue
+        fatal = last_fatal(ctx, [name])[2:-1]  # " (node: line)" -> "node: line"
+        note = (f"chaos: {name} exited on its own after the step healed it"
+                f"{f' ({fatal})' if fatal else ''}; the harness started it again when the step ended")
+        ctx.recovery.observations.append(note)
+        ctx.events.mark("node exited after a chaos heal", {"node": name, "fatal": fatal})
+        log.warning("%s", note)
+        ctx.the_nemesis.apply("start", node, role="chaos:restart")
+        out.append({"node": name, "fatal": fatal})
+    return out
 
 
 def _sleep_until(ctx: RunContext, deadline: float) -> None:
