@@ -26,6 +26,9 @@ StrPath = str | os.PathLike[str]
 _NO_FILE = "<string>"
 _TOP_KEYS = ("name", "description", "system", "cluster", "version", "timeout", "broker_config",
              "topic", "client", "steps", "expect", "versions", "ci")
+#: broker_config keys that are feature levels for ``kafka-storage format --feature`` (the
+#: image's entrypoint), not broker properties
+FORMAT_FEATURE = "chaos.format.feature."
 _ENTRY_KEYS = ("label", "version", "cluster", "broker_config", "expect", "source", "ci")
 _SUFFIXES = (".yaml", ".yml")
 
@@ -178,6 +181,12 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
     if entry is not None and entry.has("broker_config"):
         broker_config = MappingProxyType({**broker_config,
                                           **entry.need("broker_config", str_map)})
+    features = [k for k in broker_config if k.startswith(FORMAT_FEATURE)]
+    if features and cluster.mode != "kraft":
+        node = entry.at("broker_config") if entry is not None and entry.has("broker_config") \
+            else f.at("broker_config")
+        raise error(node, "broker_config", f"{features[0]}: a feature level is set when a KRaft "
+                    f"cluster formats its storage; {cluster.name} is not a KRaft cluster")
     topic = f.get("topic", lambda n, _: read_topic(n, system, cluster), TopicSpec())
     client = f.get("client", lambda n, _: read_client(n, system), ClientSpec())
     ctx = StepContext(system=system, cluster=cluster, version=version,

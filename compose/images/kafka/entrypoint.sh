@@ -4,7 +4,8 @@
 #        | kraft-broker | kraft-controller (KRaft with separate controllers)
 #   NODE_ID, HOST_PORT (the 127.0.0.1 port the harness reaches this broker on; not for
 #   a controller), VOTERS (KRaft), ZK_CONNECT (broker), CLUSTER_ID (KRaft),
-#   BROKER_CONFIG ("k=v;k=v", appended last so it overrides), HEAP (default 512m),
+#   BROKER_CONFIG ("k=v;k=v", appended last so it overrides; chaos.format.feature.* below),
+#   HEAP (default 512m),
 #   BYTEMAN (1 = load the agent with a listener on 127.0.0.1:9091), BYTEMAN_SCRIPT.
 set -euo pipefail
 ROLE=${ROLE:?ROLE must be zookeeper, broker, kraft, kraft-broker or kraft-controller}
@@ -88,12 +89,22 @@ log.segment.bytes=67108864
 log.retention.check.interval.ms=300000
 replica.lag.time.max.ms=10000
 PROPS
+# chaos.format.feature.<feature>=<level> in BROKER_CONFIG is no broker property: it sets a
+# feature level when a new KRaft node formats its storage (kafka-storage format --feature,
+# Kafka 3.9+), e.g. chaos.format.feature.eligible.leader.replicas.version=0
+FEATURES=()
 if [ -n "${BROKER_CONFIG:-}" ]; then
-  tr ';' '\n' <<<"$BROKER_CONFIG" >> "$P"
+  while IFS= read -r kv || [ -n "$kv" ]; do
+    case "$kv" in
+      chaos.format.feature.*=*) FEATURES+=(--feature "${kv#chaos.format.feature.}") ;;
+      "") ;;
+      *) printf '%s\n' "$kv" >> "$P" ;;
+    esac
+  done < <(tr ';' '\n' <<<"$BROKER_CONFIG")
 fi
 
 if [ "$ROLE" != broker ] && [ ! -f /data/kafka/meta.properties ]; then
-  java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted
+  java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted "${FEATURES[@]}"
 fi
 
 if [ "${BYTEMAN:-1}" = 1 ]; then
