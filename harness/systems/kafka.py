@@ -399,15 +399,20 @@ class KafkaSystem:
         return None
 
     def _kraft_quorum_leader(self) -> ControllerState:
+        # only running voters: the admin client may pick a paused one and wait on it
+        running = {n.name for n in self.cluster.nodes() if n.container.status == "running"}
         voters = ",".join(f"{n.name}:9093" for n in
-                          (self.spec.nodes_of("controller") or self.spec.nodes_of("broker")))
+                          (self.spec.nodes_of("controller") or self.spec.nodes_of("broker"))
+                          if n.name in running)
         for node in self.cluster.nodes():
             if node.container.status != "running":
                 continue
-            code, out = node.container.exec(
-                ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*",
-                 "org.apache.kafka.tools.MetadataQuorumCommand",
-                 "--bootstrap-controller", voters, "describe", "--status"])
+            # short admin timeouts: the default (60 s) waits on a paused leader it still knows
+            code, out = node.container.exec(["sh", "-c", (
+                "printf 'request.timeout.ms=5000\\ndefault.api.timeout.ms=10000\\n' > /tmp/quorum.properties"
+                " && exec java -Xmx128m -cp '/opt/kafka/libs/*' org.apache.kafka.tools.MetadataQuorumCommand"
+                f" --command-config /tmp/quorum.properties --bootstrap-controller {voters}"
+                " describe --status")])
             leader = re.search(r"LeaderId:\s*(-?\d+)", out)
             epoch = re.search(r"LeaderEpoch:\s*(\d+)", out)
             if code == 0 and leader:
