@@ -96,7 +96,7 @@ EVENTS_SCHEMA = pa.schema([
     ("code", pa.int32()), ("mid", _S), ("topic", _S), ("topic_h", _L), ("part", _L), ("pl", _L),
     ("pe", _L), ("pb", _L), ("client", _S), ("client_h", _L), ("flags", pa.int32()), ("seq", _L),
     ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S), ("t", pa.float64()),
-    ("tx", _S), ("tx_h", _L), ("txa", pa.int32())])
+    ("tx", _S), ("tx_h", _L), ("txa", pa.int32()), ("bi", pa.int32())])
 #: few distinct values: dictionary-encoded in Parquet
 _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key",
                "tx", "tx_h", "txa"]
@@ -401,7 +401,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                    seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S),
                    t=pa.nulls(n, pa.float64()), tx=pa.nulls(n, _S), tx_h=pa.nulls(n, _L),
-                   txa=pa.nulls(n, pa.int32()))
+                   txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()))
         return pa.table(out, schema=EVENTS_SCHEMA), skipped
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
@@ -429,6 +429,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                               pa.array(txa_line.astype(np.int32))))
     out.update(client=client, client_h=_hash(client), flags=pa.array(flags_line[line].astype(np.int32)),
                seq=pa.array(seq, _L), node=pa.nulls(n, _S), t=t,
+               bi=pa.array(index.astype(np.int32)),  # its place in its line: a batch's records share seq - bi
                ks_t=_masked(t, ks_mask),
                ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
                ks_key=_masked(key, ks_mask))

@@ -14,8 +14,11 @@ The rows, as the kernel takes them (:func:`kernel` also takes them as Arrow
 batches), are columns (all 64-bit integers, nullable): ``client_h``, ``grp`` (0
 run polls, 1 recovery polls, 2 acks, null replica records), ``topic_h``, ``part``, ``pl``,
 ``pe``, ``pb`` (the position; null for resets), ``mh`` (the id's hash), ``seq``
-(file order; an ack's is its invoke's) and ``tag`` (``TAG_*``). Out: one row
-per anomaly, :data:`OUT_SCHEMA`.
+(file order; an ack's is its invoke's), ``tag`` (``TAG_*``) and ``unit`` (a poll's line,
+as the ``seq`` of its first record: the records of one ``polls`` line came from one poll
+call; an ack's transaction hash; else null). Out: one row per anomaly,
+:data:`OUT_SCHEMA`; a sequence anomaly whose two rows share a unit is also reported as its
+``int-`` kind.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from harness.check.ingest import POLL, ROW_REC
 
 # Row tags: recovery polls sort first among the rows of one position.
 TAG_RPOLL, TAG_POLL, TAG_ACK, TAG_REPLICA, TAG_RESET = range(5)
-IN_COLUMNS = ("client_h", "grp", "topic_h", "part", "pl", "pe", "pb", "mh", "seq", "tag")
+IN_COLUMNS = ("client_h", "grp", "topic_h", "part", "pl", "pe", "pb", "mh", "seq", "tag", "unit")
 OUT_COLUMNS = ("kind", "client_h", "grp", "topic_h", "part", "pl", "pe", "pb", "seq", "seq2", "ql", "qe",
                "qb", "n")
 OUT_SCHEMA = "kind string, " + ", ".join(f"{c} long" for c in OUT_COLUMNS[1:])
@@ -83,7 +86,7 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
     parts = []
     if path is not None:  # polls and replica records
         ev = ds.dataset(path, format="parquet").to_table(
-            columns=["code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "mid", "seq"])
+            columns=["code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "mid", "seq", "bi"])
         poll = pc.equal(ev["code"], POLL)
         rec = pc.not_equal(pc.bit_wise_and(ev["flags"], ROW_REC), 0)
         parts.append(pa.table({
@@ -91,17 +94,18 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
             "grp": pc.if_else(poll, pc.if_else(rec, 1, 0).cast(i64), pa.scalar(None, i64)),
             "topic_h": ev["topic_h"], "part": ev["part"], "pl": ev["pl"], "pe": ev["pe"], "pb": ev["pb"],
             "mh": id_hash(ev["mid"]), "seq": ev["seq"],
-            "tag": pc.if_else(poll, pc.if_else(rec, TAG_RPOLL, TAG_POLL), TAG_REPLICA).cast(i64)}))
+            "tag": pc.if_else(poll, pc.if_else(rec, TAG_RPOLL, TAG_POLL), TAG_REPLICA).cast(i64),
+            "unit": pc.if_else(poll, pc.subtract(ev["seq"], ev["bi"].cast(i64)), pa.scalar(None, i64))}))
     if acks is not None:  # the first ack of each id, with its first invoke's client and place in file order
         ack = ds.dataset(acks, format="parquet").to_table(
-            columns=["inv_client", "ack_pl", "ack_pe", "ack_pb", "mid", "inv_seq"],
+            columns=["inv_client", "ack_pl", "ack_pe", "ack_pb", "mid", "inv_seq", "tx_h"],
             filter=pc.field("ack_pl").is_valid())
         n = ack.num_rows
         parts.append(pa.table({
             "client_h": ack["inv_client"], "grp": const(2, n), "topic_h": const(topic_h, n),
             "part": const(part, n),
             "pl": ack["ack_pl"], "pe": ack["ack_pe"], "pb": ack["ack_pb"], "mh": id_hash(ack["mid"]),
-            "seq": ack["inv_seq"], "tag": const(TAG_ACK, n)}))
+            "seq": ack["inv_seq"], "tag": const(TAG_ACK, n), "unit": ack["tx_h"]}))
     if polled and resets_dir is not None:  # a reset without topic or partition covers all those polls read
         resets = ds.dataset(resets_dir, format="parquet").to_table(
             columns=["client_h", "seq"],
@@ -112,7 +116,8 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
             parts.append(pa.table({
                 "client_h": resets["client_h"], "grp": const(grp, n), "topic_h": const(topic_h, n),
                 "part": const(part, n), "pl": const(None, n), "pe": const(None, n), "pb": const(None, n),
-                "mh": const(None, n), "seq": resets["seq"], "tag": const(TAG_RESET, n)}))
+                "mh": const(None, n), "seq": resets["seq"], "tag": const(TAG_RESET, n),
+                "unit": const(None, n)}))
     schema = pa.schema([(c, i64) for c in IN_COLUMNS])
     if not parts:
         return schema.empty_table()
@@ -231,11 +236,14 @@ def _group(v: Columns, ok: Columns) -> Columns:
         poll = tag[cur] != TAG_ACK
         not_after = ~_after(v, cur, before)
         skipped = below[cur] - le[before]
+        # one poll call (a polls line) or one transaction: the int- kinds too
+        unit = ok["unit"][cur] & ok["unit"][before] & (v["unit"][cur] == v["unit"][before])
         for kind, pick in (("nonmonotonic-send", ~poll & not_after),
                            ("nonmonotonic-poll", poll & not_after),
                            ("poll-skip", poll & ~not_after & (skipped > 0))):
-            out.append(_rows(v, ok, cur[pick], kind, before[pick],
-                             skipped[pick] if kind == "poll-skip" else None))
+            for name, at in ((kind, pick), (f"int-{kind}", pick & unit)):
+                out.append(_rows(v, ok, cur[at], name, before[at],
+                                 skipped[at] if kind == "poll-skip" else None))
     return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
 
 

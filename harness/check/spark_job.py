@@ -86,7 +86,9 @@ _EX_FIELDS = (("mid", _S), ("seq", _L), ("seq2", _L), ("client", _L), ("topic", 
               ("tx", _S), ("n2", _L), ("t1", "double"), ("t2", "double"))
 
 _POS_KINDS = ("inconsistent-offsets", "replica-divergence")
-_SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip")
+_SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "int-nonmonotonic-send",
+              "int-nonmonotonic-poll", "int-poll-skip")
+_SEND_KINDS = ("nonmonotonic-send", "int-nonmonotonic-send")
 
 _BYPASS_PARTIAL = "spark.sql.execution.bypassPartialAggregation"
 
@@ -723,11 +725,11 @@ class _Job:
         at_position = self._uniform(F.col("kind"), {
             "a": ranks.topic("topic_h"), "b": F.col("part"), "c": F.col("pl"), "d": F.col("pe"),
             "e": F.col("pb")}, {"topic": F.col("topic_h"), **{c: F.col(c) for c in ("part", *pos)}})
-        poll = F.col("kind") != "nonmonotonic-send"
+        poll = ~F.col("kind").isin(*_SEND_KINDS)
         in_sequence = self._uniform(F.col("kind"), self._sequence_key(ranks), {
             **self._sequence_example(),
             "rec": F.when(poll, F.col("grp") == 1),
-            "n": F.when(F.col("kind") == "poll-skip", F.col("n")),
+            "n": F.when(F.col("kind").isin("poll-skip", "int-poll-skip"), F.col("n")),
         })
         of_position = F.col("kind").isin(*_POS_KINDS)
         return rows.select(*[F.when(of_position, a).otherwise(b).alias(name)
@@ -1010,7 +1012,7 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
     if kind in ("lost-write", "unseen"):
         return example(mid=ex.mid, client=client, topic=topic, partition=ex.part, pos=_pos_of(ex))
     if kind in _SEQ_KINDS:
-        phase = None if kind == "nonmonotonic-send" else ("recovery" if ex.rec else "run")
+        phase = None if kind in _SEND_KINDS else ("recovery" if ex.rec else "run")
         mid_at = {r.seq: r.mid for r in details.events if r.seq in (ex.seq, ex.seq2)}
         return example(client=client, phase=phase, mid=mid_at.get(ex.seq), topic=topic, partition=ex.part,
                        pos=_pos_of(ex), prev={"mid": mid_at.get(ex.seq2), "pos": _pos_of(ex, "q")},

@@ -265,10 +265,16 @@ class _Checker:
                 key = (_nf(client), _nf(topic), partition, seq)
                 found = example(client=client, phase=phase, mid=mid, topic=topic, partition=partition,
                                 pos=pos, prev={"mid": prev[2], "pos": prev[1]})
+                one_call = prev[0][:2] == seq[:2]  # records of one polls line: one poll call
                 if pos <= prev[1]:
-                    self._flag("nonmonotonic-poll", key, found)
+                    kind = "nonmonotonic-poll"
                 elif (skipped := bisect.bisect_left(recovered, pos) - prev[3]) > 0:
-                    self._flag("poll-skip", key, {**found, "skipped": skipped})
+                    kind, found = "poll-skip", {**found, "skipped": skipped}
+                else:
+                    continue
+                self._flag(kind, key, found)
+                if one_call:
+                    self._flag(f"int-{kind}", key, found)
 
     def _judged_read(self, m: _Mid, read: _Read) -> None:
         """A poll of ``m``, once the read_committed clients and commit times are known. A poll
@@ -340,7 +346,7 @@ class _Checker:
             counts[name] = counts.get(name, 0) + 1
             if txn_state == "seen-committed":
                 counts["txn-seen-committed"] = counts.get("txn-seen-committed", 0) + 1
-        sends: dict[tuple[Any, ...], list[tuple[Seq, Pos, str]]] = {}
+        sends: dict[tuple[Any, ...], list[tuple[Seq, Pos, str, str | None]]] = {}
         for mid, m in self.mids.items():
             for name, flag in (("invoked", m.invoked), ("ok", m.ok), ("fail", m.fail), ("info", m.info),
                                ("polled", m.run), ("recovered", m.rec)):
@@ -383,14 +389,18 @@ class _Checker:
                     mid=mid, tx=m.tx, client=read.client, phase=read.phase, topic=read.topic,
                     partition=read.partition, pos=read.pos, t=read.t, commit_t=commit_t))
             if m.inv is not None and m.ack is not None and m.ack[3] is not None:
-                sends.setdefault((m.inv[1], m.ack_topic(), m.ack[2]), []).append((m.inv[0], m.ack[3], mid))
+                sends.setdefault((m.inv[1], m.ack_topic(), m.ack[2]), []).append(
+                    (m.inv[0], m.ack[3], mid, m.tx))
         for (client, topic, partition), acked in sends.items():
             acked.sort()
-            for (_, prev_pos, prev_mid), (seq, pos, mid) in zip(acked, acked[1:], strict=False):
+            for (_, prev_pos, prev_mid, prev_tx), (seq, pos, mid, tx) in zip(acked, acked[1:], strict=False):
                 if pos <= prev_pos:
-                    self._flag("nonmonotonic-send", (_nf(client), _nf(topic), partition, seq), example(
-                        client=client, mid=mid, topic=topic, partition=partition, pos=pos,
-                        prev={"mid": prev_mid, "pos": prev_pos}))
+                    key = (_nf(client), _nf(topic), partition, seq)
+                    found = example(client=client, mid=mid, topic=topic, partition=partition, pos=pos,
+                                    prev={"mid": prev_mid, "pos": prev_pos})
+                    self._flag("nonmonotonic-send", key, found)
+                    if tx is not None and tx == prev_tx:  # within one transaction
+                        self._flag("int-nonmonotonic-send", key, found)
         for place, mids in self.bound.items():
             topic, partition, pos = place
             if len(mids) > 1:

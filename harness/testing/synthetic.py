@@ -48,6 +48,12 @@ Injections (each at its own place, away from the others):
     a run consumer reads a record twice in a row without a reset.
 ``poll-skip``
     a run consumer skips a record, reads the next, then resets and reads both.
+``int-nonmonotonic-poll``, ``int-poll-skip``
+    the same within one poll call: both records in one ``polls`` line (the plain kinds are
+    cut into two lines; each int- kind also counts as its plain kind).
+``int-nonmonotonic-send``
+    a transaction of two sends to one partition whose positions are swapped (also a
+    ``nonmonotonic-send``).
 ``aborted-read``
     a read_committed consumer reads a record of an aborted transaction.
 ``key-order`` (Pulsar, ``key_shared``)
@@ -105,6 +111,11 @@ __all__ = ["Expected", "Profile", "generate"]
 _T0 = 1_700_000_000.0
 _KEYS = 6  # distinct keys of keyed (key_shared) records
 _EARLY = "consumer-early"  # the client of injected key-order violations
+#: sentinel reads of a consumer (no record): end the current poll call (line) here; or keep
+#: the reads up to _CLOSE in one polls line
+_CUT: tuple[int, None, str, int] = (-1, None, "cut", 0)
+_OPEN: tuple[int, None, str, int] = (-1, None, "open", 0)
+_CLOSE: tuple[int, None, str, int] = (-1, None, "close", 0)
 #: the count of a transaction by how it ends
 _TXN_COUNT = {"commit": "txn-committed", "abort": "txn-aborted", "timeout": "txn-unknown"}
 
@@ -204,6 +215,8 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
     # consequences (module docstring): the phantom read and the torn transaction's lost send
     anomalies["lost-write"] += anomalies["inconsistent-offsets"] - anomalies["replica-divergence"]
     anomalies["lost-write"] += anomalies["torn-transaction"]
+    for kind in ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip"):
+        anomalies[kind] += anomalies[f"int-{kind}"]
     return Expected(anomalies, {name: counts[name] for name in COUNTS},
                     {kind: frozenset(ids) for kind, ids in mids.items()}, lines)
 
@@ -434,7 +447,24 @@ class _Chunk:
         self.logs[p][i].mark = "double"
         self._note("nonmonotonic-poll", self.logs[p][i].mid)
 
-    def _inject_poll_skip(self) -> None:
+    def _inject_int_nonmonotonic_poll(self) -> None:
+        p, i = self._pick("int-nonmonotonic-poll", self._plain)
+        self.logs[p][i].mark = "idouble"
+        for kind in ("nonmonotonic-poll", "int-nonmonotonic-poll"):
+            self._note(kind, self.logs[p][i].mid)
+
+    def _inject_int_poll_skip(self) -> None:
+        self._inject_poll_skip("iskip")
+
+    def _inject_int_nonmonotonic_send(self) -> None:
+        first, second = self._transaction(2, "commit")
+        log = self.logs[first.p]
+        assert log[-1] is second.entry and log[-2] is first.entry
+        log[-1], log[-2] = log[-2], log[-1]
+        for kind in ("nonmonotonic-send", "int-nonmonotonic-send"):
+            self._note(kind, first.mid, second.mid)
+
+    def _inject_poll_skip(self, mark: str = "skip") -> None:
         def ok(p: int, i: int) -> bool:
             log = self.logs[p]
             return (self._plain(p, i) and all(self._readable(p, log[x]) and log[x].mark is None
@@ -442,12 +472,14 @@ class _Chunk:
 
         p, i = self._pick("poll-skip", ok, span=(-1, 1))
         log = self.logs[p]
-        log[i].mark = "skip"
+        log[i].mark = mark
         key, later = log[i].key, log[i + 1].rec
         if log[i].rec is not None and later is not None and key == later.key \
                 and key is not None:  # the later record is read first: not of the same key
             later.key = f"k{(int(key[1:]) + 1) % _KEYS}"
         self._note("poll-skip", log[i + 1].mid)
+        if mark == "iskip":
+            self._note("int-poll-skip", log[i + 1].mid)
 
     def _inject_key_order(self) -> None:
         def both_plain(p: int, i: int) -> bool:
@@ -640,12 +672,13 @@ class _Chunk:
         clock = [0]
         batch: list[tuple[int, _Entry, str | None, int]] = []
         limit = self.rng.randint(1, self.pr.batch)
+        held = False  # between _OPEN and _CLOSE: one polls line
 
-        def flush() -> None:
+        def flush(polls: bool = False) -> None:
             nonlocal limit
             if not batch:
                 return
-            if self.rng.random() < self.pr.plain:
+            if not polls and self.rng.random() < self.pr.plain:
                 for i, read in enumerate(batch):
                     t = self._tick(clock)
                     if i == 0 and read[1].mark == "early":
@@ -661,11 +694,15 @@ class _Chunk:
 
         for p, e, mid, redelivery in reads:
             if e is None:
-                flush()
-                out.append(self._reset(client, p, self._tick(clock)))
+                flush(polls=mid == "close")
+                if mid in ("open", "close"):
+                    held = mid == "open"
+                elif mid != "cut":
+                    out.append(self._reset(client, p, self._tick(clock)))
                 continue
-            if batch and (len(batch) >= limit or batch[0][0] // self.pr.partitions != p // self.pr.partitions
-                          or (e.mark == "early" and mid == e.mid)):
+            if batch and not held and (
+                    len(batch) >= limit or batch[0][0] // self.pr.partitions != p // self.pr.partitions
+                    or (e.mark == "early" and mid == e.mid)):
                 flush()
             batch.append((p, e, mid, redelivery))
         flush()
@@ -839,23 +876,32 @@ class _Chunk:
         for p in range(c, self.nparts, self.pr.consumers):
             log, reads = self.logs[p], []
             read = [e for e in log if self._readable(p, e)]
-            skip_next = False
+            skip_next = 0
             for n, e in enumerate(read):
                 if skip_next:
-                    skip_next = False
+                    skip_next -= 1
                     continue
-                if e.mark == "skip":  # the next record first, then back after a reset
+                if e.mark == "skip":  # the next record first (in another line), then back after a reset
                     nxt = read[n + 1]
-                    reads += [(p, nxt, nxt.mid, 0), (p, None, None, 0), (p, e, e.mid, 0),
+                    reads += [_CUT, (p, nxt, nxt.mid, 0), (p, None, None, 0), (p, e, e.mid, 0),
                               (p, nxt, nxt.mid, 1)]
-                    skip_next = True
+                    skip_next = 1
+                    continue
+                if n + 1 < len(read) and read[n + 1].mark == "iskip":  # the same in one poll call
+                    skipped, nxt = read[n + 1], read[n + 2]
+                    reads += [_OPEN, (p, e, e.mid, 0), (p, nxt, nxt.mid, 0), _CLOSE, (p, None, None, 0),
+                              (p, skipped, skipped.mid, 0), (p, nxt, nxt.mid, 1)]
+                    skip_next = 2
                     continue
                 if e.mark == "phantom":
                     reads += [(p, e, str(e.arg), 0), (p, None, None, 0)]
                     run_mids.add(str(e.arg))
+                if e.mark == "idouble":  # read twice in one poll call
+                    reads += [_OPEN, (p, e, e.mid, 0), (p, e, e.mid, 1), _CLOSE]
+                    continue
                 reads.append((p, e, e.mid, 0))
-                if e.mark == "double":
-                    reads.append((p, e, e.mid, 1))
+                if e.mark == "double":  # read twice, in two poll calls
+                    reads += [_CUT, (p, e, e.mid, 1)]
                 if e.mark == "rewind":
                     reads.append((p, None, None, 0))
                     reads += [(p, r, r.mid, 1) for r in read[n - int(e.arg or 0) + 1:n + 1]]
@@ -869,8 +915,11 @@ class _Chunk:
                 break
             x = self.rng.choice(open_parts)
             take = self.rng.randint(1, 64)
-            merged += per_part[x][cursors[x]:cursors[x] + take]
-            cursors[x] += take
+            run = per_part[x][cursors[x]:cursors[x] + take]
+            while run.count(_OPEN) > run.count(_CLOSE):  # one poll call stays whole
+                run = per_part[x][cursors[x]:cursors[x] + len(run) + 1]
+            merged += run
+            cursors[x] += len(run)
         iso = "read_committed" if self._rc(c) else "read_uncommitted"
         self._write_reads(files.setdefault(f"history/{client}.jsonl", []), client, "run",
                           iso if not self.pr.pulsar else None, merged)

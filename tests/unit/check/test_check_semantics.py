@@ -139,7 +139,7 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                      _poll("po-c", "po1", "polls-order", 1)],
         "recovery": [_polls("recovery", "polls-order", phase="recovery", partitions=[0, 0, 0],
                             offsets=[0, 1, 2], mids=["po0", "po1", "po2"], keys=None)],
-    }, {"poll-skip": 1, "nonmonotonic-poll": 1}),
+    }, {"poll-skip": 1, "nonmonotonic-poll": 1, "int-poll-skip": 1}),  # (the skip is in one polls line)
     # Malformed batches are dropped whole (each would poll an id never sent): lists of
     # different lengths (used columns or not), a column that is no list, a float offset. A
     # batch without columns or with empty ones has no records; the one good batch has one.
@@ -174,7 +174,7 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
         "recovery": [_polls("recovery", "polls-fields", phase="recovery", partitions=[0, 0], offsets=[0, 1],
                             mids=["f0", "f1"])],
         # (g0, g1: unacked sends a reader saw are committed, and the recovery read lacks them)
-    }, {"nonmonotonic-poll": 2, "aborted-read": 1, "lost-write": 2}),
+    }, {"nonmonotonic-poll": 2, "int-nonmonotonic-poll": 2, "aborted-read": 1, "lost-write": 2}),
     # key-order: per (topic, subscription, key, partition) in order of t (a string t is cast;
     # ties in file order), first polls only. Three violations: m4 after m5 (another client,
     # earlier t), m12 after m11 (one batch, one t), m21 (file earlier, t later) after m20.
@@ -201,7 +201,15 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                  _ks("ks-x", "m37", "k", 7, "soon", ledger=0),
                  _ks("ks-x", "m38", "k", 8, float("nan"), ledger=0)],
         # (unacked sends a reader saw are committed: without a recovery read, 16 are lost)
-    }, {"key-order": 3, "nonmonotonic-poll": 1, "lost-write": 16}),
+    }, {"key-order": 3, "nonmonotonic-poll": 1, "int-nonmonotonic-poll": 1, "lost-write": 16}),
+    # Sends acked out of their order: within one transaction also int-nonmonotonic-send;
+    # across two transactions, or outside any, not.
+    "send-order": ({
+        "p-so": (_txn("p-so", "so", "send-order", [("so1", 5), ("so2", 2)], "commit", "ok")
+                 + _txn("p-so", "so-b", "send-order", [("so3", 1)], "commit", "ok")
+                 + _sent("p-so", "so4", "send-order", 0)),
+        "rec-so": _rc_recovery("rec-so", "send-order", ("so4", 0), ("so3", 1), ("so2", 2), ("so1", 5)),
+    }, {"nonmonotonic-send": 3, "int-nonmonotonic-send": 1, "unseen": 4}),
     # Records that are not ours (mid null) are no anomaly; ids never sent are.
     "foreign": ({
         "consumer": [_poll("consumer", None, "foreign", 0), _poll("consumer", "zz", "foreign", 1)],

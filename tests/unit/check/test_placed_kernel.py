@@ -29,12 +29,13 @@ T = 77  # a topic hash
 
 
 def row(tag: int, off: int | None, mh: int | None, *, client: int | None = 1, seq: int | None = None,
-        part: int | None = 0, topic: int | None = T, grp: int | None = None) -> dict[str, Any]:
+        part: int | None = 0, topic: int | None = T, grp: int | None = None,
+        unit: int | None = None) -> dict[str, Any]:
     if grp is None:
         grp = {TAG_RPOLL: REC, TAG_POLL: RUN, TAG_ACK: ACKS}.get(tag)
     return {"client_h": None if tag == TAG_REPLICA else client, "grp": grp, "topic_h": topic, "part": part,
             "pl": None if off is None else -1, "pe": off, "pb": None if off is None else -1, "mh": mh,
-            "seq": seq, "tag": tag}
+            "seq": seq, "tag": tag, "unit": unit}
 
 
 def run(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -89,6 +90,28 @@ def test_sequence_anomalies_are_judged_against_the_row_before() -> None:
     send = [r for r in found if r[0] == "nonmonotonic-send"]
     assert len(send) == 1 and (send[0][6], send[0][11], send[0][8], send[0][9]) == (2, 5, 11, 10)
     assert kinds(rows) == {"poll-skip": 1, "nonmonotonic-poll": 1, "nonmonotonic-send": 1}
+
+
+def test_the_int_kinds_are_sequence_anomalies_within_one_unit() -> None:
+    """Two rows of one unit (a poll call's line, a transaction) give the int- kind as well;
+    rows of different units, or without one, only the plain kind."""
+    rows = recovered(6)
+    # one poll call reads 0, 1, 4 (a skip inside it); the next call reads 3 (back: not int)
+    rows += [row(TAG_POLL, o, 100 + o, seq=s, unit=u) for s, o, u in [(0, 0, 50), (1, 1, 50), (2, 4, 50),
+                                                                    (3, 3, 53)]]
+    # a transaction's two sends acked at 5 then 2 (int); then one outside it at 1 (not int)
+    rows += [row(TAG_ACK, 5, 105, client=2, seq=10, unit=7), row(TAG_ACK, 2, 102, client=2, seq=11, unit=7),
+             row(TAG_ACK, 1, 101, client=2, seq=12)]
+    assert kinds(rows) == {"poll-skip": 1, "int-poll-skip": 1, "nonmonotonic-poll": 1,
+                           "nonmonotonic-send": 2, "int-nonmonotonic-send": 1}
+    # the int- row is its plain row under another name
+    found = run(rows)
+    for kind in ("poll-skip", "nonmonotonic-send"):
+        plain = {r[1:] for r in found if r[0] == kind}
+        assert {r[1:] for r in found if r[0] == f"int-{kind}"} <= plain
+    # the same read back in one call: int-nonmonotonic-poll
+    rows[-4] = row(TAG_POLL, 3, 103, seq=3, unit=50)
+    assert kinds(rows)["int-nonmonotonic-poll"] == 1
 
 
 def test_a_skip_over_offsets_nobody_recovered_is_no_skip() -> None:
