@@ -151,7 +151,8 @@ def ensure() -> Server:
     directory = state_dir()
     with _locked(directory / "start.lock", fcntl.LOCK_EX):
         server = running()
-        if server is not None and (server.python, server.pyspark) == (sys.executable, _pyspark_version()):
+        if server is not None and _same_python(server.python, sys.executable) \
+                and server.pyspark == _pyspark_version():
             return server
         if server is not None:
             logging.getLogger(__name__).info(
@@ -162,6 +163,14 @@ def ensure() -> Server:
             "starting the Spark Connect server for the checker (once; later checks reuse it, "
             "`harness clean` stops it)")
         return _start(directory)
+
+
+def _same_python(a: str, b: str) -> bool:
+    """The same interpreter in the same environment: ``python`` and ``python3`` of one bin
+    directory are (one file through links); a virtual environment's link to its base
+    interpreter is not the base (another directory, other packages)."""
+    return a == b or (os.path.dirname(a) == os.path.dirname(b)
+                      and os.path.realpath(a) == os.path.realpath(b))
 
 
 def _start(directory: Path) -> Server:

@@ -60,3 +60,21 @@ def test_an_unusable_state_directory_is_one_clear_error(monkeypatch: pytest.Monk
     with pytest.raises(CheckError, match=r"cannot use /proc/no-such-dir .*HARNESS_SPARK_STATE"):
         with server.using():
             pass
+
+
+def test_python_and_python3_of_one_environment_are_one_interpreter(tmp_path: Path) -> None:
+    """Two names of one interpreter in one bin directory share the server (pytest run as
+    ``python -m pytest`` and the ``harness`` script's ``python3.11`` replaced each other's
+    server mid-check); a virtual environment's link to the same file does not."""
+    from harness.check.server import _same_python
+
+    base, venv = tmp_path / "base" / "bin", tmp_path / "venv" / "bin"
+    base.mkdir(parents=True)
+    venv.mkdir(parents=True)
+    (base / "python3.11").write_text("")
+    for name in ("python", "python3"):
+        (base / name).symlink_to("python3.11")
+    (venv / "python").symlink_to(base / "python3.11")
+    assert _same_python(str(base / "python"), str(base / "python3.11"))
+    assert _same_python(str(base / "python3"), str(base / "python"))
+    assert not _same_python(str(venv / "python"), str(base / "python3.11"))
