@@ -20,6 +20,7 @@ from ..case import ChaosArgs, Selector
 from ..errors import HarnessError
 from ..history import RESTORED_BY
 from .context import RunContext
+from .recovery import fatal_line
 
 __all__ = ["Planned", "plan", "run_chaos", "step_seed"]
 
@@ -101,14 +102,12 @@ def _restart_exited(ctx: RunContext, faulted: list[str]) -> list[dict[str, str]]
     itself: "Fatal error during KafkaServer startup"): started once more, as a supervisor
     would, and recorded (the step's detail, the story, the timeline) with their last
     ERROR line. The schedule went on without them."""
-    from .recovery import last_fatal
-
     out = []
     for name in faulted:
         node = ctx.the_cluster.node(name)
         if name in ctx.the_nemesis.down or node.container.status != "exited":
             continue
-        fatal = last_fatal(ctx, [name])[2:-1]  # " (node: line)" -> "node: line"
+        fatal = fatal_line(ctx, [name])
         note = (f"chaos: {name} exited on its own after the step healed it"
                 f"{f' ({fatal})' if fatal else ''}; the harness started it again when the step ended")
         ctx.recovery.observations.append(note)

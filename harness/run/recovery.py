@@ -20,7 +20,7 @@ from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy
 from ..wait import wait_until
 from .context import RunContext
 
-__all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "heal_quietly", "last_fatal",
+__all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "fatal_line", "heal_quietly",
            "recover", "wait_remedied", "wait_unsticking"]
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ def _wait_converged(ctx: RunContext, timeout: float) -> None:
     if outcome is True:
         return
     note = (f"{', '.join(outcome)} exited on its own after the heal started it, and stayed "
-            f"down{last_fatal(ctx, outcome)}; every partition had a leader, and was read from it")
+            f"down{_last_fatal(ctx, outcome)}; every partition had a leader, and was read from it")
     ctx.recovery.observations.append(note)
     ctx.events.mark("broker exited in recovery", {"nodes": outcome})
     log.warning("recovery: %s", note)
@@ -192,13 +192,20 @@ def _all_led(ctx: RunContext) -> bool:
         return False
 
 
-def last_fatal(ctx: RunContext, nodes: list[str]) -> str:
-    """`` (kafka-1: FATAL ...)``: the last FATAL or ERROR line of the first node's log."""
+def fatal_line(ctx: RunContext, nodes: list[str]) -> str:
+    """``kafka-1: ... FATAL ...``: the last FATAL or ERROR line of the first node's log
+    that has one, else empty."""
     for name, text in ctx.the_cluster.node_logs(nodes, tail=40):
         lines = [line for line in text.splitlines() if " FATAL " in line or " ERROR " in line]
         if lines:
-            return f" ({name}: {lines[-1].strip()[:300]})"
+            return f"{name}: {lines[-1].strip()[:300]}"
     return ""
+
+
+def _last_fatal(ctx: RunContext, nodes: list[str]) -> str:
+    """`` (kafka-1: FATAL ...)`` (:func:`fatal_line`), or empty."""
+    line = fatal_line(ctx, nodes)
+    return f" ({line})" if line else ""
 
 
 def collect(ctx: RunContext) -> None:

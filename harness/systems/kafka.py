@@ -405,7 +405,7 @@ class KafkaSystem:
                           (self.spec.nodes_of("controller") or self.spec.nodes_of("broker"))
                           if n.name in running)
         for node in self.cluster.nodes():
-            if node.container.status != "running":
+            if node.name not in running:
                 continue
             # short admin timeouts: the default (60 s) waits on a paused leader it still knows
             code, out = node.container.exec(["sh", "-c", (

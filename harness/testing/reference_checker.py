@@ -109,7 +109,6 @@ class _Mid:
     rc_read: bool = False  # polled by a read_committed client (either phase)
     ru_read: bool = False  # polled by another client
     rec_rc: bool = False  # in the recovery read, by a read_committed client
-    rc_t: float | None = None  # the earliest t of its read_committed polls
     early_rc_read: _Read | None = None  # its first read_committed poll before the commit call
 
     def ack_topic(self) -> str | None:
@@ -288,8 +287,6 @@ class _Checker:
         m.rec_rc |= read.phase == "recovery"
         if m.first_rc_read is None:
             m.first_rc_read = read
-        if read.t is not None:
-            m.rc_t = read.t if m.rc_t is None else min(m.rc_t, read.t)
         commit_t = self.txns[m.tx].commit_t if m.tx is not None else None
         if m.early_rc_read is None and (commit_t is None or (
                 read.t is not None and read.t < commit_t - PRECOMMIT_SLACK_S)):
