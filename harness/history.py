@@ -17,12 +17,15 @@ failed send):
 ``invoke``
     A send was attempted. ``mid`` (unique message id, also the start of the
     value), ``topic``, ``key`` (or null), ``tx`` (the transaction it is sent in,
-    absent outside one).
+    absent outside one), ``due`` (a paced producer's: when its schedule had this send
+    due, wall clock like ``t``; absent when unpaced: ``t - due`` is the publish delay).
 ``invokes``
     Sends a producer attempts next, in columns (like ``polls``): ``mids``, ``keys``
-    and ``partitions`` (the partition asked for, or null); batch fields ``topic``, ``tx``.
-    It means exactly its ``invoke`` events (:data:`INVOKES_FIELDS`), written before
-    any of them is sent; :func:`read_events` expands it.
+    and ``partitions`` (the partition asked for, or null); batch fields ``topic``, ``tx``,
+    and for a paced producer ``due`` and ``every``: the first send was due at ``due``,
+    send i at ``due + i * every``. It means exactly its ``invoke`` events
+    (:data:`INVOKES_FIELDS`; each with its own ``due``), written before any of them is
+    sent; :func:`read_events` expands it.
 ``ok``
     The broker acknowledged ``mid``: ``topic`` and position fields (below).
 ``oks``
@@ -319,13 +322,23 @@ def expand_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
         columns[field] = col
     if size < 0:
         return []
+    # a paced batch of sends: each send's own due time (the module docstring)
+    every = base.pop("every", None) if single == "invoke" else None
+    due = base.get("due")
+    step = every if _number(due) and _number(every) else None
     out = []
     for i in range(size):
         e = dict(base)
         for field, col in columns.items():
             e[field] = None if col is None else col[i]
+        if step is not None:
+            e["due"] = due + i * step
         out.append(e)
     return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 #: the name the ``polls`` batches came with

@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from harness.check.lines import (
     ANY_LISTS,
     BREAK,
+    DOUBLES,
     LONG_LISTS,
     LONGS,
     STRING_LISTS,
@@ -82,7 +83,7 @@ BLOCK_BYTES = 4 << 20  # parsed at once
 _SLOW_LINES = 32  # a refused group this small is read line by line
 
 _L, _S = pa.int64(), pa.string()
-_FIELD_TYPES = {**{n: _L for n in LONGS}, **{n: _S for n in STRINGS}, "t": pa.float64(),
+_FIELD_TYPES = {**{n: _L for n in LONGS}, **{n: _S for n in STRINGS}, **{n: pa.float64() for n in DOUBLES},
                 **{n: pa.list_(_L) for n in LONG_LISTS}, **{n: pa.list_(_S) for n in STRING_LISTS},
                 # values never read, only counted: numbers here, anything on the slow path
                 **{n: pa.list_(pa.float64()) for n in ANY_LISTS}}
@@ -96,7 +97,7 @@ EVENTS_SCHEMA = pa.schema([
     ("code", pa.int32()), ("mid", _S), ("topic", _S), ("topic_h", _L), ("part", _L), ("pl", _L),
     ("pe", _L), ("pb", _L), ("client", _S), ("client_h", _L), ("flags", pa.int32()), ("seq", _L),
     ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S), ("t", pa.float64()),
-    ("tx", _S), ("tx_h", _L), ("txa", pa.int32()), ("bi", pa.int32())])
+    ("tx", _S), ("tx_h", _L), ("txa", pa.int32()), ("bi", pa.int32()), ("due", pa.float64())])
 #: few distinct values: dictionary-encoded in Parquet
 _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key",
                "tx", "tx_h", "txa"]
@@ -401,7 +402,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                    seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S),
                    t=pa.nulls(n, pa.float64()), tx=pa.nulls(n, _S), tx_h=pa.nulls(n, _L),
-                   txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()))
+                   txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()), due=pa.nulls(n, pa.float64()))
         return pa.table(out, schema=EVENTS_SCHEMA), skipped
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
@@ -432,8 +433,21 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                bi=pa.array(index.astype(np.int32)),  # its place in its line: a batch's records share seq - bi
                ks_t=_masked(t, ks_mask),
                ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
-               ks_key=_masked(key, ks_mask))
+               ks_key=_masked(key, ks_mask), due=_due(table, code_line, line, index))
     return pa.table(out, schema=EVENTS_SCHEMA), skipped
+
+
+def _due(table: pa.Table, code_line: np.ndarray, line: np.ndarray, index: np.ndarray) -> pa.Array:
+    """When each send was due (a paced producer's schedule; harness.history): the line's
+    ``due`` plus the send's index in its line times ``every``; null but on invokes with a
+    ``due``."""
+    due = table.column("due").combine_chunks()
+    if due.null_count == len(due):
+        return pa.nulls(len(line), pa.float64())
+    due_np = due.to_numpy(zero_copy_only=False)  # nulls read as NaN
+    every = np.nan_to_num(table.column("every").combine_chunks().to_numpy(zero_copy_only=False), nan=0.0)
+    out = np.where(code_line == INVOKE, due_np, np.nan)[line] + every[line] * index
+    return pa.array(out, pa.float64(), mask=~np.isfinite(out))
 
 
 def _position(part: pa.Array, offset: pa.Array, ledger: pa.Array, entry: pa.Array,

@@ -6,10 +6,15 @@ the harness's one wall clock), and aggregates:
 
 * **send latency**: ack time minus invoke time, per acknowledged id, in ms;
 * **end-to-end latency**: first poll (run phase) minus invoke time, per id read, in ms;
+* **publish delay**: invoke time minus the time the producer's schedule had the send
+  due (``due``, harness.history), per send of a paced producer, in ms: a client that
+  stalls sends late, and its send latency alone would hide the stall (coordinated
+  omission; OpenMessaging Benchmark's publishDelay). Unpaced producers have none;
 
 as percentiles (p50, p90, p99, p99.9: counted in buckets 1% wide, so each is within
 0.5% of the true value; :class:`Histograms`) and the exact max, over the whole run,
-per :data:`WINDOW_S` window of invoke time, per producer and partition, and per
+per window of invoke time (:func:`window_for`: 10 s as OpenMessaging Benchmark's, shorter
+for a short run so that a chart has points), per producer and partition, and per
 phase: ``before`` the first fault, ``during`` (from the first fault until no fault
 is in force: each ``kill9``, ``stop`` or ``powerloss`` of a node restored by its
 ``start``, a ``pause`` by its ``resume``, a ``partition`` by its ``heal``, all by a
@@ -36,10 +41,16 @@ from typing import Any
 
 from harness.history import RESTORED_BY
 
-__all__ = ["BIN_S", "BUCKET_BASE", "IDLE_AFTER_S", "PERCENTILES", "WINDOW_S", "Faults", "Histograms",
-           "availability", "faults_of", "stats"]
+__all__ = ["BIN_S", "BUCKET_BASE", "IDLE_AFTER_S", "METRICS", "PERCENTILES", "WINDOW_S", "Faults",
+           "Histograms", "availability", "faults_of", "stats", "window_for"]
 
 WINDOW_S = 10
+#: the window lengths :func:`window_for` chooses from, in seconds
+WINDOWS_S = (0.5, 1, 2, 5, WINDOW_S)
+#: at most about this many windows before the next length is chosen
+MAX_WINDOWS = 120
+#: the metrics, in the job's order (its ``m`` column)
+METRICS = ("send", "e2e", "delay")
 BIN_S = 0.01  # acknowledgement times are kept at this resolution for availability
 IDLE_AFTER_S = 1.0
 PERCENTILES = (0.5, 0.9, 0.99, 0.999)
@@ -102,6 +113,16 @@ def faults_of(run_dir: Path) -> Faults:
     return Faults(faults, faults[0].t, None if open_ else end)
 
 
+def window_for(span_s: float) -> float:
+    """The window length for sends spread over ``span_s`` seconds: the shortest of
+    :data:`WINDOWS_S` that gives at most :data:`MAX_WINDOWS` windows, and
+    :data:`WINDOW_S` from a run of 20 minutes on."""
+    for w in WINDOWS_S:
+        if span_s / w <= MAX_WINDOWS:
+            return w
+    return WINDOW_S
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -112,12 +133,13 @@ ZERO_BUCKET = -(1 << 40)
 
 
 class Histograms:
-    """The bucket counts of one group (run, phase, window, producer partition) for the two
-    metrics, 0 send and 1 end-to-end, as the job sums them; :meth:`stats` reads them."""
+    """The bucket counts of one group (run, phase, window, producer partition) for the
+    metrics (:data:`METRICS`: 0 send, 1 end-to-end, 2 publish delay), as the job sums them;
+    :meth:`stats` reads them."""
 
     def __init__(self) -> None:
-        self.counts: tuple[dict[int, int], dict[int, int]] = ({}, {})
-        self.top: list[float | None] = [None, None]
+        self.counts: tuple[dict[int, int], ...] = tuple({} for _ in METRICS)
+        self.top: list[float | None] = [None for _ in METRICS]
 
     def add(self, metric: int, bucket: int, n: int, top: float | None) -> None:
         counts = self.counts[metric]
@@ -126,7 +148,7 @@ class Histograms:
             self.top[metric] = float(top)
 
     def stats(self) -> dict[str, Any]:
-        return {"send": self._one(0), "e2e": self._one(1)}
+        return {name: self._one(i) for i, name in enumerate(METRICS)}
 
     def _one(self, metric: int) -> dict[str, Any]:
         counts, top = self.counts[metric], self.top[metric]

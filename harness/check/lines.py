@@ -3,8 +3,8 @@ contract's tolerance, shared by the checker's Arrow ingest (its slow path) and t
 plain-Python reference checker in ``bench/``.
 
 A line that is not a JSON object, or whose numeric fields are not 64-bit integers,
-is dropped; a non-string value of a string field becomes its JSON text; ``t`` is
-read as a number, or a string cast to a double (hexadecimal strings, which Java's
+is dropped; a non-string value of a string field becomes its JSON text; ``t`` (and
+``due``, ``every``) is read as a number, or a string cast to a double (hexadecimal strings, which Java's
 parser took when Spark read the lines, are not taken); batch columns (``polls``,
 ``oks``, ``invokes``) must be lists, integer lists for positions, else the line is
 dropped. Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; a complete last line without a
@@ -28,10 +28,12 @@ from typing import Any
 
 from harness.history import BATCH_EVENTS, CLIENT_TYPES, expand_batch
 
-__all__ = ["ANY_LISTS", "BREAK", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "Tally", "blank",
-           "conform", "decode", "double", "known", "read_lines", "split_lines", "text"]
+__all__ = ["ANY_LISTS", "BREAK", "DOUBLES", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "Tally",
+           "blank", "conform", "decode", "double", "known", "read_lines", "split_lines", "text"]
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
+#: numbers read as doubles (:func:`double`): the event's time; a paced send's schedule
+DOUBLES = ("t", "due", "every")
 STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",
            "subscription_type", "tx", "action", "status")
 #: batch columns: lists of integers, lists of strings, lists of anything
@@ -132,6 +134,9 @@ def conform(event: dict[str, Any], replicas: bool = False) -> bool:
         if event.get(name) is not None:
             event[name] = [text(v) for v in event[name]]
     event["t"] = double(event.get("t"))
+    for name in DOUBLES[1:]:
+        if name in event:
+            event[name] = double(event[name])
     return True
 
 

@@ -483,6 +483,7 @@ class _Job:
             F.min(binding).alias("bmin"), F.max(binding).alias("bmax"),
             # times (latency): first invoke, first ack, first run-phase poll
             F.min(F.when(code == INVOKE, F.col("t"))).alias("inv_t"),
+            F.min_by("due", first_invoke).alias("due_t"),
             F.min(F.when(code == OK, F.col("t"))).alias("ack_t"),
             F.min(F.when(poll & ~rec, F.col("t"))).alias("poll_t"),
             # transactions: the id's (its first invoke's), the first read_committed poll
@@ -504,7 +505,7 @@ class _Job:
             return self._stage("mids", agg.select(
                 "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
                 "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb",
-                "inv_t", "ack_t", "poll_t", "tx_h", "rc_t"),
+                "inv_t", "due_t", "ack_t", "poll_t", "tx_h", "rc_t"),
                 partition_by=("ack_topic", "ack_part"))
 
     @contextlib.contextmanager
@@ -840,7 +841,7 @@ class _Job:
         from harness.check import latency as lat
 
         F = self.F
-        inv, ack, poll = F.col("inv_t"), F.col("ack_t"), F.col("poll_t")
+        inv, ack, poll, due = F.col("inv_t"), F.col("ack_t"), F.col("poll_t"), F.col("due_t")
 
         def finite(c: Column) -> Column:
             return c.isNotNull() & ~F.isnan(c) & (F.abs(c) < float("inf"))
@@ -863,9 +864,13 @@ class _Job:
         for values in acks.values():
             values.sort()
         t0 = invokes[0] * lat.BIN_S
+        window_s = lat.window_for(invokes[-1] * lat.BIN_S - t0)
         faults = lat.faults_of(self.inputs.run_dir)
         send = F.when(finite(ack), (ack - inv) * 1000.0)
         e2e = F.when(finite(poll), (poll - inv) * 1000.0)
+        # publish delay: how late the send was made by its schedule (a stamp shared with
+        # an earlier event can put it a little before its due time: 0)
+        delay = F.when(finite(due), F.greatest(F.lit(0.0), (inv - due) * 1000.0))
         phase = F.lit("before")
         if faults.start is not None:
             during = inv >= faults.start
@@ -873,8 +878,8 @@ class _Job:
                 phase = F.when(inv >= faults.end, "after").when(during, "during").otherwise("before")
             else:
                 phase = F.when(during, "during").otherwise("before")
-        rows = timed.select(send.alias("send"), e2e.alias("e2e"), phase.alias("phase"),
-                            F.floor((inv - t0) / lat.WINDOW_S).cast(_L).cast(_S).alias("window"),
+        rows = timed.select(send.alias("send"), e2e.alias("e2e"), delay.alias("delay"), phase.alias("phase"),
+                            F.floor((inv - t0) / window_s).cast(_L).cast(_S).alias("window"),
                             F.concat_ws(":", F.col("inv_client").cast(_S), F.col("ack_topic").cast(_S),
                                         F.col("ack_part").cast(_S)).alias("pair"))
         # Latencies counted in buckets 1% wide (an HdrHistogram's idea), per (phase, window,
@@ -882,7 +887,8 @@ class _Job:
         # run (grouping sets over those few rows); the driver reads the percentiles off the
         # counts. The max is exact.
         metric = F.explode(F.array(F.struct(F.lit(0).alias("m"), F.col("send").alias("v")),
-                                   F.struct(F.lit(1).alias("m"), F.col("e2e").alias("v"))))
+                                   F.struct(F.lit(1).alias("m"), F.col("e2e").alias("v")),
+                                   F.struct(F.lit(2).alias("m"), F.col("delay").alias("v"))))
         timings = rows.select("phase", "window", "pair", metric.alias("x")).where(F.col("x.v").isNotNull())
         bucket = F.when(F.col("x.v") <= lat.ZERO_MS, F.lit(lat.ZERO_BUCKET)).otherwise(
             F.floor(F.log(F.col("x.v")) / math.log(lat.BUCKET_BASE))).cast(_L)
@@ -918,12 +924,12 @@ class _Job:
             fault["t"] = round(fault["t"] - t0, 3)
         measured = [f["max_unavailable_s"] for f in availability if f["max_unavailable_s"] is not None]
         return {
-            "window_s": lat.WINDOW_S, "start": t0, **run.stats(),
+            "window_s": window_s, "start": t0, **run.stats(),
             "phases": {str(k): h.stats()
                        for k, h in sorted(groups["phase"].items(), key=lambda kh: str(kh[0]))},
             "during": None if faults.start is None else
             [round(faults.start - t0, 3), None if faults.end is None else round(faults.end - t0, 3)],
-            "windows": [{"t": int(k or 0) * lat.WINDOW_S, **h.stats()}
+            "windows": [{"t": int(k or 0) * window_s, **h.stats()}
                         for k, h in sorted(groups["window"].items(), key=lambda kh: int(kh[0] or 0))],
             "partitions": per_partition,
             "availability": availability,

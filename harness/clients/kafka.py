@@ -250,8 +250,10 @@ class KafkaProducerClient:
         return mid
 
     def send_batch(self, keys: list[str | None], value_size: int = 100,
-                   partition: int | None = None) -> list[str]:
+                   partition: int | None = None, due: float | None = None, every: float = 0.0) -> list[str]:
         """Queues one record per key, recorded first as one ``invokes`` line; returns the ids.
+        ``due``, ``every``: the paced schedule (harness.history: the first send was due at
+        ``due``, the next ones every ``every`` s after it), recorded on the line.
 
         If a send raises (other than a full local queue, which is waited out), the sends
         after it were recorded but never made: they stay without an outcome (unacked).
@@ -261,8 +263,9 @@ class KafkaProducerClient:
         keys_js = "null" if keys.count(None) == n else _ENCODE(keys)
         parts_js = "null" if partition is None else _all_ints_json([partition] * n, n)
         hist = self.history
+        sched = "" if due is None else f',"due":{due:.6f},"every":{every:.9g}'
         hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
-                        f'"keys":{keys_js},"partitions":{parts_js}{self._tx_field}}}\n')
+                        f'"keys":{keys_js},"partitions":{parts_js}{self._tx_field}{sched}}}\n')
         for mid, key in zip(mids, keys, strict=False):
             self._produce(mid, key, value_size, partition)
             self.stats.sent += 1
@@ -290,8 +293,11 @@ class KafkaProducerClient:
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 180.0) -> WorkloadStats:
         """Sends until ``count`` records or ``duration_s`` (always bounded), then drains.
-        Sends go in batches (:func:`paced_batches`): one ``invokes`` line each."""
-        start = paced_batches(lambda batch: self.send_batch(batch, value_size, partition), count=count,
+        Sends go in batches (:func:`paced_batches`): one ``invokes`` line each, with its
+        schedule when paced (``rate``)."""
+        every = 1.0 / rate if rate else 0.0
+        start = paced_batches(lambda batch, due: self.send_batch(batch, value_size, partition, due, every),
+                              count=count,
                               duration_s=duration_s, rate=rate, keys=keys, stop=stop,
                               wait=self.poll)
         self.drain(drain_timeout_s)
@@ -320,7 +326,7 @@ class KafkaProducerClient:
             raise ValueError("a workload needs a count or a duration")
         from confluent_kafka import KafkaException
 
-        start = time.monotonic()
+        wall, start = time.time(), time.monotonic()
         deadline = start + duration_s if duration_s is not None else None
         try:
             self.producer.init_transactions(call_timeout_s * 2)
@@ -348,7 +354,8 @@ class KafkaProducerClient:
                 self._tx_field = f',"tx":{json.dumps(tx)}'
                 try:
                     self.send_batch([f"k{(sent + i) % keys}" if keys else None for i in range(n)],
-                                    value_size, partition)
+                                    value_size, partition, due=wall + sent / rate if rate else None,
+                                    every=1.0 / rate if rate else 0.0)
                 finally:
                     self._tx_field = ""
                 sent += n

@@ -108,14 +108,16 @@ class PulsarProducerClient:
             self._cv.notify_all()
 
     def send_one(self, value_size: int = 100, key: str | None = None,
-                 partition: int | None = None) -> str:
+                 partition: int | None = None, due: float | None = None) -> str:
+        """Sends one message (``due``: when the paced schedule had it due, recorded)."""
         self._seq += 1
         mid = f"{self.name}-{self._seq}"
+        sched: dict[str, Any] = {} if due is None else {"due": round(due, 6)}
         if self._partition_json or partition is not None:
             self.history.record("invoke", mid=mid, topic=self.topic, key=key,
-                                partition=partition if partition is not None else 0)
+                                partition=partition if partition is not None else 0, **sched)
         else:
-            self.history.record("invoke", mid=mid, topic=self.topic, key=key)
+            self.history.record("invoke", mid=mid, topic=self.topic, key=key, **sched)
         with self._cv:
             self._outstanding += 1
         t0 = time.monotonic()
@@ -144,7 +146,7 @@ class PulsarProducerClient:
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 180.0) -> WorkloadStats:
         """Sends until ``count`` messages or ``duration_s`` (always bounded), then drains."""
-        start = paced_sends(lambda key: self.send_one(value_size, key, partition), count=count,
+        start = paced_sends(lambda key, due: self.send_one(value_size, key, partition, due), count=count,
                             duration_s=duration_s, rate=rate, keys=keys, stop=stop, wait=time.sleep)
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start

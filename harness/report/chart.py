@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.report.load import TimelineEntry
 
-__all__ = ["Axis", "Band", "Chart", "Marker", "Series", "line_chart", "peak", "clock"]
+__all__ = ["Axis", "Band", "Chart", "Marker", "Series", "latency_chart", "line_chart", "peak", "clock"]
 
 #: Most points per line; longer runs are averaged over wider buckets.
 MAX_POINTS = 1200
@@ -204,15 +204,8 @@ def line_chart(chart_id: str, title: str, axis: Axis, lines: Sequence[tuple[str,
     marker labels in rows above the plot, otherwise only hover titles.
     """
     right = width - RIGHT_PAD
-    span = right - LEFT
-
-    def x_of(t: float) -> float:
-        return LEFT + min(max((t - axis.start) / axis.seconds, 0.0), 1.0) * span
-
-    grouped = _group(axis, entries)
-    lanes = (_lanes([(x_of(t), tone, label) for t, tone, label, _ in grouped], right) if labels
-             else [(-1, "start")] * len(grouped))
-    top = 10.0 + LANE_HEIGHT * (max((lane for lane, _ in lanes), default=-1) + 1)
+    x_of = _x_scale(axis, right)
+    grouped, lanes, top = _placed(axis, entries, labels, right, x_of)
     bottom = top + plot_height
 
     rates = [axis.rates(counts) for _, _, counts in lines]
@@ -230,25 +223,91 @@ def line_chart(chart_id: str, title: str, axis: Axis, lines: Sequence[tuple[str,
         for (name, tone, counts), values in zip(lines, rates, strict=True)
     ]
 
+    return Chart(
+        id=chart_id, title=title, width=width, height=int(bottom + BOTTOM),
+        left=LEFT, top=top, right=right, bottom=bottom,
+        x_ticks=_x_ticks(axis, x_of, x_ticks),
+        y_ticks=[(y_of(i * scale_step), _si(i * scale_step)) for i in range(y_steps + 1)],
+        series=series,
+        markers=_markers(grouped, lanes, top, bottom, x_of),
+        bands=[Band(x_of(lo), max(x_of(hi), x_of(lo) + 2), label, right) for lo, hi, label in bands],
+        note="per second" if axis.step == 1 else f"per second, {axis.step} s averages",
+    )
+
+
+def _x_scale(axis: Axis, right: float) -> Callable[[float], float]:
+    span = right - LEFT
+
+    def x_of(t: float) -> float:
+        return LEFT + min(max((t - axis.start) / axis.seconds, 0.0), 1.0) * span
+    return x_of
+
+
+_Grouped = list[tuple[float, str, str, str]]
+
+
+def _placed(axis: Axis, entries: Iterable[TimelineEntry], labels: bool, right: float,
+            x_of: Callable[[float], float]) -> tuple[_Grouped, list[tuple[int, str]], float]:
+    """The markers (merged per bucket), their label lanes, and the plot's top below them."""
+    grouped = _group(axis, entries)
+    lanes = (_lanes([(x_of(t), tone, label) for t, tone, label, _ in grouped], right) if labels
+             else [(-1, "start")] * len(grouped))
+    return grouped, lanes, 10.0 + LANE_HEIGHT * (max((lane for lane, _ in lanes), default=-1) + 1)
+
+
+def _markers(grouped: _Grouped, lanes: list[tuple[int, str]], top: float, bottom: float,
+             x_of: Callable[[float], float]) -> list[Marker]:
     def y0_of(tone: str, lane: int) -> float:
         if lane >= 0:
             return 6.0 + LANE_HEIGHT * lane
         return bottom - 10 if tone in TICK_TONES else top
 
-    markers = [
-        Marker(x_of(t), y0_of(tone, lane), tone, label, title, lane, anchor)
-        for (t, tone, label, title), (lane, anchor) in zip(grouped, lanes, strict=True)
-    ]
+    return [Marker(x_of(t), y0_of(tone, lane), tone, label, title, lane, anchor)
+            for (t, tone, label, title), (lane, anchor) in zip(grouped, lanes, strict=True)]
+
+
+def _x_ticks(axis: Axis, x_of: Callable[[float], float], x_ticks: int) -> list[tuple[float, str]]:
     # at most x_ticks + 1 ticks, however long the axis: past the longest step, whole multiples of it
     tick = next((s for s in _TICK_STEPS if axis.seconds / s <= x_ticks),
                 _TICK_STEPS[-1] * -(-axis.seconds // (_TICK_STEPS[-1] * x_ticks)))
+    return [(x_of(axis.start + s), clock(s, axis.seconds)) for s in range(0, axis.seconds + 1, tick)]
+
+
+def _ms(value: float) -> str:
+    return f"{value / 1000:g} s" if value >= 1000 else f"{value:g} ms"
+
+
+def latency_chart(chart_id: str, title: str, axis: Axis,
+                  lines: Sequence[tuple[str, str, Sequence[tuple[float, float]], int]], *,
+                  entries: Iterable[TimelineEntry] = (), bands: Iterable[tuple[float, float, str]] = (),
+                  width: int = 1100, plot_height: int = 200, note: str = "") -> Chart:
+    """Latencies over time on a log scale: ``lines`` (name, tone, (time, ms) points, e.g.
+    a percentile per window at the window's middle, and the count it is of, for the
+    legend), with timeline ``entries`` as markers.
+    The scale spans whole decades from the lowest to the highest value (at least one;
+    values at or below 0.01 ms sit on its floor)."""
+    right = width - RIGHT_PAD
+    x_of = _x_scale(axis, right)
+    grouped, lanes, top = _placed(axis, entries, True, right, x_of)
+    bottom = top + plot_height
+    values = [v for _, _, pts, _ in lines for _, v in pts if math.isfinite(v)]
+    lo_exp = math.floor(math.log10(max(min(values, default=1.0), 0.01)))
+    hi_exp = max(math.ceil(math.log10(max(max(values, default=10.0), 0.01))), lo_exp + 1)
+
+    def y_of(v: float) -> float:
+        e = math.log10(max(v, 10.0 ** lo_exp))
+        return bottom - (e - lo_exp) / (hi_exp - lo_exp) * plot_height
+
+    series = [Series(name, tone, " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v in pts if math.isfinite(v)),
+                     total)
+              for name, tone, pts, total in lines]
     return Chart(
         id=chart_id, title=title, width=width, height=int(bottom + BOTTOM),
         left=LEFT, top=top, right=right, bottom=bottom,
-        x_ticks=[(x_of(axis.start + s), clock(s, axis.seconds)) for s in range(0, axis.seconds + 1, tick)],
-        y_ticks=[(y_of(i * scale_step), _si(i * scale_step)) for i in range(y_steps + 1)],
+        x_ticks=_x_ticks(axis, x_of, 10),
+        y_ticks=[(y_of(10.0 ** e), _ms(10.0 ** e)) for e in range(lo_exp, hi_exp + 1)],
         series=series,
-        markers=markers,
+        markers=_markers(grouped, lanes, top, bottom, x_of),
         bands=[Band(x_of(lo), max(x_of(hi), x_of(lo) + 2), label, right) for lo, hi, label in bands],
-        note="per second" if axis.step == 1 else f"per second, {axis.step} s averages",
+        note=note,
     )

@@ -40,7 +40,8 @@ def _anomalies(result: RunResult, examples: bool) -> list[str]:
 
 
 def _latency_line(latency: Any) -> str | None:
-    """``latency: send p50 3.1 / p99 12.0 ms; end-to-end ...; longest unavailability 8.2 s``."""
+    """``latency: send p50 3.1 / p99 12.0 ms; end-to-end ...; publish delay ... (paced
+    producers); longest unavailability 8.2 s``."""
     if not isinstance(latency, dict):
         return None
 
@@ -51,7 +52,8 @@ def _latency_line(latency: Any) -> str | None:
         p99 = s.get("p99")
         return f"{name} p50 {s['p50']:.1f} / p99 {p99:.1f} ms" if isinstance(p99, (int, float)) else None
 
-    parts = [p for p in (part("send", "send"), part("end-to-end", "e2e")) if p]
+    named = (("send", "send"), ("end-to-end", "e2e"), ("publish delay", "delay"))
+    parts = [p for p in (part(name, key) for name, key in named) if p]
     worst = latency.get("max_unavailable_s")
     if isinstance(worst, (int, float)):
         parts.append(f"longest unavailability after a fault {worst:g} s")

@@ -274,6 +274,13 @@ def test_a_batch_of_sends_is_one_invokes_line_written_before_the_sends(tmp_path)
             ("invoke", "p0-1", "k0", "t"), ("invoke", "p0-2", None, "t"), ("invoke", "p0-3", "k1", "t"),
             ("invoke", "p0-4", None, "t"), ("invoke", "p0-5", None, "t")]
         assert client.stats.sent == 5
+        # a paced batch carries its schedule; each send's due time is read off it
+        client.send_batch([None, None, None], due=100.5, every=0.25)
+        hist.flush()
+        assert [(e.get("due"), e.get("every")) for e in read_events(path, expand=False)][-1] == (100.5, 0.25)
+        sched = [(e["mid"], e.get("due"), "every" in e) for e in read_events(path)]
+        assert sched[:5] == [(f"p0-{i}", None, False) for i in range(1, 6)]
+        assert sched[5:] == [("p0-6", 100.5, False), ("p0-7", 100.75, False), ("p0-8", 101.0, False)]
         client.producer.purge()
 
 
@@ -281,9 +288,11 @@ def test_paced_batches_send_each_key_once_in_order() -> None:
     from harness.clients import paced_batches
 
     got: list[list[str | None]] = []
-    paced_batches(got.append, count=600, duration_s=None, rate=None, keys=4, stop=None,
-                  wait=lambda s: None, batch=256)
+    dues: list[float | None] = []
+    paced_batches(lambda b, due: (got.append(b), dues.append(due)), count=600, duration_s=None, rate=None,
+                  keys=4, stop=None, wait=lambda s: None, batch=256)
     assert [len(b) for b in got] == [256, 256, 88]
+    assert dues == [None, None, None]  # unpaced: no schedule
     assert [k for b in got for k in b] == [f"k{i % 4}" for i in range(600)]
 
 
@@ -293,10 +302,23 @@ def test_paced_batches_keep_the_rate() -> None:
     from harness.clients import paced_batches
 
     got: list[int] = []
-    t0 = time.monotonic()
-    paced_batches(lambda b: got.append(len(b)), count=None, duration_s=0.5, rate=200, keys=None,
-                  stop=None, wait=time.sleep)
+    dues: list[tuple[float, float]] = []  # (due, wall clock at the call)
+
+    def send(b: list[str | None], due: float | None) -> None:
+        assert due is not None
+        got.append(len(b))
+        dues.append((due, time.time()))
+
+    w0, t0 = time.time(), time.monotonic()
+    paced_batches(send, count=None, duration_s=0.5, rate=200, keys=None, stop=None, wait=time.sleep)
     elapsed = time.monotonic() - t0
     assert 0.45 <= elapsed < 1.5
     assert 80 <= sum(got) <= 120  # 200/s for 0.5 s
     assert max(got) < 50  # sends go out as they fall due, not all at once
+    # the schedule: send n due n/200 s after the start, every batch's last send due by its call
+    assert abs(dues[0][0] - w0) < 0.05
+    sent = 0
+    for n, (due, called) in zip(got, dues, strict=True):
+        assert due == pytest.approx(dues[0][0] + sent / 200, abs=1e-6)
+        assert due + (n - 1) / 200 <= called + 1e-3
+        sent += n

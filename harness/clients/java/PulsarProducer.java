@@ -3,7 +3,8 @@
 // the cluster's network. It writes the history contract of harness/history.py:
 //
 //   meta    client settings, client version
-//   invoke  mid, topic, key, partition (the partition the router chose, before the call)
+//   invoke  mid, topic, key, partition (the partition the router chose, before the call),
+//           due (with a rate: when the schedule had the send due, wall clock like "t")
 //   ok      mid, topic, partition, ledger, entry, batch (MessageIdAdv), offset null
 //   fail    mid, error (the message provably never reached a broker)
 //   info    mid, error (outcome unknown: timeout, connection lost)
@@ -191,6 +192,8 @@ public class PulsarProducer {
 
         AtomicLong outstanding = new AtomicLong();
         long start = System.nanoTime();
+        // the schedule on the wall clock of "t": send n (from 0) is due at wallStart + n / rate
+        double wallStart = System.currentTimeMillis() / 1000.0;
         long deadline = start + hardMs * 1_000_000L;
         long end = durationMs >= 0 ? Math.min(deadline, start + durationMs * 1_000_000L) : deadline;
         int nparts = Math.max(partitions, 1);
@@ -207,8 +210,9 @@ public class PulsarProducer {
             byte[] value = new byte[Math.max(valueSize, head.length)];
             Arrays.fill(value, (byte) 'x');
             System.arraycopy(head, 0, value, 0, head.length);
+            String dueField = rate > 0 ? String.format(Locale.ROOT, ",\"due\":%.6f", wallStart + n / rate) : "";
             record("invoke", ",\"mid\":" + q(mid) + ",\"topic\":" + qtopic + ",\"key\":" + q(key)
-                    + ",\"partition\":" + part);
+                    + ",\"partition\":" + part + dueField);
             outstanding.incrementAndGet();
             TypedMessageBuilder<byte[]> mb = producer.newMessage().value(value);
             if (key != null) mb.key(key);

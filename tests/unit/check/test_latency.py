@@ -19,6 +19,7 @@ from harness.check.latency import (
     availability,
     faults_of,
     stats,
+    window_for,
 )
 
 T0 = 1_700_000_000.0
@@ -112,7 +113,10 @@ def test_the_checker_measures_send_and_end_to_end_latency(tmp_path: Path) -> Non
     assert lat["send"]["p99"] == pytest.approx(9.0, rel=0.005) and lat["send"]["p99"] <= lat["send"]["max"]
     assert {k: v["send"]["n"] for k, v in lat["phases"].items()} == {"before": 5, "during": 3, "after": 2}
     assert lat["phases"]["after"]["send"]["max"] == 9.0
-    assert [w["t"] for w in lat["windows"]] == [0] and lat["windows"][0]["send"]["n"] == 10
+    # 9 s of sends: half-second windows (window_for), one send in every other one
+    assert lat["window_s"] == 0.5
+    assert [(w["t"], w["send"]["n"]) for w in lat["windows"]] == [(float(i), 1) for i in range(10)]
+    assert lat["delay"]["n"] == 0  # unpaced: no publish delay
     assert lat["during"] == [4.5, 7.5]
     assert [(p["client"], p["topic"], p["partition"], p["send"]["n"], p["send"]["max"])
             for p in lat["partitions"]] == [("p", "t", 0, 7, 9.0), ("p", "t", 1, 3, 7.0)]
@@ -122,3 +126,30 @@ def test_the_checker_measures_send_and_end_to_end_latency(tmp_path: Path) -> Non
     # partition 0: next ack at 8.008 s; partition 1: at 5.005 s
     assert parts[0]["unavailable_s"] == 3.5 and parts[1]["unavailable_s"] == 0.5
     assert lat["max_unavailable_s"] == 3.5
+
+
+def test_window_lengths() -> None:
+    assert [window_for(s) for s in (0, 9, 60, 61, 600, 1200, 5000)] == [0.5, 0.5, 0.5, 1, 5, 10, 10]
+
+
+def test_the_checker_measures_publish_delay(tmp_path: Path) -> None:
+    """A paced batch of 4 sends made at 1 s, due from 0 s every 0.25 s: publish delays
+    1000, 750, 500 and 250 ms; an unpaced send and one with a due time that is no number
+    have none."""
+    line = {"type": "invokes", "client": "p", "t": T0 + 1, "m": 1, "topic": "t", "mids": ["a", "b", "c", "d"],
+            "keys": None, "partitions": None, "due": T0, "every": 0.25}
+    oks = {"type": "oks", "client": "p", "t": T0 + 1.5, "m": 1.5, "topic": "t", "mids": ["a", "b", "c", "d"],
+           "partitions": [0] * 4, "offsets": [0, 1, 2, 3], "epochs": [0] * 4}
+    _lines(tmp_path / "history" / "p.jsonl", [
+        line, oks,
+        {"type": "invoke", "client": "p", "t": T0 + 2, "m": 2, "mid": "e", "topic": "t", "key": None},
+        {"type": "invoke", "client": "p", "t": T0 + 2, "m": 2, "mid": "f", "topic": "t", "key": None,
+         "due": "late"}])
+    lat = check_run(tmp_path).latency
+    assert lat is not None
+    delay = lat["delay"]
+    assert delay["n"] == 4 and delay["max"] == 1000.0
+    assert delay["p50"] == pytest.approx(500.0, rel=0.005)
+    assert delay["p99"] == pytest.approx(1000.0, rel=0.005)
+    assert lat["send"]["n"] == 4 and lat["send"]["max"] == 500.0
+    assert lat["phases"]["before"]["delay"]["n"] == 4

@@ -135,6 +135,27 @@ def test_latency_and_availability_render(make_run: RunFactory) -> None:
     assert "kill9 kafka-2" in html and "chaos-t-0" in html and "8.42" in html and "3001.0" in html
     assert "longest: 8.42 s" in html and "12.0 s to the end" in html
     assert "chaos-t-3" in html and "77.5" in html
+    # the chart: one line per percentile measured in the windows (here send p99 only),
+    # a log scale over whole decades (5 ms .. 3001 ms), the phase during shaded
+    chart = html[html.index('id="latency-chart"'):]
+    chart = chart[:chart.index("</figure>")]
+    assert chart.count("<polyline") == 1 and "send p99" in chart and "send p50" not in chart
+    assert [t for t in ("1 ms", "10 ms", "100 ms", "1 s", "10 s") if f">{t}<" in chart] == [
+        "1 ms", "10 ms", "100 ms", "1 s", "10 s"]
+    assert "faults in force" in chart
+    assert "Publish delay" not in html  # no paced producer
+
+
+def test_publish_delay_renders_when_measured(make_run: RunFactory) -> None:
+    delay = {"n": 40, "p50": 0.2, "p90": 0.5, "p99": 2150.0, "p999": 2400.0, "max": 2466.0}
+    windows = [{**w, "delay": delay} for w in LATENCY["windows"]]  # type: ignore[attr-defined]
+    html = render_run(make_run(latency={**LATENCY, "delay": delay, "windows": windows})).read_text()
+    assert "Publish delay (ms)" in html and "2150.0" in html and "publish delay p99" in html
+
+
+def test_one_window_draws_no_latency_chart(make_run: RunFactory) -> None:
+    html = render_run(make_run(latency={**LATENCY, "windows": LATENCY["windows"][:1]})).read_text()  # type: ignore[index]
+    assert 'id="latency"' in html and 'id="latency-chart"' not in html
 
 
 @pytest.mark.parametrize("bad", ["text", 7, {"send": [1, 2]},
