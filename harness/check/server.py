@@ -10,8 +10,13 @@ progress and none started since), when the JVM dies, or on SIGTERM
 (:func:`stop`; ``harness clean`` calls it). A check holds a shared lock on ``in-use``
 while it runs (:func:`using`), so an idle stop never cuts one short.
 
+A server runs one Python and one pyspark (its Python workers are the interpreter's, its
+jars the pyspark's), so each interpreter has its own (:func:`server_dir`): a process of
+another Python never replaces a server that a check of this one may be using.
+
 State directory: ``$HARNESS_SPARK_STATE``, else ``$XDG_CACHE_HOME/harness/spark-connect``
-(``~/.cache/...``). ``server.log`` there has the server's output.
+(``~/.cache/...``), and in it one directory per interpreter and pyspark version;
+``server.log`` there has the server's output.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -34,7 +40,8 @@ from typing import IO
 
 from harness.errors import CheckError
 
-__all__ = ["IDLE_S", "Server", "ensure", "running", "spark_home", "state_dir", "stop", "using"]
+__all__ = ["IDLE_S", "Server", "ensure", "running", "server_dir", "servers", "spark_home", "state_dir",
+           "stop", "using"]
 
 IDLE_S = float(os.environ.get("HARNESS_SPARK_IDLE_S") or 900)
 START_TIMEOUT_S = 180.0
@@ -48,6 +55,16 @@ def state_dir() -> Path:
         return Path(explicit)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "harness" / "spark-connect"
+
+
+def server_dir() -> Path:
+    """This interpreter's server directory under :func:`state_dir`: one per Python
+    environment and pyspark version. ``python`` and ``python3`` of one bin directory are
+    one interpreter (one file through links); a virtual environment's link to its base
+    interpreter is not the base (another directory, other packages)."""
+    python = sys.executable
+    ident = f"{os.path.dirname(python)}|{os.path.realpath(python)}|{_pyspark_version()}"
+    return state_dir() / f"py-{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
@@ -118,8 +135,12 @@ def _listening(port: int, timeout: float = 1.0) -> bool:
 
 
 def running() -> Server | None:
-    """The running server of this state directory, or None."""
-    server = _read(state_dir())
+    """This interpreter's running server (:func:`server_dir`), or None."""
+    return _running(server_dir())
+
+
+def _running(directory: Path) -> Server | None:
+    server = _read(directory)
     if server is None or not _alive(server.pid) or not _alive(server.jvm_pid):
         return None
     return server
@@ -143,34 +164,20 @@ def _locked(path: Path, mode: int) -> Iterator[IO[str]]:
 
 
 def ensure() -> Server:
-    """The shared server, started (and waited for) if none runs or if it runs another
-    Python or pyspark than this process. A :class:`CheckError` with the log's tail if it
-    does not start within :data:`START_TIMEOUT_S`."""
+    """This interpreter's server, started (and waited for) if none runs. A
+    :class:`CheckError` with the log's tail if it does not start within
+    :data:`START_TIMEOUT_S`."""
     import logging
 
-    directory = state_dir()
+    directory = server_dir()
     with _locked(directory / "start.lock", fcntl.LOCK_EX):
-        server = running()
-        if server is not None and _same_python(server.python, sys.executable) \
-                and server.pyspark == _pyspark_version():
-            return server
+        server = _running(directory)
         if server is not None:
-            logging.getLogger(__name__).info(
-                "the Spark Connect server runs %s with pyspark %s: replacing it", server.python,
-                server.pyspark)
-            _stop(directory, server)
+            return server
         logging.getLogger(__name__).info(
             "starting the Spark Connect server for the checker (once; later checks reuse it, "
             "`harness clean` stops it)")
         return _start(directory)
-
-
-def _same_python(a: str, b: str) -> bool:
-    """The same interpreter in the same environment: ``python`` and ``python3`` of one bin
-    directory are (one file through links); a virtual environment's link to its base
-    interpreter is not the base (another directory, other packages)."""
-    return a == b or (os.path.dirname(a) == os.path.dirname(b)
-                      and os.path.realpath(a) == os.path.realpath(b))
 
 
 def _start(directory: Path) -> Server:
@@ -205,15 +212,28 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def stop() -> bool:
-    """Stops the shared server; whether one was running."""
-    directory = state_dir()
-    with _locked(directory / "start.lock", fcntl.LOCK_EX):
-        server = running()
-        if server is None:
-            (directory / "server.json").unlink(missing_ok=True)
-            return False
-        _stop(directory, server)
-        return True
+    """Stops the shared servers, of every interpreter; whether one was running."""
+    root = state_dir()
+    stopped = False
+    # a directory per interpreter; the state directory itself held the one server before
+    for directory in [root, *sorted(root.glob("py-*"))]:
+        if not (directory / "server.json").exists():
+            continue
+        with _locked(directory / "start.lock", fcntl.LOCK_EX):
+            server = _running(directory)
+            if server is None:
+                (directory / "server.json").unlink(missing_ok=True)
+                continue
+            _stop(directory, server)
+            stopped = True
+    return stopped
+
+
+def servers() -> list[Server]:
+    """The running servers, of every interpreter."""
+    root = state_dir()
+    found = [_running(d) for d in [root, *sorted(root.glob("py-*"))]]
+    return [s for s in found if s is not None]
 
 
 def _stop(directory: Path, server: Server) -> None:
@@ -232,7 +252,7 @@ def _stop(directory: Path, server: Server) -> None:
 @contextlib.contextmanager
 def using() -> Iterator[None]:
     """Marks a check in progress (the server is not idle while one runs)."""
-    directory = state_dir()
+    directory = server_dir()
     used = directory / "used"
     with _locked(directory / "in-use", fcntl.LOCK_SH):
         used.touch()
@@ -339,8 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "serve":
         return serve(Path(args.directory))
     if args.cmd == "status":
-        server = running()
-        print(f"running: {server.url} (pid {server.pid}, JVM {server.jvm_pid})" if server else "not running")
+        found = servers()
+        for server in found:
+            print(f"running: {server.url} (pid {server.pid}, JVM {server.jvm_pid}; {server.python}, "
+                  f"pyspark {server.pyspark})")
+        if not found:
+            print("not running")
         return 0
     print("stopped" if stop() else "not running")
     return 0

@@ -20,8 +20,10 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _record(state: Path, pid: int, jvm_pid: int) -> None:
-    (state / "server.json").write_text(json.dumps({
+def _record(state: Path, pid: int, jvm_pid: int, directory: Path | None = None) -> None:
+    directory = directory or server.server_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "server.json").write_text(json.dumps({
         "pid": pid, "jvm_pid": jvm_pid, "port": 1, "python": "py", "pyspark": "4", "started": 1.0,
         "session": "00000000-0000-0000-0000-000000000000"}))
 
@@ -29,8 +31,8 @@ def _record(state: Path, pid: int, jvm_pid: int) -> None:
 def test_a_record_of_dead_processes_is_not_a_running_server(state: Path) -> None:
     _record(state, pid=2**22 + 7, jvm_pid=2**22 + 8)  # above any pid in use here
     assert server.running() is None
-    assert server.stop() is False and not (state / "server.json").exists()
-    (state / "server.json").write_text("{not json")
+    assert server.stop() is False and not (server.server_dir() / "server.json").exists()
+    (server.server_dir() / "server.json").write_text("{not json")
     assert server.running() is None
 
 
@@ -44,37 +46,63 @@ def test_the_url_joins_the_one_session(state: Path) -> None:
 def test_idle_means_no_check_running_and_none_for_the_idle_time(state: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server, "IDLE_S", 60.0)
-    (state / "server.json").write_text("{}")
+    directory = server.server_dir()
+    directory.mkdir(parents=True)
+    (directory / "server.json").write_text("{}")
     with server.using():
         old = time.time() - 120
-        os.utime(state / "used", (old, old))
-        assert not server._idle(state)  # a check holds the lock
-    assert not server._idle(state)  # it just ended: `used` is fresh
+        os.utime(directory / "used", (old, old))
+        assert not server._idle(directory)  # a check holds the lock
+    assert not server._idle(directory)  # it just ended: `used` is fresh
     old = time.time() - 120
-    os.utime(state / "used", (old, old))
-    assert server._idle(state)
+    os.utime(directory / "used", (old, old))
+    assert server._idle(directory)
 
 
 def test_an_unusable_state_directory_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_SPARK_STATE", "/proc/no-such-dir")
-    with pytest.raises(CheckError, match=r"cannot use /proc/no-such-dir .*HARNESS_SPARK_STATE"):
+    with pytest.raises(CheckError, match=r"cannot use /proc/no-such-dir/py-\w+ .*HARNESS_SPARK_STATE"):
         with server.using():
             pass
 
 
-def test_python_and_python3_of_one_environment_are_one_interpreter(tmp_path: Path) -> None:
-    """Two names of one interpreter in one bin directory share the server (pytest run as
+def test_each_interpreter_has_its_own_server(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two names of one interpreter in one bin directory share a server (pytest run as
     ``python -m pytest`` and the ``harness`` script's ``python3.11`` replaced each other's
-    server mid-check); a virtual environment's link to the same file does not."""
-    from harness.check.server import _same_python
-
-    base, venv = tmp_path / "base" / "bin", tmp_path / "venv" / "bin"
+    server mid-check); a virtual environment's link to the same file has its own, so that
+    neither replaces a server the other's check may be using."""
+    base, venv = state / "base" / "bin", state / "venv" / "bin"
     base.mkdir(parents=True)
     venv.mkdir(parents=True)
     (base / "python3.11").write_text("")
     for name in ("python", "python3"):
         (base / name).symlink_to("python3.11")
     (venv / "python").symlink_to(base / "python3.11")
-    assert _same_python(str(base / "python"), str(base / "python3.11"))
-    assert _same_python(str(base / "python3"), str(base / "python"))
-    assert not _same_python(str(venv / "python"), str(base / "python3.11"))
+
+    def dir_of(python: Path) -> Path:
+        monkeypatch.setattr(server.sys, "executable", str(python))
+        return server.server_dir()
+
+    assert dir_of(base / "python") == dir_of(base / "python3.11") == dir_of(base / "python3")
+    assert dir_of(venv / "python") != dir_of(base / "python3.11")
+    assert dir_of(venv / "python").parent == state
+
+
+def test_stop_stops_the_server_of_every_interpreter(state: Path) -> None:
+    """``harness clean`` stops them all, and a record in the state directory itself (the
+    layout before one directory per interpreter)."""
+    import subprocess
+
+    # a supervisor that takes its JVM with it on SIGTERM: one process as both
+    procs = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    try:
+        _record(state, procs[0].pid, procs[0].pid, state / "py-0123456789ab")
+        _record(state, procs[1].pid, procs[1].pid, state)
+        assert len(server.servers()) == 2 and server.running() is None  # neither is this interpreter's
+        assert server.stop() is True
+        for p in procs:
+            assert p.wait(10) is not None
+        assert server.servers() == [] and server.stop() is False
+    finally:
+        for p in procs:
+            p.kill()
