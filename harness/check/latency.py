@@ -24,10 +24,15 @@ falls in the window and phase of its invoke.
 **Availability** per fault (each timeline ``fault`` event that is not a restore) and
 per partition: ``unavailable_s``, from the fault to the first acknowledgement on
 that partition at or after it (10 ms resolution), and ``longest_gap_s``, the longest
-time between two acknowledgements on that partition from the fault to the end of the
-phase ``during``. Both are null when no send was invoked within
-:data:`IDLE_AFTER_S` of the fault (the producer was idle: silence is not
-unavailability) or no acknowledgement came on that partition after it.
+time without an acknowledgement on that partition from the fault until the first
+acknowledgement after the phase ``during`` ends (a gap still open then counts whole;
+with none after it, up to the end of ``during`` if sends went on). Acknowledgements of
+sends made before the fault can still arrive just after it, so ``unavailable_s`` can be
+short while the partition is down for long: ``longest_gap_s`` is the outage, and
+``max_unavailable_s``, per fault and for the run, is the largest of them. Both are null
+when no send was invoked within :data:`IDLE_AFTER_S` of the fault (the producer was
+idle: silence is not unavailability) or no acknowledgement came on that partition
+after it.
 """
 
 from __future__ import annotations
@@ -197,13 +202,21 @@ def availability(faults: Faults, ack_bins: Mapping[tuple[str, int], Sequence[int
             if sending and j < len(bins):
                 unavailable = round(max(0.0, bins[j] * BIN_S - fault.t), 2)
                 stop = len(bins) if until is None else bisect.bisect_right(bins, math.floor(until / BIN_S))
-                # from the fault to the first ack, then between acks up to the end of the faults
+                # the first ack after the faults end closes a gap still open then
+                stop = min(len(bins), stop + 1)
+                # from the fault to the first ack, then between acks
                 gaps = [0.0, bins[j] * BIN_S - fault.t]
                 gaps += [(b - a) * BIN_S for a, b in zip(bins[j:stop - 1], bins[j + 1:stop], strict=True)]
+                last = bins[stop - 1]
+                if stop == len(bins) and until is not None and last * BIN_S < until:
+                    # no ack after the faults end: a gap to their end if sends went on meanwhile
+                    k = bisect.bisect_right(invokes, last)
+                    if k < len(invokes) and invokes[k] * BIN_S <= until:
+                        gaps.append(until - last * BIN_S)
                 gap = round(max(gaps), 2)
             rows.append({"topic": topic, "partition": part, "unavailable_s": unavailable,
                          "longest_gap_s": gap})
-        measured = [r["unavailable_s"] for r in rows if r["unavailable_s"] is not None]
+        measured = [r["longest_gap_s"] for r in rows if r["longest_gap_s"] is not None]
         out.append({"t": fault.t, "action": fault.action, "node": fault.node, "sending": sending,
                     "max_unavailable_s": max(measured) if measured else None, "partitions": rows})
     return out

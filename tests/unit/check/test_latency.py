@@ -61,7 +61,16 @@ def test_availability_per_partition() -> None:
     assert parts[0]["unavailable_s"] == 0.0 and parts[0]["longest_gap_s"] == 8.5  # 100.00 -> 108.50
     assert parts[1]["unavailable_s"] == 0.03 and parts[1]["longest_gap_s"] == 0.03
     assert parts[2]["unavailable_s"] is None  # nothing acknowledged there after the fault
-    assert row["max_unavailable_s"] == 0.03 and row["sending"]
+    assert row["max_unavailable_s"] == 8.5 and row["sending"]  # the longest gap, not the first ack
+    # a gap still open when the faults end counts whole: acks at 100.0 s, then 115.0 s
+    (crossing,) = availability(Faults((fault,), 100.0, 110.0), {("t", 0): [9_990, 10_000, 11_500]},
+                               invokes, run_end=115.0)
+    assert crossing["partitions"][0]["unavailable_s"] == 0.0
+    assert crossing["partitions"][0]["longest_gap_s"] == 15.0 and crossing["max_unavailable_s"] == 15.0
+    # no ack after the faults end while sends went on: the gap runs to their end
+    (open_,) = availability(Faults((fault,), 100.0, 110.0), {("t", 0): [10_000, 10_200]},
+                            [10_000, 10_300], run_end=110.0)
+    assert open_["partitions"][0]["longest_gap_s"] == 8.0
     # an idle producer at the fault: not unavailability
     idle = availability(Faults((fault,), 100.0, None), acks, [9_990, 10_500], run_end=110.0)
     assert idle[0]["sending"] is False and idle[0]["max_unavailable_s"] is None
