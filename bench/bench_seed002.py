@@ -1,0 +1,504 @@
+"""Seed 002's Kafka benchmark on the harness's cluster: the instrumented clients beside
+Kafka's own tools, on the same cluster, row by row.
+
+    python bench/bench_seed002.py [--records 200000] [--cluster kafka-zk] [--rows ...]
+                                  [--sizes] [--html reports/bench-seed002.html]
+
+Rows (seed 002, "Benchmarking Apache Kafka", scaled to ``--records``; 100-byte records,
+topics of 6 partitions):
+
+  p1-rf1     one producer, no replication (RF 1), acks=1
+  p1-rf3     one producer, RF 3, acks=1 ("3x async")
+  p1-rf3-all one producer, RF 3, acks=all ("3x sync")
+  p3-rf3     three producers at once, RF 3, acks=1 (their records/s summed)
+  c1         one consumer reading the RF 3 topic from the start
+  c3         three consumers of one group reading it (summed)
+  e2e        end-to-end latency: send one record, wait until it is read, repeat (acks=1)
+
+Harness side: the instrumented clients of harness/clients/kafka.py, writing their history
+to a temporary file (KafkaProducerClient.run; KafkaConsumerClient.read_all and .run); three
+producers or consumers are three threads of this process (one Python: they share a GIL).
+Tool side: Kafka's ProducerPerformance, ConsumerPerformance and EndToEndLatency
+(``java -cp '/opt/kafka/libs/*' org.apache.kafka.tools.<Tool>``) in helper containers of the
+broker image on the cluster's network, three containers at once for p3/c3. Both producers
+use acks as the row says and linger.ms=5 (librdkafka's default; the Java producer's is 5
+from 4.0, 0 before); other settings are each client's defaults.
+
+Figures: records/s from the first send to the last acknowledgement (the tools' own count,
+and for the harness the client's run time including its final flush); MB/s as 2^20 bytes
+per second of record values (as the tools print them); latencies in ms. ``--sizes`` adds
+the message-size sweep (10 B to 100 KB, one producer, RF 3, acks=1; each step at most
+``--sweep-mb`` MB), printed and drawn (records/s and MB/s against size, seed 002's
+figures 04 and 05) in the HTML page.
+
+Traffic stays between this process and the cluster's containers (loopback ports) and
+inside the cluster's network; every loop is bounded in records and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.backend.cluster import Cluster
+from harness.backend.docker import Engine
+from harness.clients.kafka import KafkaConsumerClient, KafkaProducerClient, consumer_config, producer_config
+from harness.history import HistoryWriter
+from harness.systems.kafka import KafkaSystem
+
+MB = float(1 << 20)
+PARTITIONS = 6
+TOOL_TIMEOUT_S = 600.0
+SIZES = (10, 100, 1000, 10_000, 100_000)
+ROWS = ("p1-rf1", "p1-rf3", "p1-rf3-all", "p3-rf3", "c1", "c3", "e2e")
+INTERNAL_PORT = 9094  # the brokers' listener on the cluster network (compose/, entrypoint.sh)
+
+
+# -- the tools' output -------------------------------------------------------------------
+
+_PRODUCER_FINAL = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th")
+
+
+@dataclass
+class Figures:
+    """One side of one row."""
+
+    records: int = 0
+    rate: float | None = None  # records/s
+    mbps: float | None = None  # MB (2^20 bytes) / s
+    p50: float | None = None  # ms
+    p99: float | None = None
+    p999: float | None = None
+    note: str = ""
+    parts: list[Figures] = field(default_factory=list)
+    span: tuple[float, float] | None = None  # (start, end), epoch seconds, where a tool prints them
+
+
+def parse_producer_performance(text: str) -> Figures:
+    """ProducerPerformance's final line (it also prints a line every 5 s: the last match is
+    the summary, the one with the percentiles)."""
+    found = _PRODUCER_FINAL.findall(text)
+    if not found:
+        raise ValueError(f"no ProducerPerformance summary in: {text[-300:]!r}")
+    n, rate, mbps, _avg, _max, p50, _p95, p99, p999 = found[-1]
+    return Figures(int(n), float(rate), float(mbps), float(p50), float(p99), float(p999))
+
+
+def parse_consumer_performance(text: str, timeout_ms: int = 0) -> Figures:
+    """ConsumerPerformance's CSV line: start.time, end.time, data.consumed.in.MB, MB.sec,
+    data.consumed.in.nMsg, nMsg.sec, ... (after the header line; a WARNING line may come
+    between them when the consumer gave up waiting). ``span`` is (start, end) in epoch
+    seconds; a consumer that ended by its timeout waited ``timeout_ms`` for nothing at the
+    end, which comes off its end."""
+    from datetime import datetime
+
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    gave_up = any(ln.startswith("WARNING: Exiting before consuming") for ln in lines)
+    for i, line in enumerate(lines):
+        if not line.startswith("start.time"):
+            continue
+        for row in lines[i + 1:]:
+            cols = [c.strip() for c in row.split(",")]
+            if len(cols) >= 6 and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}", cols[0]):
+                start, end = (datetime.strptime(c, "%Y-%m-%d %H:%M:%S:%f").timestamp() for c in cols[:2])
+                if gave_up:
+                    end -= timeout_ms / 1000
+                return Figures(int(float(cols[4])), float(cols[5]), float(cols[3]), span=(start, end))
+    raise ValueError(f"no ConsumerPerformance result in: {text[-300:]!r}")
+
+
+_E2E = re.compile(r"Percentiles: 50th = ([\d.]+), 99th = ([\d.]+), 99\.9th = ([\d.]+)")
+
+
+def parse_end_to_end(text: str, records: int) -> Figures:
+    """EndToEndLatency's percentile line (ms)."""
+    m = _E2E.search(text)
+    if not m:
+        raise ValueError(f"no EndToEndLatency percentiles in: {text[-300:]!r}")
+    return Figures(records, p50=float(m.group(1)), p99=float(m.group(2)), p999=float(m.group(3)))
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The value at rank ceil(p * n) of the sorted values (EndToEndLatency's way)."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(p * len(ordered)) - 1))]
+
+
+# -- the tools in helper containers ----------------------------------------------------
+
+class Tools:
+    """Kafka's tools, run in helper containers of the broker image on the cluster's network."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        names = [n for n in cluster.spec.node_names if n.startswith("kafka")]
+        self.brokers = ",".join(f"{n}:{INTERNAL_PORT}" for n in names)
+
+    def run(self, tool: str, args: list[str], copies: int = 1) -> list[str]:
+        """Runs ``copies`` of the tool at once; their outputs (a failure: RuntimeError)."""
+        cmd = ["java", "-Xmx1g", "-cp", "/opt/kafka/libs/*", f"org.apache.kafka.tools.{tool}", *args]
+        boxes = []
+        try:
+            for i in range(copies):
+                boxes.append(self.cluster.run_helper(f"bench-{tool.lower()}-{uuid.uuid4().hex[:6]}-{i}", cmd,
+                                                     role="bench", mounts={}, working_dir="/tmp"))
+            deadline = time.monotonic() + TOOL_TIMEOUT_S
+            while time.monotonic() < deadline and any(b.status not in ("exited", "dead") for b in boxes):
+                time.sleep(0.5)
+            outputs = [b.logs() for b in boxes]
+            if any(b.status not in ("exited", "dead") for b in boxes):
+                raise RuntimeError(f"{tool} did not end in {TOOL_TIMEOUT_S:.0f}s: {outputs[0][-500:]}")
+            return outputs
+        finally:
+            for b in boxes:
+                try:
+                    b.remove()
+                except Exception:  # noqa: BLE001 (gone already)
+                    pass
+
+    def produce(self, topic: str, records: int, size: int, acks: str, copies: int = 1) -> Figures:
+        args = ["--topic", topic, "--num-records", str(records), "--record-size", str(size),
+                "--throughput", "-1", "--producer-props", f"bootstrap.servers={self.brokers}", f"acks={acks}",
+                "linger.ms=5"]
+        return _summed([parse_producer_performance(o) for o in self.run("ProducerPerformance", args, copies)])
+
+    def consume(self, topic: str, records: int, copies: int = 1) -> Figures:
+        """``copies`` consumers of one group, each asked for its share: the partitions may
+        split unevenly, so each ends when it has its share or has read nothing for 5 s
+        (that wait is taken off its end); the group's rate is all they read over the time
+        from the first start to the last end."""
+        group = f"bench-{uuid.uuid4().hex[:6]}"
+        timeout_ms = 5000 if copies > 1 else 60000
+        args = ["--bootstrap-server", self.brokers, "--topic", topic, "--messages", str(records // copies),
+                "--group", group, "--timeout", str(timeout_ms)]
+        outputs = self.run("ConsumerPerformance", args, copies)
+        parts = [parse_consumer_performance(o, timeout_ms) for o in outputs]
+        if copies == 1:
+            return parts[0]
+        spans = [p.span for p in parts if p.span]
+        total = sum(p.records for p in parts)
+        seconds = max(e for _, e in spans) - min(s for s, _ in spans) if len(spans) == len(parts) else 0
+        if seconds <= 0:
+            return Figures(total, note="no time span")
+        return Figures(total, total / seconds, total * 100 / MB / seconds, note=f"{copies} at once",
+                       parts=parts)
+
+    def end_to_end(self, topic: str, records: int, size: int, acks: str) -> Figures:
+        (out,) = self.run("EndToEndLatency", [self.brokers, topic, str(records), acks, str(size)])
+        return parse_end_to_end(out, records)
+
+
+def _summed(parts: list[Figures]) -> Figures:
+    if len(parts) == 1:
+        return parts[0]
+    return Figures(sum(p.records for p in parts), sum(p.rate or 0 for p in parts),
+                   sum(p.mbps or 0 for p in parts), note=f"{len(parts)} at once", parts=parts)
+
+
+# -- the harness's clients ---------------------------------------------------------------
+
+class Harness:
+    def __init__(self, bootstrap: str, tmp: Path) -> None:
+        self.bootstrap = bootstrap
+        self.tmp = tmp
+
+    def _history(self, name: str) -> HistoryWriter:
+        return HistoryWriter(self.tmp / f"{name}-{uuid.uuid4().hex[:6]}.jsonl", name)
+
+    def produce(self, topic: str, records: int, size: int, acks: str, copies: int = 1) -> Figures:
+        def one(i: int) -> Figures:
+            with self._history(f"p{i}") as hist:
+                conf = {**producer_config(self.bootstrap), "acks": acks}
+                st = KafkaProducerClient(conf, topic, hist).run(count=records, value_size=size)
+            if st.ok != records:
+                return Figures(st.ok, note=f"only {st.ok} of {records} acknowledged")
+            return Figures(records, records / st.seconds, records * size / MB / st.seconds)
+        return _summed(_threads(one, copies))
+
+    def consume(self, topic: str, records: int, size: int, copies: int = 1) -> Figures:
+        if copies == 1:
+            with self._history("c") as hist:
+                st = KafkaConsumerClient(self.bootstrap, topic, hist).read_all(PARTITIONS, phase="run")
+            return Figures(st.polled, st.polled / st.seconds, st.polled * size / MB / st.seconds)
+        # one group: the partitions split between the consumers (not evenly, 6 over 3 may
+        # be 3/2/1), so they read until the group has read the topic, however it is split
+        group = f"bench-{uuid.uuid4().hex[:6]}"
+        stop = threading.Event()
+        clients = []
+        for i in range(copies):
+            hist = self._history(f"c{i}")
+            clients.append((hist, KafkaConsumerClient(self.bootstrap, topic, hist, group=group)))
+        threads = [threading.Thread(target=c.run, kwargs={"stop": stop, "max_s": TOOL_TIMEOUT_S})
+                   for _, c in clients]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        try:
+            while (sum(c.stats.polled for _, c in clients) < records
+                   and time.monotonic() - t0 < TOOL_TIMEOUT_S and any(t.is_alive() for t in threads)):
+                time.sleep(0.01)
+            seconds = time.monotonic() - t0
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(60)
+            for hist, _ in clients:
+                hist.close()
+        polled = sum(c.stats.polled for _, c in clients)
+        return Figures(polled, polled / seconds, polled * size / MB / seconds, note=f"{copies} at once")
+
+    def end_to_end(self, topic: str, records: int, size: int, acks: str) -> Figures:
+        """EndToEndLatency's loop with the harness's producer: send one record (recorded),
+        flush, poll until it is read; per record, the time from the send call to the poll
+        that returned it (one clock)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        extra = {"enable.auto.commit": False, "auto.offset.reset": "latest"}
+        consumer = Consumer(consumer_config(self.bootstrap, f"bench-{uuid.uuid4().hex[:6]}", extra=extra))
+        consumer.assign([TopicPartition(topic, 0, -1)])  # the end: only what this loop sends
+        latencies = []
+        with self._history("e2e") as hist:
+            producer = KafkaProducerClient({**producer_config(self.bootstrap), "acks": acks}, topic, hist)
+            for _ in range(5):  # warm-up: connections, metadata, the consumer's first fetch
+                producer.send_one(size, partition=0)
+                producer.producer.flush(10)
+            deadline = time.monotonic() + TOOL_TIMEOUT_S
+            drained = 0
+            while drained < 5 and time.monotonic() < deadline:
+                drained += len(consumer.consume(10, 1.0))
+            for _ in range(records):
+                t0 = time.perf_counter()
+                mid = producer.send_one(size, partition=0)
+                producer.producer.flush(10)
+                got = None
+                while got is None and time.monotonic() < deadline:
+                    for msg in consumer.consume(1, 1.0):
+                        if msg.error() is None and (msg.value() or b"").startswith(mid.encode() + b"|"):
+                            got = time.perf_counter()
+                if got is None:
+                    break
+                latencies.append((got - t0) * 1000)
+            producer.close()
+        consumer.close()
+        if len(latencies) < records:
+            return Figures(len(latencies), note=f"only {len(latencies)} of {records} read in time")
+        return Figures(records, p50=percentile(latencies, 0.5), p99=percentile(latencies, 0.99),
+                       p999=percentile(latencies, 0.999))
+
+
+def _threads(fn: Callable[[int], Figures], n: int) -> list[Figures]:
+    if n == 1:
+        return [fn(0)]
+    out: list[Figures | None] = [None] * n
+
+    def call(i: int) -> None:
+        out[i] = fn(i)
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TOOL_TIMEOUT_S)
+    return [f if f is not None else Figures(note="did not end") for f in out]
+
+
+# -- the table and the page --------------------------------------------------------------
+
+@dataclass
+class Row:
+    name: str
+    what: str
+    harness: Figures
+    tool: Figures
+    size: int = 100
+
+
+def _fmt(v: float | None, digits: int = 0) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def table(rows: Sequence[Row]) -> str:
+    out = [f"{'row':<12} {'harness rec/s':>14} {'MB/s':>7} {'kafka rec/s':>12} {'MB/s':>7} {'ratio':>6}   "
+           f"{'harness p50/p99/p99.9 ms':>26} {'kafka p50/p99/p99.9 ms':>24} {'p50 diff':>8}"]
+    for r in rows:
+        h, k = r.harness, r.tool
+        lat_h = "/".join(_fmt(v, 1) for v in (h.p50, h.p99, h.p999))
+        lat_k = "/".join(_fmt(v, 1) for v in (k.p50, k.p99, k.p999))
+        rt = ratio(h.rate, k.rate)
+        diff = None if h.p50 is None or k.p50 is None else h.p50 - k.p50
+        out.append(f"{r.name:<12} {_fmt(h.rate):>14} {_fmt(h.mbps, 1):>7} {_fmt(k.rate):>12} "
+                   f"{_fmt(k.mbps, 1):>7} {_fmt(rt, 2):>6}   {lat_h:>26} {lat_k:>24} {_fmt(diff, 1):>8}"
+                   + (f"  ({'; '.join(n for n in (h.note, k.note) if n)})" if h.note or k.note else ""))
+    return "\n".join(out)
+
+
+def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], float | None]) -> str:
+    """A small log-log line chart of the sweep: harness and Kafka tool against size."""
+    w, h, left, top, bottom, right = 520, 260, 64, 28, 40, 16
+    pts = [(r.size, value(r.harness), value(r.tool)) for r in sweep]
+    vals = [v for _, a, b in pts for v in (a, b) if v]
+    if not vals:
+        return f"<p>{html.escape(title)}: nothing measured</p>"
+    lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+    hi = max(hi, lo + 1)
+    xs = [math.log10(s) for s, _, _ in pts]
+    x0, x1 = min(xs), max(max(xs), min(xs) + 1)
+
+    def x(size: float) -> float:
+        return left + (math.log10(size) - x0) / (x1 - x0) * (w - left - right)
+
+    def y(v: float) -> float:
+        return top + (hi - math.log10(v)) / (hi - lo) * (h - top - bottom)
+
+    parts = [f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+             f'aria-label="{html.escape(title)}">',
+             f'<text x="{left}" y="16" font-weight="600">{html.escape(title)}</text>']
+    for e in range(lo, hi + 1):
+        parts.append(f'<line x1="{left}" x2="{w - right}" y1="{y(10 ** e):.1f}" y2="{y(10 ** e):.1f}" '
+                     f'stroke="#e2e8f0"/><text x="{left - 6}" y="{y(10 ** e) + 4:.1f}" text-anchor="end" '
+                     f'font-size="11">{10 ** e:g}</text>')
+    for s, _, _ in pts:
+        parts.append(f'<text x="{x(s):.1f}" y="{h - bottom + 16}" text-anchor="middle" font-size="11">'
+                     f'{s:,} B</text>')
+    for idx, (name, color) in enumerate((("harness", "#2563eb"), ("Kafka tool", "#d97706"))):
+        line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, *vs in pts if (v := vs[idx]))
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{line}"/>')
+        parts.append(f'<text x="{w - right - 90}" y="{top + 14 + 14 * idx}" fill="{color}" font-size="12">'
+                     f'{html.escape(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def page(rows: Sequence[Row], sweep: Sequence[Row], header: str) -> str:
+    """The self-contained HTML page: the table, and the size sweep's two charts."""
+    def cells(f: Figures) -> str:
+        return "".join(f"<td>{_fmt(v, d)}</td>" for v, d in ((f.rate, 0), (f.mbps, 1), (f.p50, 1), (f.p99, 1),
+                                                               (f.p999, 1)))
+    body = [f"<h1>Seed 002's benchmark on this machine</h1><p>{html.escape(header)}</p>",
+            "<table><tr><th>row</th><th>what</th><th colspan=5>harness: rec/s, MB/s, p50, p99, p99.9 ms</th>"
+            "<th colspan=5>Kafka tool: rec/s, MB/s, p50, p99, p99.9 ms</th><th>ratio</th></tr>"]
+    for r in [*rows, *sweep]:
+        body.append(f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(r.what)}</td>{cells(r.harness)}"
+                    f"{cells(r.tool)}<td>{_fmt(ratio(r.harness.rate, r.tool.rate), 2)}</td></tr>")
+    body.append("</table>")
+    if sweep:
+        body.append(_svg_chart("records/s by message size", sweep, lambda f: f.rate))
+        body.append(_svg_chart("MB/s by message size", sweep, lambda f: f.mbps))
+    style = ("body{font-family:sans-serif;margin:24px;color:#0f172a}table{border-collapse:collapse;"
+             "margin:12px 0}td,th{border:1px solid #e2e8f0;padding:3px 8px;text-align:right}"
+             "td:nth-child(2){text-align:left}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>seed 002 benchmark</title>"
+            f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
+
+
+# -- main --------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--e2e-records", type=int, default=2000)
+    ap.add_argument("--cluster", default="kafka-zk", help="kafka-zk (default) or kafka-kraft")
+    ap.add_argument("--rows", nargs="*", default=list(ROWS), choices=ROWS)
+    ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
+    ap.add_argument("--sweep-mb", type=int, default=100, help="at most this many MB per sweep step")
+    ap.add_argument("--html", type=Path, default=Path("reports/bench-seed002.html"))
+    args = ap.parse_args(argv)
+    if args.records < 1000:
+        ap.error("--records must be at least 1000")
+    cluster = Cluster.named(Engine(), args.cluster)
+    load_before = os.getloadavg()
+    reused = cluster.up()
+    kafka = KafkaSystem(cluster)
+    kafka.wait_ready()
+    tools = Tools(cluster)
+    rows: list[Row] = []
+    sweep: list[Row] = []
+    topics: list[str] = []
+    n = args.records
+
+    def topic(rf: int) -> str:
+        name = f"bench-{uuid.uuid4().hex[:6]}"
+        kafka.create_topic(name, PARTITIONS, rf)
+        topics.append(name)
+        return name
+
+    def add(row: Row) -> None:
+        rows.append(row)
+        print(table([row]).splitlines()[1], flush=True)
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            harness = Harness(cluster.spec.bootstrap, Path(tmp))
+            print(table([]), flush=True)
+            for name, rf, acks, copies in (("p1-rf1", 1, "1", 1), ("p1-rf3", 3, "1", 1),
+                                           ("p1-rf3-all", 3, "all", 1), ("p3-rf3", 3, "1", 3)):
+                if name in args.rows:
+                    h = harness.produce(topic(rf), n, 100, acks, copies)
+                    k = tools.produce(topic(rf), n, 100, acks, copies)
+                    add(Row(name, f"{copies} producer(s), RF {rf}, acks={acks}", h, k))
+            if {"c1", "c3"} & set(args.rows):
+                filled = topic(3)
+                tools.produce(filled, n, 100, "1")
+                for name, copies in (("c1", 1), ("c3", 3)):
+                    if name in args.rows:
+                        h = harness.consume(filled, n, 100, copies)
+                        k = tools.consume(filled, n, copies)
+                        add(Row(name, f"{copies} consumer(s), RF 3", h, k))
+            if "e2e" in args.rows:
+                e = args.e2e_records
+                h = harness.end_to_end(topic(3), e, 100, "1")
+                k = tools.end_to_end(topic(3), e, 100, "1")
+                add(Row("e2e", "end-to-end latency, acks=1, RF 3", h, k))
+            if args.sizes:
+                for size in SIZES:
+                    count = max(1000, min(n, args.sweep_mb * 1_000_000 // size))
+                    h = harness.produce(topic(3), count, size, "1")
+                    k = tools.produce(topic(3), count, size, "1")
+                    what = f"{count} records of {size} B, RF 3, acks=1"
+                    sweep.append(Row(f"size {size}", what, h, k, size))
+                    print(table([sweep[-1]]).splitlines()[1], flush=True)
+    finally:
+        try:
+            kafka.delete_topics(topics)
+        except Exception as exc:  # noqa: BLE001 (the cluster may be going away)
+            print(f"(topics not deleted: {exc})", file=sys.stderr)
+        if not reused:
+            cluster.down()
+    load_after = os.getloadavg()
+    header = (f"{args.cluster} ({cluster.version}), {n} records a row, {os.cpu_count()} cores, load average "
+              f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {time.strftime('%Y-%m-%d %H:%M')}")
+    print(header)
+    print(table([*rows, *sweep]))
+    produce = [ratio(r.harness.rate, r.tool.rate) for r in rows if r.name.startswith("p")]
+    measured = [x for x in produce if x is not None]
+    if measured:
+        print(f"producer rows, harness/tool records/s: median {statistics.median(measured):.2f} (target 0.9)")
+    e2e = next((r for r in rows if r.name == "e2e"), None)
+    if e2e and e2e.harness.p50 is not None and e2e.tool.p50 is not None:
+        print(f"end-to-end p50: harness {e2e.harness.p50:.1f} ms, EndToEndLatency {e2e.tool.p50:.1f} ms "
+              f"(target: within 2 ms)")
+    args.html.parent.mkdir(parents=True, exist_ok=True)
+    args.html.write_text(page(rows, sweep, header))
+    print(f"page: {args.html}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""bench/bench_seed002.py: reading Kafka's tools (lines as ProducerPerformance,
+ConsumerPerformance and EndToEndLatency of Kafka 3.9.2 printed them on this machine),
+the percentile rule, and the HTML page."""
+
+from __future__ import annotations
+
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import bench_seed002 as bench  # noqa: E402
+
+PRODUCER = """log4j:WARN See http://logging.apache.org/log4j/1.2/faq.html#noconfig for more info.
+12001 records sent, 2400.2 records/sec (0.23 MB/sec), 900.1 ms avg latency, 1400.0 ms max latency.
+30000 records sent, 19518.542615 records/sec (1.86 MB/sec), 318.29 ms avg latency, 689.00 ms max latency, \
+307 ms 50th, 649 ms 95th, 681 ms 99th, 689 ms 99.9th.
+"""
+
+CONSUMER_DONE = """log4j:WARN Please initialize the log4j system properly.
+start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, \
+fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+2026-11-25 04:48:47:510, 2026-11-25 04:48:50:618, 0.9762, 0.3141, 10236, 3293.4363, 2649, 459, \
+2.1268, 22300.6536
+"""
+
+CONSUMER_GAVE_UP = """start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, \
+rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+WARNING: Exiting before consuming the expected number of messages: timeout (5000 ms) exceeded. You can use \
+the --timeout option to increase the timeout.
+2026-11-25 04:48:47:717, 2026-11-25 04:48:57:638, 0.9434, 0.0951, 9892, 997.0769, 2468, 7453, \
+0.1266, 1327.2508
+"""
+
+END_TO_END = """0\t107.190183
+Avg latency: 35.6011 ms
+Percentiles: 50th = 27, 99th = 172, 99.9th = 172
+"""
+
+
+def test_producer_performance_summary_is_the_last_line_with_percentiles() -> None:
+    f = bench.parse_producer_performance(PRODUCER)
+    assert (f.records, f.rate, f.mbps) == (30000, 19518.542615, 1.86)
+    assert (f.p50, f.p99, f.p999) == (307.0, 681.0, 689.0)
+    with pytest.raises(ValueError, match="no ProducerPerformance summary"):
+        bench.parse_producer_performance(PRODUCER.splitlines()[1])
+
+
+def test_consumer_performance_line_and_the_timeout_taken_off() -> None:
+    done = bench.parse_consumer_performance(CONSUMER_DONE, 5000)
+    assert (done.records, done.rate, done.mbps) == (10236, 3293.4363, 0.3141)
+    assert done.span is not None and done.span[1] - done.span[0] == pytest.approx(3.108)
+    gave_up = bench.parse_consumer_performance(CONSUMER_GAVE_UP, 5000)
+    assert gave_up.records == 9892
+    assert gave_up.span is not None and gave_up.span[1] - gave_up.span[0] == pytest.approx(9.921 - 5.0)
+    with pytest.raises(ValueError, match="no ConsumerPerformance result"):
+        bench.parse_consumer_performance("start.time, end.time\nWARNING: nothing\n")
+
+
+def test_end_to_end_percentiles() -> None:
+    f = bench.parse_end_to_end(END_TO_END, 100)
+    assert (f.records, f.p50, f.p99, f.p999) == (100, 27.0, 172.0, 172.0)
+    with pytest.raises(ValueError):
+        bench.parse_end_to_end("Avg latency: 3 ms", 100)
+
+
+def test_percentile_is_the_value_at_rank_ceil_p_n() -> None:
+    values = [float(v) for v in range(100, 0, -1)]  # 1..100, unsorted
+    assert [bench.percentile(values, p) for p in (0.5, 0.99, 0.999)] == [50.0, 99.0, 100.0]
+    assert bench.percentile([7.0], 0.5) == 7.0
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_page_has_the_table_and_the_size_charts_escaped() -> None:
+    f = bench.Figures
+    rows = [bench.Row("p1-rf3", "1 producer(s), RF 3, acks=1 <b>", f(1000, 150_000.0, 14.3),
+                      f(1000, 160_000.0, 15.3)),
+            bench.Row("e2e", "end-to-end", f(10, p50=2.5, p99=4.0, p999=9.0),
+                      f(10, p50=2.0, p99=3.0, p999=14.0))]
+    sweep = [bench.Row(f"size {s}", f"{s} B", f(100, 1e6 / s, 10.0 + s / 1e4),
+                       f(100, 2e6 / s, 20.0 + s / 1e4), s) for s in bench.SIZES]
+    html = bench.page(rows, sweep, "kafka-zk <3.9.2> & co")
+    parsed = _Tags()
+    parsed.feed(html)
+    assert parsed.tags.count("svg") == 2 and parsed.tags.count("polyline") == 4
+    assert "&lt;b&gt;" in html and "<b>" not in html and "&lt;3.9.2&gt; &amp; co" in html
+    text = "".join(parsed.text)
+    assert "records/s by message size" in text and "MB/s by message size" in text
+    assert "0.94" in text  # p1-rf3's ratio, 150000 / 160000
+    # no sweep: no chart
+    assert "<svg" not in bench.page(rows, [], "x")
+
+
+def test_table_prints_the_ratio_and_the_p50_difference() -> None:
+    f = bench.Figures
+    out = bench.table([bench.Row("e2e", "", f(10, p50=2.5, p99=4.0), f(10, p50=2.0, p99=3.0)),
+                       bench.Row("p1-rf1", "", f(10, 90.0, 1.0), f(10, 100.0, 1.0))])
+    lines = out.splitlines()
+    assert lines[1].split()[-1] == "0.5" and "2.5/4.0/-" in lines[1]
+    assert "0.90" in lines[2].split()
