@@ -21,8 +21,10 @@ producers or consumers are three threads of this process (one Python: they share
 Tool side: Kafka's ProducerPerformance, ConsumerPerformance and EndToEndLatency
 (``java -cp '/opt/kafka/libs/*' org.apache.kafka.tools.<Tool>``) in helper containers of the
 broker image on the cluster's network, three containers at once for p3/c3. Both producers
-use acks as the row says and linger.ms=5 (librdkafka's default; the Java producer's is 5
-from 4.0, 0 before); other settings are each client's defaults.
+use acks as the row says, linger.ms=5 (librdkafka's default; the Java producer's is 5
+from 4.0, 0 before) and batches of up to 1,000,000 bytes (librdkafka's default
+``batch.size``; the Java producer's is 16,384: ``--java-batch-bytes 16384`` for it); other
+settings are each client's defaults.
 
 Figures: records/s from the first send to the last acknowledgement (the tools' own count,
 and for the harness the client's run time including its final flush); MB/s as 2^20 bytes
@@ -143,8 +145,9 @@ def percentile(values: Sequence[float], p: float) -> float:
 class Tools:
     """Kafka's tools, run in helper containers of the broker image on the cluster's network."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, batch_bytes: int = 1_000_000) -> None:
         self.cluster = cluster
+        self.batch_bytes = batch_bytes
         names = [n for n in cluster.spec.node_names if n.startswith("kafka")]
         self.brokers = ",".join(f"{n}:{INTERNAL_PORT}" for n in names)
 
@@ -173,7 +176,7 @@ class Tools:
     def produce(self, topic: str, records: int, size: int, acks: str, copies: int = 1) -> Figures:
         args = ["--topic", topic, "--num-records", str(records), "--record-size", str(size),
                 "--throughput", "-1", "--producer-props", f"bootstrap.servers={self.brokers}", f"acks={acks}",
-                "linger.ms=5"]
+                "linger.ms=5", f"batch.size={self.batch_bytes}"]
         return _summed([parse_producer_performance(o) for o in self.run("ProducerPerformance", args, copies)])
 
     def consume(self, topic: str, records: int, copies: int = 1) -> Figures:
@@ -271,24 +274,28 @@ class Harness:
         consumer = Consumer(consumer_config(self.bootstrap, f"bench-{uuid.uuid4().hex[:6]}", extra=extra))
         consumer.assign([TopicPartition(topic, 0, -1)])  # the end: only what this loop sends
         latencies = []
+
+        def read(mid: str, timeout_s: float) -> float | None:
+            """Polls until the record of ``mid`` is read; when (perf_counter), or None."""
+            head = mid.encode() + b"|"
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                for msg in consumer.consume(1, 0.5):
+                    if msg.error() is None and (msg.value() or b"").startswith(head):
+                        return time.perf_counter()
+            return None
+
         with self._history("e2e") as hist:
             producer = KafkaProducerClient({**producer_config(self.bootstrap), "acks": acks}, topic, hist)
             for _ in range(5):  # warm-up: connections, metadata, the consumer's first fetch
-                producer.send_one(size, partition=0)
+                mid = producer.send_one(size, partition=0)
                 producer.producer.flush(10)
-            deadline = time.monotonic() + TOOL_TIMEOUT_S
-            drained = 0
-            while drained < 5 and time.monotonic() < deadline:
-                drained += len(consumer.consume(10, 1.0))
+            read(mid, 30)
             for _ in range(records):
                 t0 = time.perf_counter()
                 mid = producer.send_one(size, partition=0)
                 producer.producer.flush(10)
-                got = None
-                while got is None and time.monotonic() < deadline:
-                    for msg in consumer.consume(1, 1.0):
-                        if msg.error() is None and (msg.value() or b"").startswith(mid.encode() + b"|"):
-                            got = time.perf_counter()
+                got = read(mid, 30)
                 if got is None:
                     break
                 latencies.append((got - t0) * 1000)
@@ -419,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
     ap.add_argument("--sweep-mb", type=int, default=100, help="at most this many MB per sweep step")
     ap.add_argument("--html", type=Path, default=Path("reports/bench-seed002.html"))
+    ap.add_argument("--java-batch-bytes", type=int, default=1_000_000,
+                    help="ProducerPerformance's batch.size (default librdkafka's 1000000; Java's own: 16384)")
     args = ap.parse_args(argv)
     if args.records < 1000:
         ap.error("--records must be at least 1000")
@@ -427,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     reused = cluster.up()
     kafka = KafkaSystem(cluster)
     kafka.wait_ready()
-    tools = Tools(cluster)
+    tools = Tools(cluster, args.java_batch_bytes)
     rows: list[Row] = []
     sweep: list[Row] = []
     topics: list[str] = []
@@ -482,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         if not reused:
             cluster.down()
     load_after = os.getloadavg()
-    header = (f"{args.cluster} ({cluster.version}), {n} records a row, {os.cpu_count()} cores, load average "
+    header = (f"{args.cluster} ({cluster.version}), {n} records a row, Java batch.size "
+              f"{args.java_batch_bytes}, {os.cpu_count()} cores, load average "
               f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {time.strftime('%Y-%m-%d %H:%M')}")
     print(header)
     print(table([*rows, *sweep]))
