@@ -213,10 +213,8 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 def stop() -> bool:
     """Stops the shared servers, of every interpreter; whether one was running."""
-    root = state_dir()
     stopped = False
-    # a directory per interpreter; the state directory itself held the one server before
-    for directory in [root, *sorted(root.glob("py-*"))]:
+    for directory in _server_dirs():
         if not (directory / "server.json").exists():
             continue
         with _locked(directory / "start.lock", fcntl.LOCK_EX):
@@ -231,9 +229,15 @@ def stop() -> bool:
 
 def servers() -> list[Server]:
     """The running servers, of every interpreter."""
-    root = state_dir()
-    found = [_running(d) for d in [root, *sorted(root.glob("py-*"))]]
+    found = [_running(d) for d in _server_dirs()]
     return [s for s in found if s is not None]
+
+
+def _server_dirs() -> list[Path]:
+    """Every interpreter's server directory, and the state directory itself (which held
+    the one server before there was a directory per interpreter)."""
+    root = state_dir()
+    return [root, *sorted(root.glob("py-*"))]
 
 
 def _stop(directory: Path, server: Server) -> None:

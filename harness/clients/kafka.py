@@ -327,6 +327,7 @@ class KafkaProducerClient:
         from confluent_kafka import KafkaException
 
         wall, start = time.time(), time.monotonic()
+        every = 1.0 / rate if rate else 0.0
         deadline = start + duration_s if duration_s is not None else None
         try:
             self.producer.init_transactions(call_timeout_s * 2)
@@ -354,8 +355,8 @@ class KafkaProducerClient:
                 self._tx_field = f',"tx":{json.dumps(tx)}'
                 try:
                     self.send_batch([f"k{(sent + i) % keys}" if keys else None for i in range(n)],
-                                    value_size, partition, due=wall + sent / rate if rate else None,
-                                    every=1.0 / rate if rate else 0.0)
+                                    value_size, partition, due=wall + sent * every if rate else None,
+                                    every=every)
                 finally:
                     self._tx_field = ""
                 sent += n
