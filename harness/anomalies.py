@@ -22,6 +22,8 @@ ANOMALIES = (
     "int-nonmonotonic-send",
     "int-nonmonotonic-poll",
     "int-poll-skip",
+    "truncation-skip",
+    "silent-reread",
     "key-order",
     "aborted-read",
     "torn-transaction",

@@ -200,9 +200,11 @@ def _group(v: Columns, ok: Columns) -> Columns:
     replica = ok["mh"] & (tag == TAG_REPLICA)
     distinct_replicas = _distinct(v["mh"], replica, starts)
     bound = has_pos[starts] & ok["topic_h"][starts]
+    skips = _truncation_skips(v, ok, starts, pid)
     del same, start, pid
     out = [_rows(v, ok, starts[bound & distinct], "inconsistent-offsets"),
-           _rows(v, ok, starts[bound & distinct_replicas], "replica-divergence")]
+           _rows(v, ok, starts[bound & distinct_replicas], "replica-divergence"),
+           _rows(v, ok, starts[bound & skips], "truncation-skip")]
 
     # -- file order per sequence (client, grp): polls and acks against the one before,
     # unless a reset of that sequence came between them. Replica records and rows
@@ -223,6 +225,8 @@ def _group(v: Columns, ok: Columns) -> Columns:
             first[1:] |= kk[1:] != kk[:-1]
         head = np.maximum.accumulate(np.where(first, np.arange(rows.size), 0))  # its sequence's first row
         reset = tag[rows] == TAG_RESET
+        again, earlier = _silent_rereads(v, ok, rows, first, reset)
+        out.append(_rows(v, ok, again, "silent-reread", earlier))
         prev = _last_before(~reset, head)
         last_reset = _last_before(reset, head)
         del head
@@ -245,6 +249,52 @@ def _group(v: Columns, ok: Columns) -> Columns:
                 out.append(_rows(v, ok, cur[at], name, before[at],
                                  skipped[at] if kind == "poll-skip" else None))
     return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
+
+
+def _silent_rereads(v: Columns, ok: Columns, rows: np.ndarray, first: np.ndarray,
+                    reset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``silent-reread`` rows and the earlier poll of each: ``rows`` are the sequence
+    members (each sequence's together, in file order; ``first`` marks a sequence's first
+    row, ``reset`` its resets). A poll of an id at a Kafka offset (``pl`` -1) that the same
+    sequence polled there before, with no reset of the sequence between the two."""
+    sequence = np.cumsum(first)
+    resets = np.cumsum(reset)  # resets up to each row: a sequence's rows are contiguous
+    at = rows
+    polls = np.flatnonzero(~reset & (v["tag"][at] != TAG_ACK) & ok["mh"][at] & ok["pl"][at]
+                           & (v["pl"][at] == -1))
+    none = np.zeros(0, np.int64)
+    if polls.size < 2:
+        return none, none
+    keys = [v[c][at[polls]] for c in ("mh", "pb", "pe", "pl")]
+    polls = polls[np.lexsort([polls, *keys, sequence[polls]])]
+    same = sequence[polls][1:] == sequence[polls][:-1]
+    for c in ("pl", "pe", "pb", "mh"):
+        col = v[c][at[polls]]
+        same &= col[1:] == col[:-1]
+    earlier, again = polls[:-1][same], polls[1:][same]
+    silent = resets[again] == resets[earlier]
+    return at[again[silent]], at[earlier[silent]]
+
+
+def _truncation_skips(v: Columns, ok: Columns, starts: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """Per position (rows from ``starts``, in position order): whether it is a
+    ``truncation-skip``. The recovery read holds one id there, run polls read another id
+    there and none read the recovery's, and a run poll at a later position read the
+    recovery's id at that position (so a consumer went past this one after the record
+    that replaced the truncated one was written)."""
+    tag, has_id = v["tag"], ok["mh"]
+    rec = (tag == TAG_RPOLL) & has_id
+    rec_count = np.add.reduceat(rec.astype(np.int64), starts)
+    rec_low = np.minimum.reduceat(np.where(rec, v["mh"], _I64_MAX), starts)
+    rec_high = np.maximum.reduceat(np.where(rec, v["mh"], _I64_MIN), starts)
+    one_id = (rec_count > 0) & (rec_low == rec_high)  # the recovery read's one id here
+    run = (tag == TAG_POLL) & has_id & one_id[pid]
+    same = run & (v["mh"] == rec_low[pid])
+    matched = np.add.reduceat(same.astype(np.int64), starts) > 0
+    other = np.add.reduceat((run & ~same).astype(np.int64), starts) > 0
+    later = np.zeros(starts.size, dtype=bool)  # a matched position after this one
+    later[:-1] = np.logical_or.accumulate(matched[::-1])[::-1][1:]
+    return one_id & other & ~matched & later
 
 
 def _sequence_numbers(v: Columns, ok: Columns, rows: np.ndarray) -> np.ndarray:

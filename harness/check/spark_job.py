@@ -85,9 +85,9 @@ _EX_FIELDS = (("mid", _S), ("seq", _L), ("seq2", _L), ("client", _L), ("topic", 
               ("qb", _L), ("n", _L), ("sub", _S), ("key", _S), ("client2", _L), ("mid2", _S),
               ("tx", _S), ("n2", _L), ("t1", "double"), ("t2", "double"))
 
-_POS_KINDS = ("inconsistent-offsets", "replica-divergence")
+_POS_KINDS = ("inconsistent-offsets", "replica-divergence", "truncation-skip")
 _SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "int-nonmonotonic-send",
-              "int-nonmonotonic-poll", "int-poll-skip")
+              "int-nonmonotonic-poll", "int-poll-skip", "silent-reread")
 _SEND_KINDS = ("nonmonotonic-send", "int-nonmonotonic-send")
 
 _BYPASS_PARTIAL = "spark.sql.execution.bypassPartialAggregation"
@@ -1054,6 +1054,12 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
         replicas = sorted({(r.node, r.mid) for r in here if r.code == REPLICA}, key=_none_first)
         return example(topic=topic, partition=ex.part, pos=pos,
                        replicas=[{"node": node, "mid": mid} for node, mid in replicas])
+    if kind == "truncation-skip":
+        recovered = sorted({r.mid for r in here if r.code == POLL and r.flags & ROW_REC})
+        run = sorted((r for r in here if r.code == POLL and not r.flags & ROW_REC and r.mid not in recovered),
+                     key=lambda r: r.seq)
+        return example(topic=topic, partition=ex.part, pos=pos, mid=run[0].mid if run else None,
+                       client=run[0].client if run else None, recovered_mid=recovered[0] if recovered else None)
     acked = {a.mid for a in details.acks
              if (a.ack_topic, a.ack_part, a.ack_pl, a.ack_pe, a.ack_pb) == place}
     mids = sorted({r.mid for r in here} | acked)

@@ -132,6 +132,10 @@ class _Checker:
         self.mids: dict[str, _Mid] = {}
         self.bound: dict[Place, set[str]] = {}
         self.replicas: dict[Place, set[tuple[str | None, str]]] = {}
+        #: per place, the ids of the recovery read, and of run polls with the first poll's
+        #: file order and client
+        self.rec_ids: dict[Place, set[str]] = {}
+        self.run_ids: dict[Place, dict[str, tuple[Seq, Any]]] = {}
         self.recovered: dict[tuple[str, int], list[Pos]] = {}
         self.rc_clients: set[str | None] = set()
         self.txns: dict[str, _Txn] = {}
@@ -167,6 +171,10 @@ class _Checker:
                     if mid is not None:
                         self.bound.setdefault(place, set()).add(mid)
                         self._mid(mid).bindings.add(place)
+                        if ev.get("phase") == "recovery":
+                            self.rec_ids.setdefault(place, set()).add(mid)
+                        else:
+                            self.run_ids.setdefault(place, {}).setdefault(mid, ((fidx, n, i), ev.get("client")))
                 if mid is None or kind not in ("invoke", "ok", "fail", "info", "poll"):
                     continue
                 if (kind == "poll" and ev.get("phase") != "recovery"
@@ -237,6 +245,7 @@ class _Checker:
     def second_pass(self) -> None:
         last_poll: dict[tuple[Any, ...], tuple[Seq, Pos, str | None, int]] = {}
         last_reset: dict[tuple[Any, ...], Seq] = {}
+        polled: dict[tuple[Any, ...], Seq] = {}  # (group, position, id): its last poll
         for fidx, path in enumerate(self.files):
             for (n, i), ev in read_lines(path):
                 kind, client = ev.get("type"), ev.get("client")
@@ -259,6 +268,13 @@ class _Checker:
                 prev = last_poll.get(group)
                 last_poll[group] = (seq, pos, mid, at_or_below)
                 resets = [last_reset.get((client, t, p)) for t in (topic, None) for p in (partition, None)]
+                if mid is not None and pos[0] == -1:  # silent-reread: Kafka offsets
+                    before = polled.get((group, pos, mid))
+                    polled[(group, pos, mid)] = seq
+                    if before is not None and not any(r is not None and r > before for r in resets):
+                        self._flag("silent-reread", (_nf(client), _nf(topic), partition, seq), example(
+                            client=client, phase=phase, mid=mid, topic=topic, partition=partition,
+                            pos=pos, prev={"mid": mid, "pos": pos}))
                 if prev is None or any(r is not None and r > prev[0] for r in resets):
                     continue
                 key = (_nf(client), _nf(topic), partition, seq)
@@ -408,11 +424,35 @@ class _Checker:
                 self._flag("replica-divergence", place, example(
                     topic=topic, partition=partition, pos=pos,
                     replicas=[{"node": node, "mid": mid} for node, mid in sorted(replicas, key=_nf_pair)]))
+        self._truncation_skips()
         anomalies = {kind: len(rows) for kind, rows in self.found.items()}
         examples = {kind: [ex for _, ex in sorted(rows, key=lambda r: r[0])[:MAX_EXAMPLES]]
                     for kind, rows in self.found.items()}
         counts.update(lines=self.tally.lines, skipped=self.tally.skipped)
         return make_result(anomalies, examples, counts)
+
+
+    def _truncation_skips(self) -> None:
+        """Positions where the recovery read holds one id, run polls read others and not it,
+        and a run poll at a later position of the partition read the recovery's id there."""
+        positions: dict[tuple[str, int], list[Pos]] = {}
+        for topic, partition, pos in self.run_ids:
+            positions.setdefault((topic, partition), []).append(pos)
+        for (topic, partition), found in positions.items():
+            later = False  # a later position whose recovery id a run poll read
+            for pos in sorted(found, reverse=True):
+                place = (topic, partition, pos)
+                rec, run = self.rec_ids.get(place, set()), self.run_ids[place]
+                if len(rec) != 1:
+                    continue
+                (recovered,) = rec
+                if recovered in run:
+                    later = True
+                elif later:
+                    mid, (_, client) = min(run.items(), key=lambda item: item[1][0])
+                    self._flag("truncation-skip", place, example(
+                        topic=topic, partition=partition, pos=pos, mid=mid, client=client,
+                        recovered_mid=recovered))
 
 
 def _nf(value: Any) -> tuple[bool, Any]:

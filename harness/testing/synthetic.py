@@ -48,12 +48,20 @@ Injections (each at its own place, away from the others):
     a run consumer reads a record twice in a row without a reset.
 ``poll-skip``
     a run consumer skips a record, reads the next, then resets and reads both.
+``silent-reread`` (Kafka)
+    a run consumer reads a record twice in a row without a reset (also a
+    ``nonmonotonic-poll``; with Kafka every injected ``nonmonotonic-poll`` is a
+    ``silent-reread`` too).
 ``int-nonmonotonic-poll``, ``int-poll-skip``
     the same within one poll call: both records in one ``polls`` line (the plain kinds are
     cut into two lines; each int- kind also counts as its plain kind).
 ``int-nonmonotonic-send``
     a transaction of two sends to one partition whose positions are swapped (also a
     ``nonmonotonic-send``).
+``truncation-skip``
+    a run consumer reads a phantom (an info send) at a record's position and goes on to
+    the next record without reading the real one (also an ``inconsistent-offsets``, a
+    ``lost-write`` (the phantom) and an ``unseen`` (the real record)).
 ``aborted-read``
     a read_committed consumer reads a record of an aborted transaction.
 ``key-order`` (Pulsar, ``key_shared``)
@@ -211,12 +219,16 @@ def generate(run_dir: str | Path, profile: Profile, *, workers: int = 1) -> Expe
         for fh in files.values():
             fh.close()
     anomalies = {kind: profile.inject.get(kind, 0) for kind in ANOMALIES}
-    anomalies["inconsistent-offsets"] += anomalies["replica-divergence"]
+    anomalies["inconsistent-offsets"] += anomalies["replica-divergence"] + anomalies["truncation-skip"]
+    anomalies["unseen"] += anomalies["truncation-skip"]
     # consequences (module docstring): the phantom read and the torn transaction's lost send
     anomalies["lost-write"] += anomalies["inconsistent-offsets"] - anomalies["replica-divergence"]
     anomalies["lost-write"] += anomalies["torn-transaction"]
     for kind in ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip"):
         anomalies[kind] += anomalies[f"int-{kind}"]
+    # a record read twice in a row: a silent-reread too, judged at Kafka offsets only
+    anomalies["nonmonotonic-poll"] += anomalies["silent-reread"]
+    anomalies["silent-reread"] = 0 if profile.pulsar else anomalies["nonmonotonic-poll"]
     return Expected(anomalies, {name: counts[name] for name in COUNTS},
                     {kind: frozenset(ids) for kind, ids in mids.items()}, lines)
 
@@ -422,6 +434,15 @@ class _Chunk:
         for kind in ("replica-divergence", "inconsistent-offsets"):
             self._note(kind, e.mid, str(e.arg))
 
+    def _inject_truncation_skip(self) -> None:
+        p, i = self._pick("truncation-skip", self._plain, span=(0, 1))
+        e = self.logs[p][i]
+        e.mark, e.arg = "truncated", self._extra("info").mid
+        for kind in ("truncation-skip", "inconsistent-offsets"):
+            self._note(kind, e.mid, str(e.arg))
+        self._note("lost-write", str(e.arg))
+        self._note("unseen", e.mid)
+
     def _inject_nonmonotonic_send(self) -> None:
         acked: dict[tuple[int, int], list[_Entry]] = {}
         for rec in self.recs:
@@ -446,11 +467,21 @@ class _Chunk:
         p, i = self._pick("nonmonotonic-poll", self._plain)
         self.logs[p][i].mark = "double"
         self._note("nonmonotonic-poll", self.logs[p][i].mid)
+        if not self.pr.pulsar:
+            self._note("silent-reread", self.logs[p][i].mid)
+
+    def _inject_silent_reread(self) -> None:
+        if self.pr.pulsar:
+            raise ValueError("silent-reread is judged at Kafka offsets only")
+        p, i = self._pick("silent-reread", self._plain)
+        self.logs[p][i].mark = "double"
+        for kind in ("silent-reread", "nonmonotonic-poll"):
+            self._note(kind, self.logs[p][i].mid)
 
     def _inject_int_nonmonotonic_poll(self) -> None:
         p, i = self._pick("int-nonmonotonic-poll", self._plain)
         self.logs[p][i].mark = "idouble"
-        for kind in ("nonmonotonic-poll", "int-nonmonotonic-poll"):
+        for kind in ("nonmonotonic-poll", "int-nonmonotonic-poll") + (() if self.pr.pulsar else ("silent-reread",)):
             self._note(kind, self.logs[p][i].mid)
 
     def _inject_int_poll_skip(self) -> None:
@@ -893,6 +924,10 @@ class _Chunk:
                               (p, skipped, skipped.mid, 0), (p, nxt, nxt.mid, 1)]
                     skip_next = 2
                     continue
+                if e.mark == "truncated":  # the phantom in its place, the record never read
+                    reads.append((p, e, str(e.arg), 0))
+                    run_mids.add(str(e.arg))
+                    continue
                 if e.mark == "phantom":
                     reads += [(p, e, str(e.arg), 0), (p, None, None, 0)]
                     run_mids.add(str(e.arg))
@@ -905,7 +940,7 @@ class _Chunk:
                 if e.mark == "rewind":
                     reads.append((p, None, None, 0))
                     reads += [(p, r, r.mid, 1) for r in read[n - int(e.arg or 0) + 1:n + 1]]
-            run_mids.update(e.mid for e in read if e.mid is not None)
+            run_mids.update(e.mid for e in read if e.mid is not None and e.mark != "truncated")
             per_part.append(reads)
         merged: list[tuple[int, _Entry | None, str | None, int]] = []
         cursors = [0] * len(per_part)

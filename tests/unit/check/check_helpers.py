@@ -23,7 +23,7 @@ def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
         system = draw(st.sampled_from(["kafka", "pulsar"]))
         key_shared = system == "pulsar" and draw(st.booleans())
         kinds = [k for k in ANOMALIES if (replicas >= 2 or k != "replica-divergence")
-                 and (key_shared or k != "key-order")]
+                 and (key_shared or k != "key-order") and (system == "kafka" or k != "silent-reread")]
         chosen = draw(st.dictionaries(st.sampled_from(kinds), st.integers(1, 2))) if inject else {}
         return Profile(
             records=draw(st.integers(150, 400)) + 60 * sum(chosen.values()),
@@ -51,4 +51,5 @@ def example_mids(example: dict[str, Any]) -> set[str]:
     found = {example["mid"]} if "mid" in example else set()
     found |= set(example.get("mids", []))
     found |= {r["mid"] for r in example.get("replicas", [])}
+    found |= {example["recovered_mid"]} if "recovered_mid" in example else set()
     return found

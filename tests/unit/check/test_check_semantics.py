@@ -96,7 +96,7 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
         "uncovered": [_poll("uncovered", "r1", "reset-all", 0), _poll("uncovered", "r2", "reset-all", 1),
                       _poll("uncovered", "r1", "reset-all", 0)],
         "recovery": _recovery("reset-all", ("r1", 0), ("r2", 1)),
-    }, {"nonmonotonic-poll": 1}),
+    }, {"nonmonotonic-poll": 1, "silent-reread": 1}),
     # read_committed may be on the polls (not only on a meta event).
     "isolation": ({
         "producer": [_ev("invoke", "producer", mid="z1", topic="isolation"),

@@ -76,6 +76,44 @@ def test_two_ids_at_one_offset_and_replicas_that_disagree() -> None:
                                               ("replica-divergence", 2)]
 
 
+def test_a_truncated_record_read_and_never_replaced_is_a_truncation_skip() -> None:
+    """KIP-320's silent skip: a consumer read 555 and 556 at offsets 2 and 3, the log now
+    holds 102 and 103 there, and the consumer (or another) went on at offset 4 without
+    reading them. Read again after a reset (truncation detected), they are no skip; nor
+    where nobody read a later record of the log, or the recovery read holds two ids."""
+    log = recovered(6)
+    skipped = [row(TAG_POLL, 0, 100, seq=1), row(TAG_POLL, 1, 101, seq=2), row(TAG_POLL, 2, 555, seq=3),
+               row(TAG_POLL, 3, 556, seq=4), row(TAG_POLL, 4, 104, client=2, seq=5)]
+    found = run(log + skipped)
+    assert [(r[0], r[6]) for r in found if r[0] == "truncation-skip"] == [("truncation-skip", 2),
+                                                                          ("truncation-skip", 3)]
+    assert kinds(log + skipped) == {"truncation-skip": 2, "inconsistent-offsets": 2}
+    reread = skipped + [row(TAG_RESET, None, None, seq=5, grp=RUN), row(TAG_POLL, 2, 102, seq=6),
+                        row(TAG_POLL, 3, 103, seq=7)]
+    assert kinds(log + reread) == {"inconsistent-offsets": 2}
+    assert kinds(log + skipped[:4]) == {"inconsistent-offsets": 2}  # nobody read past them
+    two = log + [row(TAG_RPOLL, 2, 777, client=8, seq=2000)] + skipped
+    assert kinds(two) == {"truncation-skip": 1, "inconsistent-offsets": 2}
+
+
+def test_a_record_read_again_without_a_reset_is_a_silent_reread() -> None:
+    """A consumer position moved back by the client library without telling the
+    application (an out-of-range reset to the beginning): the records it had read come
+    again. After a reset, or by another client, or at Pulsar positions (redeliveries), no."""
+    log = recovered(4)
+    first = [row(TAG_POLL, o, 100 + o, seq=o) for o in range(3)]
+    again = [row(TAG_POLL, o, 100 + o, seq=10 + o) for o in range(3)]
+    assert kinds(log + first + again) == {"silent-reread": 3, "nonmonotonic-poll": 1}
+    rereads = [r for r in run(log + first + again) if r[0] == "silent-reread"]
+    assert [(r[6], r[8], r[9]) for r in rereads] == [(0, 10, 0), (1, 11, 1), (2, 12, 2)]
+    reset = [row(TAG_RESET, None, None, seq=5, grp=RUN)]
+    assert kinds(log + first + reset + again) == {}
+    other = [row(TAG_POLL, o, 100 + o, client=2, seq=10 + o) for o in range(3)]
+    assert kinds(log + first + other) == {}
+    pulsar = [{**r, "pl": 7} for r in log + first + again]
+    assert kinds(pulsar) == {"nonmonotonic-poll": 1}
+
+
 def test_sequence_anomalies_are_judged_against_the_row_before() -> None:
     rows = recovered(6)
     # consumer 1 (run): 0, 1, then 4 (skips 2 and 3, both recovered), then 3 (goes back)
