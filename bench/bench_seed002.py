@@ -2,7 +2,7 @@
 Kafka's own tools, on the same cluster, row by row.
 
     python bench/bench_seed002.py [--records 200000] [--cluster kafka-zk] [--rows ...]
-                                  [--sizes] [--html reports/bench-seed002.html]
+                                  [--sizes] [--reps 1] [--html reports/bench-seed002.html]
 
 Rows (seed 002, "Benchmarking Apache Kafka", scaled to ``--records``; 100-byte records,
 topics of 6 partitions):
@@ -31,7 +31,8 @@ and for the harness the client's run time including its final flush); MB/s as 2^
 per second of record values (as the tools print them); latencies in ms. ``--sizes`` adds
 the message-size sweep (10 B to 100 KB, one producer, RF 3, acks=1; each step at most
 ``--sweep-mb`` MB), printed and drawn (records/s and MB/s against size, seed 002's
-figures 04 and 05) in the HTML page.
+figures 04 and 05) in the HTML page. ``--reps N`` runs each row N times (each side in
+turn, a fresh topic each time) and prints the medians, with the spread of records/s.
 
 Traffic stays between this process and the cluster's containers (loopback ports) and
 inside the cluster's network; every loop is bounded in records and time.
@@ -205,6 +206,24 @@ class Tools:
         return parse_end_to_end(out, records)
 
 
+def median_of(runs: Sequence[Figures]) -> Figures:
+    """One row's figures over repeated runs: the median of each figure (over the runs that
+    measured it), the records of the first run, and the spread of records/s as a note."""
+    if len(runs) == 1:
+        return runs[0]
+
+    def med(values: list[float | None]) -> float | None:
+        got = [v for v in values if v is not None]
+        return statistics.median(got) if got else None
+
+    rates = [r.rate for r in runs if r.rate is not None]
+    spread = f"median of {len(rates)} runs, rec/s {min(rates):,.0f} to {max(rates):,.0f}" if rates else \
+        f"no run of {len(runs)} measured"
+    return Figures(runs[0].records, med([r.rate for r in runs]), med([r.mbps for r in runs]),
+                   med([r.p50 for r in runs]), med([r.p99 for r in runs]), med([r.p999 for r in runs]),
+                   note="; ".join([spread, *sorted({r.note for r in runs if r.note})]))
+
+
 def _summed(parts: list[Figures]) -> Figures:
     if len(parts) == 1:
         return parts[0]
@@ -356,7 +375,8 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(out)
 
 
-def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], float | None]) -> str:
+def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], float | None],
+               tool: str = "Kafka tool") -> str:
     """A small log-log line chart of the sweep: harness and Kafka tool against size."""
     w, h, left, top, bottom, right = 520, 260, 64, 28, 40, 16
     pts = [(r.size, value(r.harness), value(r.tool)) for r in sweep]
@@ -384,7 +404,7 @@ def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], floa
     for s, _, _ in pts:
         parts.append(f'<text x="{x(s):.1f}" y="{h - bottom + 16}" text-anchor="middle" font-size="11">'
                      f'{s:,} B</text>')
-    for idx, (name, color) in enumerate((("harness", "#2563eb"), ("Kafka tool", "#d97706"))):
+    for idx, (name, color) in enumerate((("harness", "#2563eb"), (tool, "#d97706"))):
         line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, *vs in pts if (v := vs[idx]))
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{line}"/>')
         parts.append(f'<text x="{w - right - 90}" y="{top + 14 + 14 * idx}" fill="{color}" font-size="12">'
@@ -393,25 +413,26 @@ def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], floa
     return "".join(parts)
 
 
-def page(rows: Sequence[Row], sweep: Sequence[Row], header: str) -> str:
+def page(rows: Sequence[Row], sweep: Sequence[Row], header: str,
+         title: str = "Seed 002's benchmark on this machine", tool: str = "Kafka tool") -> str:
     """The self-contained HTML page: the table, and the size sweep's two charts."""
     def cells(f: Figures) -> str:
         return "".join(f"<td>{_fmt(v, d)}</td>" for v, d in ((f.rate, 0), (f.mbps, 1), (f.p50, 1), (f.p99, 1),
                                                                (f.p999, 1)))
-    body = [f"<h1>Seed 002's benchmark on this machine</h1><p>{html.escape(header)}</p>",
+    body = [f"<h1>{html.escape(title)}</h1><p>{html.escape(header)}</p>",
             "<table><tr><th>row</th><th>what</th><th colspan=5>harness: rec/s, MB/s, p50, p99, p99.9 ms</th>"
-            "<th colspan=5>Kafka tool: rec/s, MB/s, p50, p99, p99.9 ms</th><th>ratio</th></tr>"]
+            f"<th colspan=5>{html.escape(tool)}: rec/s, MB/s, p50, p99, p99.9 ms</th><th>ratio</th></tr>"]
     for r in [*rows, *sweep]:
         body.append(f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(r.what)}</td>{cells(r.harness)}"
                     f"{cells(r.tool)}<td>{_fmt(ratio(r.harness.rate, r.tool.rate), 2)}</td></tr>")
     body.append("</table>")
     if sweep:
-        body.append(_svg_chart("records/s by message size", sweep, lambda f: f.rate))
-        body.append(_svg_chart("MB/s by message size", sweep, lambda f: f.mbps))
+        body.append(_svg_chart("records/s by message size", sweep, lambda f: f.rate, tool))
+        body.append(_svg_chart("MB/s by message size", sweep, lambda f: f.mbps, tool))
     style = ("body{font-family:sans-serif;margin:24px;color:#0f172a}table{border-collapse:collapse;"
              "margin:12px 0}td,th{border:1px solid #e2e8f0;padding:3px 8px;text-align:right}"
              "td:nth-child(2){text-align:left}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>seed 002 benchmark</title>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
 
 
@@ -426,11 +447,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
     ap.add_argument("--sweep-mb", type=int, default=100, help="at most this many MB per sweep step")
     ap.add_argument("--html", type=Path, default=Path("reports/bench-seed002.html"))
+    ap.add_argument("--reps", type=int, default=1, help="run each row this many times; medians")
     ap.add_argument("--java-batch-bytes", type=int, default=1_000_000,
                     help="ProducerPerformance's batch.size (default librdkafka's 1000000; Java's own: 16384)")
     args = ap.parse_args(argv)
     if args.records < 1000:
         ap.error("--records must be at least 1000")
+    if args.reps < 1:
+        ap.error("--reps must be at least 1")
     cluster = Cluster.named(Engine(), args.cluster)
     load_before = os.getloadavg()
     reused = cluster.up()
@@ -448,6 +472,11 @@ def main(argv: list[str] | None = None) -> int:
         topics.append(name)
         return name
 
+    def repeated(fn: Callable[..., Figures], rf: int | None, *rest: object) -> Figures:
+        """``fn`` run ``--reps`` times, on a fresh topic of RF ``rf`` each time (or on the
+        arguments as given: ``rf`` None); the medians."""
+        return median_of([fn(topic(rf), *rest) if rf else fn(*rest) for _ in range(args.reps)])
+
     def add(row: Row) -> None:
         rows.append(row)
         print(table([row]).splitlines()[1], flush=True)
@@ -459,27 +488,27 @@ def main(argv: list[str] | None = None) -> int:
             for name, rf, acks, copies in (("p1-rf1", 1, "1", 1), ("p1-rf3", 3, "1", 1),
                                            ("p1-rf3-all", 3, "all", 1), ("p3-rf3", 3, "1", 3)):
                 if name in args.rows:
-                    h = harness.produce(topic(rf), n, 100, acks, copies)
-                    k = tools.produce(topic(rf), n, 100, acks, copies)
+                    h = repeated(harness.produce, rf, n, 100, acks, copies)
+                    k = repeated(tools.produce, rf, n, 100, acks, copies)
                     add(Row(name, f"{copies} producer(s), RF {rf}, acks={acks}", h, k))
             if {"c1", "c3"} & set(args.rows):
                 filled = topic(3)
                 tools.produce(filled, n, 100, "1")
                 for name, copies in (("c1", 1), ("c3", 3)):
                     if name in args.rows:
-                        h = harness.consume(filled, n, 100, copies)
-                        k = tools.consume(filled, n, copies)
+                        h = repeated(harness.consume, None, filled, n, 100, copies)
+                        k = repeated(tools.consume, None, filled, n, copies)
                         add(Row(name, f"{copies} consumer(s), RF 3", h, k))
             if "e2e" in args.rows:
                 e = args.e2e_records
-                h = harness.end_to_end(topic(3), e, 100, "1")
-                k = tools.end_to_end(topic(3), e, 100, "1")
+                h = repeated(harness.end_to_end, 3, e, 100, "1")
+                k = repeated(tools.end_to_end, 3, e, 100, "1")
                 add(Row("e2e", "end-to-end latency, acks=1, RF 3", h, k))
             if args.sizes:
                 for size in SIZES:
                     count = max(1000, min(n, args.sweep_mb * 1_000_000 // size))
-                    h = harness.produce(topic(3), count, size, "1")
-                    k = tools.produce(topic(3), count, size, "1")
+                    h = repeated(harness.produce, 3, count, size, "1")
+                    k = repeated(tools.produce, 3, count, size, "1")
                     what = f"{count} records of {size} B, RF 3, acks=1"
                     sweep.append(Row(f"size {size}", what, h, k, size))
                     print(table([sweep[-1]]).splitlines()[1], flush=True)
@@ -491,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
         if not reused:
             cluster.down()
     load_after = os.getloadavg()
-    header = (f"{args.cluster} ({cluster.version}), {n} records a row, Java batch.size "
+    header = (f"{args.cluster} ({cluster.version}), {n} records a row, {args.reps} run(s) a row "
+              f"(medians), Java batch.size "
               f"{args.java_batch_bytes}, {os.cpu_count()} cores, load average "
               f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {time.strftime('%Y-%m-%d %H:%M')}")
     print(header)

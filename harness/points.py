@@ -35,6 +35,10 @@ class PointSpec:
     #: hit when the HIT line's ``fetch_offset`` is the fetching follower's log end offset,
     #: read from its files
     fetch_hold: bool = False
+    #: a hold on a follower at its truncation on becoming a follower (``leader_leo`` is None):
+    #: hit when the HIT line's ``leo`` is the holding follower's log end offset read from its
+    #: files (before the truncation: what it holds; after: what it kept)
+    truncate_hold: bool = False
 
 
 POINTS: dict[str, PointSpec] = {
@@ -62,6 +66,18 @@ POINTS: dict[str, PointSpec] = {
         "follower's log ends", fetch_hold=True,
         seed="Seed 001: before 0.11 a follower truncated to its HW before fetching from a new "
              "leader (KIP-101); the held fetch shows the offset it truncated to."),
+    "TRUNCATE-BEFORE": PointSpec(
+        "followers", None, None, None, "leo", "a follower told of a new leader is about to "
+        "truncate its log (0.10: to its high watermark; 0.11: to the end offset of its last "
+        "epoch on the leader); it has not cut anything yet", truncate_hold=True,
+        seed="Seed 003 watches exactly this call (Log.truncateTo); seed 001: before 0.11 the "
+             "follower truncates to its HW, which may drop an acknowledged record."),
+    "TRUNCATE-AFTER": PointSpec(
+        "followers", None, None, None, "leo", "a follower told of a new leader has truncated "
+        "its log (the HIT line's leo_before and leo: what it had and what it kept); its first "
+        "fetch from the new leader is not sent", truncate_hold=True,
+        seed="Seed 003 watches exactly this call (Log.truncateTo); seed 001: before 0.11 the "
+             "follower truncates to its HW, which may drop an acknowledged record."),
 }
 
 

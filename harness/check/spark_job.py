@@ -1058,8 +1058,10 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
         recovered = sorted({r.mid for r in here if r.code == POLL and r.flags & ROW_REC})
         run = sorted((r for r in here if r.code == POLL and not r.flags & ROW_REC and r.mid not in recovered),
                      key=lambda r: r.seq)
-        return example(topic=topic, partition=ex.part, pos=pos, mid=run[0].mid if run else None,
-                       client=run[0].client if run else None, recovered_mid=recovered[0] if recovered else None)
+        read = run[0] if run else None
+        return example(topic=topic, partition=ex.part, pos=pos, mid=read.mid if read else None,
+                       client=read.client if read else None,
+                       recovered_mid=recovered[0] if recovered else None)
     acked = {a.mid for a in details.acks
              if (a.ack_topic, a.ack_part, a.ack_pl, a.ack_pe, a.ack_pb) == place}
     mids = sorted({r.mid for r in here} | acked)

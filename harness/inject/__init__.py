@@ -240,6 +240,22 @@ class Injector:
                                   f" (at {when})")
             result["hit"] = fleo is not None and fetched == fleo
             return result
+        if spec.truncate_hold:  # a hold at a follower's truncation: its files against the rule's leo
+            result["expected"] = ("the follower held at its truncation, its log end offset read from "
+                                  "its files equal to the rule's leo")
+            if armed.hit is None:
+                result["observed"] = "the point was never reached"
+                return result
+            held = armed.hit.get("node")
+            result["follower"] = held
+            fleo = leos.get(held)
+            before = armed.hit.get("leo_before")
+            result["observed"] = (f"follower LEO={fleo}, rule leo={armed.hit.get('leo')}, "
+                                  f"target={armed.hit.get('target')}"
+                                  + (f", leo_before={before}" if before is not None else "")
+                                  + f" (at {when})")
+            result["hit"] = fleo is not None and fleo == armed.hit.get("leo")
+            return result
         assert spec.leader_leo is not None and spec.follower_leo is not None and spec.hw is not None
         result["expected"] = (f"leader LEO={n + spec.leader_leo}, follower LEO={n + spec.follower_leo}"
                               f", {spec.hw_field}={n + spec.hw}"

@@ -174,7 +174,8 @@ class _Checker:
                         if ev.get("phase") == "recovery":
                             self.rec_ids.setdefault(place, set()).add(mid)
                         else:
-                            self.run_ids.setdefault(place, {}).setdefault(mid, ((fidx, n, i), ev.get("client")))
+                            first = ((fidx, n, i), ev.get("client"))
+                            self.run_ids.setdefault(place, {}).setdefault(mid, first)
                 if mid is None or kind not in ("invoke", "ok", "fail", "info", "poll"):
                     continue
                 if (kind == "poll" and ev.get("phase") != "recovery"

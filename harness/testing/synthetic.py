@@ -481,7 +481,8 @@ class _Chunk:
     def _inject_int_nonmonotonic_poll(self) -> None:
         p, i = self._pick("int-nonmonotonic-poll", self._plain)
         self.logs[p][i].mark = "idouble"
-        for kind in ("nonmonotonic-poll", "int-nonmonotonic-poll") + (() if self.pr.pulsar else ("silent-reread",)):
+        rereads = () if self.pr.pulsar else ("silent-reread",)
+        for kind in ("nonmonotonic-poll", "int-nonmonotonic-poll", *rereads):
             self._note(kind, self.logs[p][i].mid)
 
     def _inject_int_poll_skip(self) -> None:

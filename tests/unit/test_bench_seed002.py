@@ -113,3 +113,14 @@ def test_table_prints_the_ratio_and_the_p50_difference() -> None:
     lines = out.splitlines()
     assert lines[1].split()[-1] == "0.5" and "2.5/4.0/-" in lines[1]
     assert "0.90" in lines[2].split()
+
+
+def test_repeated_rows_report_medians_and_the_spread() -> None:
+    runs = [bench.Figures(1000, 300.0, 3.0, 2.0, 9.0, None), bench.Figures(1000, 100.0, 1.0, 4.0, 7.0, None),
+            bench.Figures(1000, 200.0, 2.0, None, 8.0, None, note="3 at once")]
+    got = bench.median_of(runs)
+    assert (got.records, got.rate, got.mbps, got.p50, got.p99, got.p999) == (1000, 200.0, 2.0, 3.0, 8.0, None)
+    assert got.note == "median of 3 runs, rec/s 100 to 300; 3 at once"
+    assert bench.median_of(runs[:1]) is runs[0]
+    unmeasured = bench.median_of([bench.Figures(note="did not end"), bench.Figures(note="did not end")])
+    assert unmeasured.rate is None and unmeasured.note == "no run of 2 measured; did not end"

@@ -8,10 +8,14 @@ from harness.errors import HarnessError
 from harness.inject import render_rule
 from harness.points import POINTS, available_points, rule_blocks, rule_file
 
+#: points with rules for 0.10 and 0.11 only (the follower's truncation on becoming follower)
+TRUNCATE = frozenset({"TRUNCATE-BEFORE", "TRUNCATE-AFTER"})
+
 
 @pytest.mark.parametrize("version", ["0.10.2.2", "0.11.0.3", "3.9.2", "4.1.2"])
 def test_every_point_has_a_rule_for_supported_versions(version: str) -> None:
-    assert available_points("kafka", version) == frozenset(POINTS)
+    expected = frozenset(POINTS) if version.startswith("0.") else frozenset(POINTS) - TRUNCATE
+    assert available_points("kafka", version) == expected
     blocks = rule_blocks(rule_file("kafka", version).read_text())
     assert "RELEASE" in blocks  # loaded only at disarm
     for point, text in blocks.items():
@@ -81,3 +85,15 @@ def test_a_held_fetch_is_hit_when_it_asks_for_the_followers_log_end() -> None:
     stale = _judged("NEW-LEADER-FETCH", truncated, {"kafka-1": 101, "kafka-2": 101})
     assert not stale["hit"]  # the files disagree with the fetch: not the interleaving stated
     assert not _judged("NEW-LEADER-FETCH", None, {"kafka-2": 100})["hit"]
+
+
+def test_a_held_truncation_is_hit_when_the_files_show_the_rules_leo() -> None:
+    # 0.10 truncates a new follower to its HW: it had 101, keeps 100
+    after = {"node": "kafka-2", "leo": 100, "leo_before": 101, "target": 100}
+    judged = _judged("TRUNCATE-AFTER", after, {"kafka-1": 101, "kafka-2": 100, "kafka-3": 101})
+    assert judged["hit"] and judged["follower"] == "kafka-2"
+    assert judged["observed"] == "follower LEO=100, rule leo=100, target=100, leo_before=101 (at kill)"
+    assert not _judged("TRUNCATE-AFTER", after, {"kafka-2": 101})["hit"]  # the files kept 101
+    before = {"node": "kafka-2", "leo": 101, "target": 100}
+    assert _judged("TRUNCATE-BEFORE", before, {"kafka-2": 101})["hit"]
+    assert not _judged("TRUNCATE-BEFORE", None, {"kafka-2": 101})["hit"]
