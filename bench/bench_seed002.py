@@ -2,7 +2,7 @@
 Kafka's own tools, on the same cluster, row by row.
 
     python bench/bench_seed002.py [--records 200000] [--cluster kafka-zk] [--rows ...]
-                                  [--sizes] [--reps 1] [--html reports/bench-seed002.html]
+                                  [--sizes] [--reps 1] [--fault] [--html reports/bench-seed002.html]
 
 Rows (seed 002, "Benchmarking Apache Kafka", scaled to ``--records``; 100-byte records,
 topics of 6 partitions):
@@ -33,6 +33,12 @@ the message-size sweep (10 B to 100 KB, one producer, RF 3, acks=1; each step at
 ``--sweep-mb`` MB), printed and drawn (records/s and MB/s against size, seed 002's
 figures 04 and 05) in the HTML page. ``--reps N`` runs each row N times (each side in
 turn, a fresh topic each time) and prints the medians, with the spread of records/s.
+``--fault`` adds a row with a fault in the middle: acks=all at ``--fault-rate`` records/s
+for ``--fault-seconds``, the broker leading partition 0 killed -9 at a third and started at
+two thirds, each side in turn; per phase (before, during, after) the acknowledged
+records/s and latency: the harness's send-to-ack p50/p99/max from its history, the tool's
+5-s lines (the mean of their averages and the largest maximum, all ProducerPerformance
+prints per window), placed by Docker's time stamps.
 
 Traffic stays between this process and the cluster's containers (loopback ports) and
 inside the cluster's network; every loop is bounded in records and time.
@@ -71,6 +77,7 @@ INTERNAL_PORT = 9094  # the brokers' listener on the cluster network (compose/, 
 
 # -- the tools' output -------------------------------------------------------------------
 
+_PERIODIC_LINE = re.compile(r"records sent, [\d.]+ records/sec .* ms max latency\.")
 _PRODUCER_FINAL = re.compile(
     r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th")
@@ -204,6 +211,31 @@ class Tools:
     def end_to_end(self, topic: str, records: int, size: int, acks: str) -> Figures:
         (out,) = self.run("EndToEndLatency", [self.brokers, topic, str(records), acks, str(size)])
         return parse_end_to_end(out, records)
+
+    def produce_with_fault(self, topic: str, rate: int, seconds: float, fault: Callable[[], None]) -> str:
+        """ProducerPerformance at ``rate`` records/s for ``seconds`` (acks=all), ``fault``
+        called once its first 5-s line is out (it is sending); its log, time-stamped."""
+        cmd = ["java", "-Xmx1g", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.ProducerPerformance",
+               "--topic", topic, "--num-records", str(int(rate * seconds)), "--record-size", "100",
+               "--throughput", str(rate), "--producer-props", f"bootstrap.servers={self.brokers}", "acks=all",
+               "linger.ms=5", f"batch.size={self.batch_bytes}"]
+        box = self.cluster.run_helper(f"bench-fault-{uuid.uuid4().hex[:6]}", cmd, role="bench", mounts={},
+                                      working_dir="/tmp")
+        try:
+            deadline = time.monotonic() + TOOL_TIMEOUT_S
+            while time.monotonic() < deadline and not _PERIODIC_LINE.search(box.logs()):
+                if box.status in ("exited", "dead"):
+                    raise RuntimeError(f"ProducerPerformance ended early: {box.logs()[-500:]}")
+                time.sleep(0.2)
+            fault()
+            while time.monotonic() < deadline and box.status not in ("exited", "dead"):
+                time.sleep(0.5)
+            return box.logs(timestamps=True)
+        finally:
+            try:
+                box.remove()
+            except Exception:  # noqa: BLE001 (gone already)
+                pass
 
 
 def median_of(runs: Sequence[Figures]) -> Figures:
@@ -341,6 +373,137 @@ def _threads(fn: Callable[[int], Figures], n: int) -> list[Figures]:
     return [f if f is not None else Figures(note="did not end") for f in out]
 
 
+# -- a fault in the middle of a row ------------------------------------------------------
+
+def fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic_h: str, topic_k: str, rate: int,
+              seconds: float) -> list[tuple[str, dict[str, Phase]]]:
+    """Each side in turn: acks=all at ``rate`` for ``seconds``; a third of the way in, the
+    broker leading partition 0 is killed -9; at two thirds it is started again."""
+    out = []
+    for side, topic in (("harness", topic_h), ("ProducerPerformance", topic_k)):
+        times: dict[str, float] = {}
+
+        # the tool's fault is called at its first 5-s line, about 5 s after it began sending
+        lead = 0.0 if side == "harness" else 5.0
+
+        def fault(topic: str = topic, times: dict[str, float] = times, lead: float = lead) -> None:
+            node = kafka.leader(topic, 0)
+            if node is None:
+                raise RuntimeError(f"{topic}-0 has no leader")
+            time.sleep(max(0.0, seconds / 3 - lead))
+            times["kill"] = time.time()
+            node.container.kill()
+            time.sleep(seconds / 3)
+            times["restart"] = time.time()
+            node.container.start()
+        if side == "harness":
+            path = harness.tmp / f"fault-{uuid.uuid4().hex[:6]}.jsonl"
+            killer = threading.Thread(target=fault)
+            with HistoryWriter(path, "fault") as hist:
+                conf = {**producer_config(harness.bootstrap), "acks": "all"}
+                client = KafkaProducerClient(conf, topic, hist)
+                killer.start()
+                client.run(duration_s=seconds, rate=rate, value_size=100)
+                client.close()
+            killer.join()
+            out.append((side, harness_phases(path, times["kill"], times["restart"])))
+        else:
+            logs = tools.produce_with_fault(topic, rate, seconds, fault)
+            out.append((side, tool_phases(logs, times["kill"], times["restart"])))
+        kafka.wait_ready()
+    return out
+
+
+PHASES = ("before", "during", "after")
+_PERIODIC = re.compile(r"^(\S+) (\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), "
+                       r"([\d.]+) ms avg latency, ([\d.]+) ms max latency\.?$")
+
+
+@dataclass
+class Phase:
+    """One phase of a fault row, one side: acknowledged records/s; latency in ms (the
+    harness: send-to-ack p50/p99/max of the sends invoked in the phase; the tool: the mean of
+    its 5-s averages and the largest of its 5-s maxima, all it prints per window)."""
+
+    rate: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+    max: float | None = None
+    avg: float | None = None
+
+
+def harness_phases(history: Path, kill_t: float, restart_t: float) -> dict[str, Phase]:
+    """Per phase (before the kill, from the kill to the restart, after), from a producer's
+    history file: the acknowledgements in the phase over its length, and the send-to-ack
+    latency of the sends invoked in it (wall clock ``t``, one clock: this process)."""
+    from harness.history import read_events
+
+    invoked: dict[str, float] = {}
+    acked: dict[str, float] = {}
+    for e in read_events(history):
+        if e["type"] == "invoke" and e.get("mid") is not None:
+            invoked.setdefault(e["mid"], float(e["t"]))
+        elif e["type"] == "ok" and e.get("mid") is not None:
+            acked.setdefault(e["mid"], float(e["t"]))
+    if not invoked:
+        return {p: Phase() for p in PHASES}
+    start = min(invoked.values())
+    end = max([*acked.values(), *invoked.values()]) + 1e-6  # the last ack is in the last phase
+    bounds = {"before": (start, kill_t), "during": (kill_t, restart_t), "after": (restart_t, end)}
+    out = {}
+    for name, (lo, hi) in bounds.items():
+        acks = sum(1 for t in acked.values() if lo <= t < hi)
+        lat = sorted((acked[m] - t) * 1000 for m, t in invoked.items() if lo <= t < hi and m in acked)
+        out[name] = Phase(rate=acks / (hi - lo) if hi > lo else None,
+                          p50=percentile(lat, 0.5) if lat else None,
+                          p99=percentile(lat, 0.99) if lat else None, max=lat[-1] if lat else None)
+    return out
+
+
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
+def docker_time(stamp: str) -> float | None:
+    """Epoch seconds of one of Docker's RFC 3339 log stamps (nanoseconds, trailing zeros
+    trimmed), or None."""
+    from datetime import datetime
+
+    m = _STAMP.match(stamp)
+    if not m:
+        return None
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    whole = datetime.fromisoformat(m.group(1) + zone).timestamp()
+    return whole + (float("0." + m.group(2)) if m.group(2) else 0.0)
+
+
+def tool_phases(logs: str, kill_t: float, restart_t: float) -> dict[str, Phase]:
+    """Per phase, from ProducerPerformance's 5-s lines with Docker's time stamps (each line
+    covers the 5 s before it; a window is in the phase its middle falls in)."""
+    windows: dict[str, list[tuple[float, float, float]]] = {p: [] for p in PHASES}
+    for line in logs.splitlines():
+        m = _PERIODIC.match(line.strip())
+        if not m:
+            continue
+        at = docker_time(m.group(1))
+        if at is None:
+            continue
+        middle = at - 2.5
+        phase = "before" if middle < kill_t else "during" if middle < restart_t else "after"
+        windows[phase].append((float(m.group(3)), float(m.group(5)), float(m.group(6))))
+    return {p: Phase(rate=statistics.mean(r for r, _, _ in w), avg=statistics.mean(a for _, a, _ in w),
+                     max=max(x for _, _, x in w)) if w else Phase() for p, w in windows.items()}
+
+
+def fault_table(rows: Sequence[tuple[str, dict[str, Phase]]]) -> str:
+    out = [f"{'side':<22} {'phase':<7} {'rec/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'avg ms':>8} {'max ms':>9}"]
+    for side, phases in rows:
+        for name in PHASES:
+            ph = phases.get(name, Phase())
+            out.append(f"{side:<22} {name:<7} {_fmt(ph.rate):>9} {_fmt(ph.p50, 1):>8} {_fmt(ph.p99, 1):>8} "
+                       f"{_fmt(ph.avg, 1):>8} {_fmt(ph.max, 1):>9}")
+    return "\n".join(out)
+
+
 # -- the table and the page --------------------------------------------------------------
 
 @dataclass
@@ -414,7 +577,8 @@ def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], floa
 
 
 def page(rows: Sequence[Row], sweep: Sequence[Row], header: str,
-         title: str = "Seed 002's benchmark on this machine", tool: str = "Kafka tool") -> str:
+         title: str = "Seed 002's benchmark on this machine", tool: str = "Kafka tool",
+         faults: Sequence[tuple[str, dict[str, Phase]]] = ()) -> str:
     """The self-contained HTML page: the table, and the size sweep's two charts."""
     def cells(f: Figures) -> str:
         return "".join(f"<td>{_fmt(v, d)}</td>" for v, d in ((f.rate, 0), (f.mbps, 1), (f.p50, 1), (f.p99, 1),
@@ -426,6 +590,18 @@ def page(rows: Sequence[Row], sweep: Sequence[Row], header: str,
         body.append(f"<tr><td>{html.escape(r.name)}</td><td>{html.escape(r.what)}</td>{cells(r.harness)}"
                     f"{cells(r.tool)}<td>{_fmt(ratio(r.harness.rate, r.tool.rate), 2)}</td></tr>")
     body.append("</table>")
+    if faults:
+        body.append("<h2>A fault in the middle of a row</h2><p>acks=all, RF 3; the leader of partition 0 "
+                    "killed -9 at a third of the row, started again at two thirds</p><table><tr>"
+                    "<th>side</th><th>phase</th><th>rec/s</th><th>p50 ms</th><th>p99 ms</th><th>avg ms</th>"
+                    "<th>max ms</th></tr>")
+        for side, phases in faults:
+            for name in PHASES:
+                ph = phases.get(name, Phase())
+                body.append(f"<tr><td>{html.escape(side)}</td><td>{name}</td>" + "".join(
+                    f"<td>{_fmt(v, d)}</td>" for v, d in ((ph.rate, 0), (ph.p50, 1), (ph.p99, 1), (ph.avg, 1),
+                                                          (ph.max, 1))) + "</tr>")
+        body.append("</table>")
     if sweep:
         body.append(_svg_chart("records/s by message size", sweep, lambda f: f.rate, tool))
         body.append(_svg_chart("MB/s by message size", sweep, lambda f: f.mbps, tool))
@@ -448,6 +624,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-mb", type=int, default=100, help="at most this many MB per sweep step")
     ap.add_argument("--html", type=Path, default=Path("reports/bench-seed002.html"))
     ap.add_argument("--reps", type=int, default=1, help="run each row this many times; medians")
+    ap.add_argument("--fault", action="store_true",
+                    help="also the fault row: acks=all at --fault-rate for --fault-seconds, the leader of "
+                         "partition 0 killed -9 at a third and started again at two thirds")
+    ap.add_argument("--fault-rate", type=int, default=5000)
+    ap.add_argument("--fault-seconds", type=float, default=60.0)
     ap.add_argument("--java-batch-bytes", type=int, default=1_000_000,
                     help="ProducerPerformance's batch.size (default librdkafka's 1000000; Java's own: 16384)")
     args = ap.parse_args(argv)
@@ -463,6 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = Tools(cluster, args.java_batch_bytes)
     rows: list[Row] = []
     sweep: list[Row] = []
+    faults: list[tuple[str, dict[str, Phase]]] = []
     topics: list[str] = []
     n = args.records
 
@@ -504,6 +686,10 @@ def main(argv: list[str] | None = None) -> int:
                 h = repeated(harness.end_to_end, 3, e, 100, "1")
                 k = repeated(tools.end_to_end, 3, e, 100, "1")
                 add(Row("e2e", "end-to-end latency, acks=1, RF 3", h, k))
+            if args.fault:
+                faults.extend(fault_row(kafka, tools, harness, topic(3), topic(3), args.fault_rate,
+                                        args.fault_seconds))
+                print(fault_table(faults), flush=True)
             if args.sizes:
                 for size in SIZES:
                     count = max(1000, min(n, args.sweep_mb * 1_000_000 // size))
@@ -534,8 +720,12 @@ def main(argv: list[str] | None = None) -> int:
     if e2e and e2e.harness.p50 is not None and e2e.tool.p50 is not None:
         print(f"end-to-end p50: harness {e2e.harness.p50:.1f} ms, EndToEndLatency {e2e.tool.p50:.1f} ms "
               f"(target: within 2 ms)")
+    if faults:
+        print(f"fault row: {args.fault_rate} records/s, acks=all, RF 3, {args.fault_seconds:.0f} s; the "
+              f"leader of partition 0 killed -9 at a third, started at two thirds")
+        print(fault_table(faults))
     args.html.parent.mkdir(parents=True, exist_ok=True)
-    args.html.write_text(page(rows, sweep, header))
+    args.html.write_text(page(rows, sweep, header, faults=faults))
     print(f"page: {args.html}")
     return 0
 

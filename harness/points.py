@@ -41,6 +41,9 @@ class PointSpec:
     truncate_hold: bool = False
 
 
+_TRUNCATE_SEED = ("Seed 003 watches exactly this call (Log.truncateTo); seed 001: before 0.11 the "
+                  "follower truncates to its HW, which may drop an acknowledged record.")
+
 POINTS: dict[str, PointSpec] = {
     "C1": PointSpec("leader", 1, 0, 0, "hw", "L appended N; its first fetch response carrying N "
                     "to R is not sent",
@@ -70,14 +73,12 @@ POINTS: dict[str, PointSpec] = {
         "followers", None, None, None, "leo", "a follower told of a new leader is about to "
         "truncate its log (0.10: to its high watermark; 0.11: to the end offset of its last "
         "epoch on the leader); it has not cut anything yet", truncate_hold=True,
-        seed="Seed 003 watches exactly this call (Log.truncateTo); seed 001: before 0.11 the "
-             "follower truncates to its HW, which may drop an acknowledged record."),
+        seed=_TRUNCATE_SEED),
     "TRUNCATE-AFTER": PointSpec(
         "followers", None, None, None, "leo", "a follower told of a new leader has truncated "
         "its log (the HIT line's leo_before and leo: what it had and what it kept); its first "
         "fetch from the new leader is not sent", truncate_hold=True,
-        seed="Seed 003 watches exactly this call (Log.truncateTo); seed 001: before 0.11 the "
-             "follower truncates to its HW, which may drop an acknowledged record."),
+        seed=_TRUNCATE_SEED),
 }
 
 

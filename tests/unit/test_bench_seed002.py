@@ -124,3 +124,36 @@ def test_repeated_rows_report_medians_and_the_spread() -> None:
     assert bench.median_of(runs[:1]) is runs[0]
     unmeasured = bench.median_of([bench.Figures(note="did not end"), bench.Figures(note="did not end")])
     assert unmeasured.rate is None and unmeasured.note == "no run of 2 measured; did not end"
+
+
+def test_a_fault_row_splits_each_side_into_phases(tmp_path: Path) -> None:
+    import json
+
+    # the harness: one send a second for 9 s, each acknowledged 10 ms later, but the sends
+    # of seconds 3..5 (the fault) acknowledged at 6.5
+    t0 = 1_700_000_000.0
+    lines = []
+    for i in range(9):
+        lines.append({"type": "invoke", "client": "p", "t": t0 + i, "mid": f"p-{i}"})
+        lines.append({"type": "ok", "client": "p", "t": t0 + (6.5 if 3 <= i < 6 else i + 0.01), "mid": f"p-{i}"})
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = bench.harness_phases(path, t0 + 3, t0 + 6)
+    assert got["before"].rate == 1.0 and round(got["before"].p99 or 0) == 10
+    assert got["during"].rate == 0.0 and round(got["during"].max or 0) == 3500
+    assert round(got["after"].rate or 0, 2) == round(6 / (t0 + 8.01 - (t0 + 6)), 2)
+    # the tool: 5-s lines with Docker's stamps, each in the phase of its middle
+    logs = "\n".join([
+        "2023-11-14T22:13:25.5Z 25000 records sent, 5000.0 records/sec (0.48 MB/sec), 3.0 ms avg latency, "
+        "40.0 ms max latency.",
+        "2023-11-14T22:13:30.500000001Z 1000 records sent, 200.0 records/sec (0.02 MB/sec), 900.0 ms avg latency, "
+        "4100.0 ms max latency.",
+        "2023-11-14T22:13:35+00:00 25000 records sent, 5000.0 records/sec (0.48 MB/sec), 2.0 ms avg latency, "
+        "30.0 ms max latency.",
+        "not a 5-s line", "25000 records sent, 5000.0 records/sec (0.48 MB/sec), 2.0 ms avg latency, 3.0 ms max latency."])
+    kill = bench.docker_time("2023-11-14T22:13:25Z")
+    assert kill is not None and bench.docker_time("2023-11-14T22:13:25.25Z") == kill + 0.25
+    phases = bench.tool_phases(logs, kill, kill + 5)
+    assert (phases["before"].rate, phases["during"].rate, phases["after"].rate) == (5000.0, 200.0, 5000.0)
+    assert phases["during"].max == 4100.0 and phases["during"].avg == 900.0
+    assert "during" in bench.fault_table([("tool", phases)])
