@@ -265,12 +265,24 @@ def _silent_rereads(v: Columns, ok: Columns, rows: np.ndarray, first: np.ndarray
     none = np.zeros(0, np.int64)
     if polls.size < 2:
         return none, none
-    keys = [v[c][at[polls]] for c in ("mh", "pb", "pe", "pl")]
-    polls = polls[np.lexsort([polls, *keys, sequence[polls]])]
-    same = sequence[polls][1:] == sequence[polls][:-1]
-    for c in ("pl", "pe", "pb", "mh"):
-        col = v[c][at[polls]]
-        same &= col[1:] == col[:-1]
+    # (sequence, offset) as one key (a Kafka position is its offset): the polls are in
+    # sequence then file order, so a poll at or below the highest key before it went back
+    # in its sequence; only the offsets such polls read can be read twice
+    offset = v["pe"][at[polls]]
+    if offset.min() >= 0 and offset.max() < 1 << 42 and sequence[-1] < 1 << 21:
+        key = (sequence[polls] << 42) | offset
+    else:  # the rank of (sequence, offset): the same order, any values
+        key = np.unique(np.stack([sequence[polls], offset]), axis=1, return_inverse=True)[1].ravel()
+    back = np.zeros(polls.size, dtype=bool)
+    back[1:] = key[1:] <= np.maximum.accumulate(key)[:-1]
+    if not back.any():
+        return none, none
+    keep = np.isin(key, key[back])
+    polls, key = polls[keep], key[keep]
+    mh = v["mh"][at[polls]]
+    order = np.lexsort([polls, mh, key])  # the same read together, in file order
+    polls, key, mh = polls[order], key[order], mh[order]
+    same = (key[1:] == key[:-1]) & (mh[1:] == mh[:-1])
     earlier, again = polls[:-1][same], polls[1:][same]
     silent = resets[again] == resets[earlier]
     return at[again[silent]], at[earlier[silent]]

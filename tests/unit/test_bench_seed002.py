@@ -135,7 +135,8 @@ def test_a_fault_row_splits_each_side_into_phases(tmp_path: Path) -> None:
     lines = []
     for i in range(9):
         lines.append({"type": "invoke", "client": "p", "t": t0 + i, "mid": f"p-{i}"})
-        lines.append({"type": "ok", "client": "p", "t": t0 + (6.5 if 3 <= i < 6 else i + 0.01), "mid": f"p-{i}"})
+        acked = t0 + (6.5 if 3 <= i < 6 else i + 0.01)
+        lines.append({"type": "ok", "client": "p", "t": acked, "mid": f"p-{i}"})
     path = tmp_path / "h.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     got = bench.harness_phases(path, t0 + 3, t0 + 6)
@@ -146,11 +147,12 @@ def test_a_fault_row_splits_each_side_into_phases(tmp_path: Path) -> None:
     logs = "\n".join([
         "2023-11-14T22:13:25.5Z 25000 records sent, 5000.0 records/sec (0.48 MB/sec), 3.0 ms avg latency, "
         "40.0 ms max latency.",
-        "2023-11-14T22:13:30.500000001Z 1000 records sent, 200.0 records/sec (0.02 MB/sec), 900.0 ms avg latency, "
-        "4100.0 ms max latency.",
+        "2023-11-14T22:13:30.500000001Z 1000 records sent, 200.0 records/sec (0.02 MB/sec), "
+        "900.0 ms avg latency, 4100.0 ms max latency.",
         "2023-11-14T22:13:35+00:00 25000 records sent, 5000.0 records/sec (0.48 MB/sec), 2.0 ms avg latency, "
         "30.0 ms max latency.",
-        "not a 5-s line", "25000 records sent, 5000.0 records/sec (0.48 MB/sec), 2.0 ms avg latency, 3.0 ms max latency."])
+        "not a 5-s line",
+        "25000 records sent, 5000.0 records/sec (0.48 MB/sec), 2.0 ms avg latency, 3.0 ms max latency."])
     kill = bench.docker_time("2023-11-14T22:13:25Z")
     assert kill is not None and bench.docker_time("2023-11-14T22:13:25.25Z") == kill + 0.25
     phases = bench.tool_phases(logs, kill, kill + 5)

@@ -112,6 +112,12 @@ def test_a_record_read_again_without_a_reset_is_a_silent_reread() -> None:
     assert kinds(log + first + other) == {}
     pulsar = [{**r, "pl": 7} for r in log + first + again]
     assert kinds(pulsar) == {"nonmonotonic-poll": 1}
+    # another id read at that offset between the two reads of one: still a reread of it
+    between = [row(TAG_POLL, 0, 100, seq=1), row(TAG_POLL, 0, 555, seq=2), row(TAG_POLL, 0, 100, seq=3)]
+    assert kinds(recovered(1) + between)["silent-reread"] == 1
+    # offsets too large to pack with the sequence: the same answer
+    huge = [{**r, "pe": r["pe"] + (1 << 50)} if r["pe"] is not None else r for r in log + first + again]
+    assert kinds(huge) == {"silent-reread": 3, "nonmonotonic-poll": 1}
 
 
 def test_sequence_anomalies_are_judged_against_the_row_before() -> None:
