@@ -51,6 +51,32 @@ def _js(text: str | None) -> str:
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
+#: errors of a watermark request that a later one may not meet (a leader moving, metadata
+#: not yet caught up after a fault)
+_TRANSIENT = frozenset({"NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE",
+                        "UNKNOWN_TOPIC_OR_PART", "_TIMED_OUT", "_TRANSPORT", "REQUEST_TIMED_OUT",
+                        "_ALL_BROKERS_DOWN", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"})
+
+
+def _end_offset(consumer: Any, tp: Any, deadline: float) -> int:
+    """The partition's end offset (high watermark), asked again while the answer is a
+    transient error (a leader moving after a fault) until ``deadline`` (monotonic)."""
+    from confluent_kafka import KafkaException
+
+    while True:
+        try:
+            wait = min(30.0, max(1.0, deadline - time.monotonic()))
+            return int(consumer.get_watermark_offsets(tp, timeout=wait)[1])
+        except KafkaException as exc:
+            err: Any = exc.args[0] if exc.args else None
+            name = err.name() if hasattr(err, "name") else str(exc)
+            retriable = name in _TRANSIENT or bool(getattr(err, "retriable", lambda: False)())
+            if not retriable or time.monotonic() >= deadline:
+                detail = err.str() if hasattr(err, "str") else str(exc)
+                raise RuntimeError(f"no end offset for {tp.topic}-{tp.partition}: {name} ({detail})") from exc
+            time.sleep(0.5)
+
+
 def _ints_json(column: list[int | None], n: int) -> str:
     """JSON of a column of ints (or Nones: null when all are); quick when all are equal."""
     first = column[0]
@@ -582,10 +608,8 @@ class KafkaConsumerClient:
                                      "enable.auto.commit": False})
         start = time.monotonic()
         try:
-            ends: dict[int, int] = {}
-            for p in range(partitions):
-                _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
-                ends[p] = high
+            ends = {p: _end_offset(consumer, TopicPartition(self.topic, p), start + timeout_s)
+                    for p in range(partitions)}
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(partitions)])
             position = self._position
             position.update({p: -1 for p in range(partitions)})

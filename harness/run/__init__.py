@@ -131,6 +131,13 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: b
     except KeyboardInterrupt as exc:
         result.error = "interrupted (Ctrl-C); faults healed, evidence collected"
         interrupted = exc
+    except Exception as exc:  # a bug: one line here, the traceback in the run directory
+        import traceback
+
+        (run_dir / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        result.error = (f"internal error: {type(exc).__name__}: {exc} (traceback in "
+                        f"{run_dir / 'error.log'}); faults healed, evidence collected")
+        log.error("error: %s", result.error)
     finally:
         _finish(result, ctx, run_dir, Path(reports_dir), t0)
     if interrupted is not None:

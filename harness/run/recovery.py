@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import HarnessError, WaitTimeout
+from ..errors import HarnessError, WaitTimeout, WorkloadError
 from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy
 from ..wait import wait_until
 from .context import RunContext
@@ -51,7 +51,12 @@ def recover(ctx: RunContext) -> None:
     log.info("recovery: converged in %ss; reading every partition from the beginning",
              ctx.recovery.converged_s)
     ctx.the_watch.poll()
-    stats = ctx.the_workloads.recovery_read(ctx.case.topic.partitions)
+    try:
+        stats = ctx.the_workloads.recovery_read(ctx.case.topic.partitions)
+    except HarnessError:
+        raise
+    except Exception as exc:  # a client library's error: one line, not a traceback
+        raise WorkloadError(f"recovery read failed: {type(exc).__name__}: {exc}") from exc
     ctx.recovery.read = stats
     ctx.recovered = True
     log.info("recovery: read %s records", stats.get("polled", 0))

@@ -322,3 +322,33 @@ def test_paced_batches_keep_the_rate() -> None:
         assert due == pytest.approx(dues[0][0] + sent / 200, abs=1e-6)
         assert due + (n - 1) / 200 <= called + 1e-3
         sent += n
+
+
+def test_the_recovery_read_asks_for_an_end_offset_again_while_the_leader_moves() -> None:
+    """A watermark request after a fault may meet a broker that no longer leads
+    (NOT_LEADER_FOR_PARTITION, seen on 0.10.2.2 just after a failover): asked again; a
+    permanent error, or one past the deadline, is one clear error."""
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from harness.clients.kafka import _end_offset
+
+    class Consumer:
+        def __init__(self, errors: list[int]) -> None:
+            self.errors, self.calls = errors, 0
+
+        def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+            self.calls += 1
+            if self.errors:
+                raise KafkaException(KafkaError(self.errors.pop(0)))
+            return 0, 101
+
+    moving = Consumer([KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE])
+    assert _end_offset(moving, TopicPartition("t", 0), time.monotonic() + 10) == 101 and moving.calls == 3
+    with pytest.raises(RuntimeError, match="no end offset for t-0: TOPIC_AUTHORIZATION_FAILED"):
+        _end_offset(Consumer([KafkaError.TOPIC_AUTHORIZATION_FAILED]), TopicPartition("t", 0),
+                    time.monotonic() + 10)
+    with pytest.raises(RuntimeError, match="NOT_LEADER_FOR_PARTITION"):
+        _end_offset(Consumer([KafkaError.NOT_LEADER_FOR_PARTITION] * 3), TopicPartition("t", 0),
+                    time.monotonic() - 1)
