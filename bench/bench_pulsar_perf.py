@@ -12,7 +12,9 @@ Rows (each on a fresh non-partitioned persistent topic, ``--records`` records):
 
 Harness side: ``PulsarProducerClient`` of harness/clients/pulsar.py (the Python client,
 batching on, as in the cases), writing its history to a temporary file; three producers are
-three threads of this process. Tool side: ``pulsar-perf produce`` (``/pulsar/bin``) in a
+three threads of this process. Tool side: ``pulsar-perf produce`` (``PulsarPerfTestTool``,
+pulsar-testclient 4.0.6's jar from Maven Central, which has no 4.0.7, on the broker
+image's classpath; bench/pulsar-perf/pom.xml) in a
 helper container of the broker image on the cluster's network, against broker-1's internal
 listener, with an unbounded rate (``-r 10000000``), ``-m`` records and ``-n`` producers;
 other settings are pulsar-perf's defaults (batching on, 1 ms publish delay). ``--sizes``
@@ -45,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_seed002 import MB, SIZES, Figures, Row, _summed, _threads, page, ratio, table  # noqa: E402
 from harness.backend.cluster import Cluster  # noqa: E402
 from harness.backend.docker import Engine  # noqa: E402
+from harness.backend.images import _maven_copy  # noqa: E402
 from harness.case.model import ClientSpec  # noqa: E402
 from harness.clients.pulsar import PulsarProducerClient  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
@@ -53,6 +56,9 @@ from harness.systems.pulsar import PulsarSystem  # noqa: E402
 ROWS = ("p1", "p1-1k", "p3")
 TOOL_TIMEOUT_S = 600.0
 SERVICE_URL = "pulsar://broker-1:6650"  # the internal listener (compose/pulsar.yaml)
+PERF_DIR = Path(__file__).resolve().parent / "pulsar-perf"
+#: Maven Central has no pulsar-testclient 4.0.7 (bench/pulsar-perf/pom.xml): the nearest
+PERF_VERSION = "4.0.6"
 
 _THROUGHPUT = re.compile(r"Aggregated throughput stats --- (\d+) records sent --- ([\d.]+) msg/s --- "
                          r"([\d.]+) Mbit/s")
@@ -73,17 +79,28 @@ def parse_pulsar_perf(text: str) -> Figures:
 
 
 class PulsarPerf:
-    """pulsar-perf in a helper container of the broker image on the cluster's network."""
+    """pulsar-perf (``PulsarPerfTestTool``) in a helper container of the broker image on the
+    cluster's network. The broker image has no pulsar-perf: the pulsar-testclient jar is
+    copied from Maven Central (bench/pulsar-perf/pom.xml) into a cache directory on the first
+    run and mounted into the container, where it runs on the image's own classpath, with a
+    log configuration that prints its summary lines."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, version: str = PERF_VERSION) -> None:
         self.cluster = cluster
+        self.version = version
+        self.jars = Path(tempfile.gettempdir()) / f"chaos-harness-pulsar-perf-{version}"
+        _maven_copy(PERF_DIR / "pom.xml", self.jars, f"pulsar-testclient {version} jar",
+                    [f"-Dperf.version={version}"])
 
     def produce(self, topic: str, records: int, size: int, producers: int = 1) -> Figures:
-        cmd = ["/pulsar/bin/pulsar-perf", "produce", "-u", SERVICE_URL, "-r", "10000000",
-               "-m", str(records), "-s", str(size), "-n", str(producers), "-time", "0",
+        cmd = ["java", "-Xmx1g", "-cp", "/opt/perf/jars/*:/opt/pulsar/libs/*",
+               "-Dlog4j2.configurationFile=/opt/perf/conf/log4j2.properties",
+               "org.apache.pulsar.testclient.PulsarPerfTestTool", "produce", "-u", SERVICE_URL,
+               "-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
                PulsarSystem.topic_name(topic)]
+        mounts = {str(self.jars): "/opt/perf/jars", str(PERF_DIR): "/opt/perf/conf"}
         box = self.cluster.run_helper(f"bench-pulsar-perf-{uuid.uuid4().hex[:6]}", cmd, role="bench",
-                                      mounts={}, working_dir="/tmp")
+                                      mounts=mounts, working_dir="/tmp")
         try:
             deadline = time.monotonic() + TOOL_TIMEOUT_S
             while time.monotonic() < deadline and box.status not in ("exited", "dead"):
@@ -170,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         if not reused:
             cluster.down()
     load_after = os.getloadavg()
-    header = (f"pulsar ({cluster.version}), {n} records a row, {os.cpu_count()} cores, load average "
-              f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {time.strftime('%Y-%m-%d %H:%M')}")
+    header = (f"pulsar ({cluster.version}), pulsar-perf {perf.version}, {n} records a row, "
+              f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before, {load_after[0]:.2f} "
+              f"after; {time.strftime('%Y-%m-%d %H:%M')}")
     print(header)
     print(table([*rows, *sweep]).replace("kafka", "tool "))
     measured = [x for r in rows if (x := ratio(r.harness.rate, r.tool.rate)) is not None]

@@ -493,6 +493,8 @@ class KafkaConsumerClient:
         self.topic = topic
         self._topic_js = json.dumps(topic)
         self._position: dict[int, int] = {}
+        #: whether the polls keep ``_position`` (read_all, in any phase)
+        self._tracking = False
         self.history = history
         self.group = group or f"chaos-{uuid.uuid4().hex[:8]}"
         self.isolation_level = isolation_level
@@ -548,7 +550,7 @@ class KafkaConsumerClient:
             f'"mids":{_mids_json([m.value() for m in msgs], n)},"tss":{_all_ints_json(tss, n)},'
             f'"keys":{_keys_json(keys) if any(keys) else "null"}}}\n')
         self.stats.polled += n
-        if phase == "recovery":  # the last offset of each partition
+        if self._tracking or phase == "recovery":  # read_all: the last offset of each partition
             if partitions.count(partitions[0]) == n:
                 self._position[partitions[0]] = offsets[-1]
             else:
@@ -613,6 +615,7 @@ class KafkaConsumerClient:
             consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(partitions)])
             position = self._position
             position.update({p: -1 for p in range(partitions)})
+            self._tracking = True
             last_progress = time.monotonic()
             while any(position[p] + 1 < ends[p] for p in ends):
                 if time.monotonic() - start > timeout_s or time.monotonic() - last_progress > idle_s:

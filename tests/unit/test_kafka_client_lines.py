@@ -352,3 +352,17 @@ def test_the_recovery_read_asks_for_an_end_offset_again_while_the_leader_moves()
     with pytest.raises(RuntimeError, match="NOT_LEADER_FOR_PARTITION"):
         _end_offset(Consumer([KafkaError.NOT_LEADER_FOR_PARTITION] * 3), TopicPartition("t", 0),
                     time.monotonic() - 1)
+
+
+def test_read_all_tracks_positions_in_any_phase(tmp_path) -> None:
+    """read_all ends when every partition's position reaches its end offset; it keeps those
+    positions whatever the phase it records (the benches read with phase "run": before, the
+    positions were kept for "recovery" only and such a read ran on until a poll came back
+    empty)."""
+    with HistoryWriter(tmp_path / "c.jsonl", "c0") as hist:
+        client = KafkaConsumerClient("127.0.0.1:1", "t", hist)
+        client._record([Msg(0, make_value("p-1", 10)), Msg(1, make_value("p-2", 10))], "run")
+        assert client._position == {}
+        client._tracking = True
+        client._record([Msg(2, make_value("p-3", 10))], "run")
+        assert client._position == {0: 2}
