@@ -14,7 +14,7 @@ Harness side: ``PulsarProducerClient`` of harness/clients/pulsar.py (the Python 
 batching on, as in the cases), writing its history to a temporary file; three producers are
 three threads of this process. Tool side: ``pulsar-perf produce`` (``PulsarPerfTestTool``,
 pulsar-testclient 4.0.6's jar from Maven Central, which has no 4.0.7, on the broker
-image's classpath; bench/pulsar-perf/pom.xml) in a
+image's classpath; compose/images/pulsar-perf/pom.xml) in a
 helper container of the broker image on the cluster's network, against broker-1's internal
 listener, with an unbounded rate (``-r 10000000``), ``-m`` records and ``-n`` producers;
 other settings are pulsar-perf's defaults (batching on, 1 ms publish delay). ``--sizes``
@@ -47,47 +47,51 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_seed002 import MB, SIZES, Figures, Row, _summed, _threads, page, ratio, table  # noqa: E402
 from harness.backend.cluster import Cluster  # noqa: E402
 from harness.backend.docker import Engine  # noqa: E402
-from harness.backend.images import _maven_copy  # noqa: E402
+from harness.backend.images import IMAGES_DIR, _maven_copy  # noqa: E402
 from harness.case.model import ClientSpec  # noqa: E402
 from harness.clients.pulsar import PulsarProducerClient  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
 from harness.systems.pulsar import PulsarSystem  # noqa: E402
 
 ROWS = ("p1", "p1-1k", "p3")
 TOOL_TIMEOUT_S = 600.0
 SERVICE_URL = "pulsar://broker-1:6650"  # the internal listener (compose/pulsar.yaml)
-PERF_DIR = Path(__file__).resolve().parent / "pulsar-perf"
-#: Maven Central has no pulsar-testclient 4.0.7 (bench/pulsar-perf/pom.xml): the nearest
+PERF_DIR = IMAGES_DIR / "pulsar-perf"
+#: Maven Central has no pulsar-testclient 4.0.7 (compose/images/pulsar-perf/pom.xml): the nearest
 PERF_VERSION = "4.0.6"
 
 _THROUGHPUT = re.compile(r"Aggregated throughput stats --- (\d+) records sent --- ([\d.]+) msg/s --- "
                          r"([\d.]+) Mbit/s")
-_LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean: [\d.]+ ms - med: ([\d.]+) - "
-                      r"95pct: [\d.]+ - 99pct: ([\d.]+) - 99\.9pct: ([\d.]+)")
+_LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean:\s*[\d.]+ ms - med:\s*([\d.]+) - "
+                      r"95pct:\s*[\d.]+ - 99pct:\s*([\d.]+) - 99\.9pct:\s*([\d.]+)")
 
 
 def parse_pulsar_perf(text: str) -> Figures:
     """pulsar-perf produce's two closing lines: records, msg/s, Mbit/s (of 2^20 bits) and
-    the publish latency percentiles (ms)."""
+    the publish latency percentiles (ms; None when it recorded none). Its count of records
+    sent can pass ``-m``: sends in flight when it reaches the number are counted too."""
     tp = _THROUGHPUT.findall(text)
     if not tp:
         raise ValueError(f"no pulsar-perf throughput summary in: {text[-300:]!r}")
     n, rate, mbit = tp[-1]
-    lat = _LATENCY.findall(text)
-    p50, p99, p999 = (float(v) for v in lat[-1]) if lat else (None, None, None)
+    lat = [tuple(float(v) for v in found) for found in _LATENCY.findall(text)]
+    # all zero: nothing recorded (pulsar-perf records latencies after its 1 s warm-up only)
+    p50, p99, p999 = lat[-1] if lat and any(lat[-1]) else (None, None, None)
     return Figures(int(n), float(rate), float(mbit) / 8, p50, p99, p999)
 
 
 class PulsarPerf:
     """pulsar-perf (``PulsarPerfTestTool``) in a helper container of the broker image on the
     cluster's network. The broker image has no pulsar-perf: the pulsar-testclient jar is
-    copied from Maven Central (bench/pulsar-perf/pom.xml) into a cache directory on the first
+    copied from Maven Central (compose/images/pulsar-perf/pom.xml) into a cache directory on the first
     run and mounted into the container, where it runs on the image's own classpath, with a
     log configuration that prints its summary lines."""
 
     def __init__(self, cluster: Cluster, version: str = PERF_VERSION) -> None:
         self.cluster = cluster
         self.version = version
+        self.outputs: list[str] = []  # every run's output, kept beside the page
         self.jars = Path(tempfile.gettempdir()) / f"chaos-harness-pulsar-perf-{version}"
         _maven_copy(PERF_DIR / "pom.xml", self.jars, f"pulsar-testclient {version} jar",
                     [f"-Dperf.version={version}"])
@@ -95,7 +99,8 @@ class PulsarPerf:
     def produce(self, topic: str, records: int, size: int, producers: int = 1) -> Figures:
         cmd = ["java", "-Xmx1g", "-cp", "/opt/perf/jars/*:/opt/pulsar/libs/*",
                "-Dlog4j2.configurationFile=/opt/perf/conf/log4j2.properties",
-               "org.apache.pulsar.testclient.PulsarPerfTestTool", "produce", "-u", SERVICE_URL,
+               "org.apache.pulsar.testclient.PulsarPerfTestTool", "/opt/perf/conf/client.conf",
+               "produce", "-u", SERVICE_URL,
                "-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
                PulsarSystem.topic_name(topic)]
         mounts = {str(self.jars): "/opt/perf/jars", str(PERF_DIR): "/opt/perf/conf"}
@@ -113,6 +118,7 @@ class PulsarPerf:
                 box.remove()
             except Exception:  # noqa: BLE001 (gone already)
                 pass
+        self.outputs.append(f"== pulsar-perf produce -m {records} -s {size} -n {producers}\n{out}")
         figures = parse_pulsar_perf(out)
         if producers > 1:
             figures.note = f"{producers} at once"
@@ -196,12 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     if measured:
         print(f"harness/pulsar-perf records/s: median {statistics.median(measured):.2f}")
     args.html.parent.mkdir(parents=True, exist_ok=True)
+    args.html.with_suffix(".log").write_text("\n".join(perf.outputs))
     args.html.write_text(page(rows, sweep, header, title="The Pulsar producer beside pulsar-perf",
                               tool="pulsar-perf"))
-    print(f"page: {args.html}")
+    print(f"page: {args.html} (pulsar-perf's output: {args.html.with_suffix('.log')})")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (HarnessError, RuntimeError, ValueError) as exc:  # one line, not a traceback
+        print(f"bench_pulsar_perf: {exc}", file=sys.stderr)
+        sys.exit(2)
 
