@@ -28,6 +28,8 @@ ANOMALIES = (
     "aborted-read",
     "torn-transaction",
     "precommitted-read",
+    "eos-duplicate",
+    "eos-loss",
     "unexpected",
 )
 

@@ -18,10 +18,11 @@ failed send):
     A send was attempted. ``mid`` (unique message id, also the start of the
     value), ``topic``, ``key`` (or null), ``tx`` (the transaction it is sent in,
     absent outside one), ``due`` (a paced producer's: when its schedule had this send
-    due, wall clock like ``t``; absent when unpaced: ``t - due`` is the publish delay).
+    due, wall clock like ``t``; absent when unpaced: ``t - due`` is the publish delay),
+    ``src`` (a copier's send: the ``mid`` of the input record it copies; absent otherwise).
 ``invokes``
-    Sends a producer attempts next, in columns (like ``polls``): ``mids``, ``keys``
-    and ``partitions`` (the partition asked for, or null); batch fields ``topic``, ``tx``,
+    Sends a producer attempts next, in columns (like ``polls``): ``mids``, ``keys``,
+    ``partitions`` (the partition asked for, or null) and a copier's ``srcs``; batch fields ``topic``, ``tx``,
     and for a paced producer ``due`` and ``every``: the first send was due at ``due``,
     send i at ``due + i * every``. It means exactly its ``invoke`` events
     (:data:`INVOKES_FIELDS`; each with its own ``due``), written before any of them is
@@ -138,7 +139,7 @@ POLLS_FIELDS = {"partitions": "partition", "offsets": "offset", "epochs": "epoch
 OKS_FIELDS = {"mids": "mid", "partitions": "partition", "offsets": "offset", "epochs": "epoch",
               "ledgers": "ledger", "entries": "entry", "batches": "batch"}
 #: column of an ``invokes`` event -> the ``invoke`` field it holds
-INVOKES_FIELDS = {"mids": "mid", "keys": "key", "partitions": "partition"}
+INVOKES_FIELDS = {"mids": "mid", "keys": "key", "partitions": "partition", "srcs": "src"}
 #: batch event type -> (the type of its events, its columns)
 BATCH_EVENTS = {"polls": ("poll", POLLS_FIELDS), "oks": ("ok", OKS_FIELDS),
                 "invokes": ("invoke", INVOKES_FIELDS)}

@@ -15,7 +15,7 @@ position, replica records with an id and a position), one directory per
 (topic, partition), so that the position and sequence step reads a partition's rows
 without a shuffle (like a table partitioned on write); ``r/`` the resets; ``x/`` the
 ``txn`` events (their ``tx``, its hash ``tx_h`` and ``txa``, the action and status:
-:func:`txa`); ``o/`` all other events. Invokes carry their ``tx`` and ``tx_h`` too.
+:func:`txa`); ``o/`` all other events. Invokes carry their ``tx`` and ``tx_h`` too, and a copier's ``src``.
 Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
@@ -91,13 +91,14 @@ _HISTORY_LINE = pa.schema([(n, t) for n, t in _FIELD_TYPES.items() if n != "node
 _REPLICA_LINE = pa.schema([(n, _FIELD_TYPES[n]) for n in ("type", "node", "mid", "topic", *LONGS)])
 # batch column -> the event field it holds (harness.history.BATCH_EVENTS), for the fields read
 _COLUMNS = {"partitions": "partition", "offsets": "offset", "ledgers": "ledger", "entries": "entry",
-            "batches": "batch", "mids": "mid", "keys": "key"}
+            "batches": "batch", "mids": "mid", "keys": "key", "srcs": "src"}
 
 EVENTS_SCHEMA = pa.schema([
     ("code", pa.int32()), ("mid", _S), ("topic", _S), ("topic_h", _L), ("part", _L), ("pl", _L),
     ("pe", _L), ("pb", _L), ("client", _S), ("client_h", _L), ("flags", pa.int32()), ("seq", _L),
     ("node", _S), ("ks_t", pa.float64()), ("ks_sub", _S), ("ks_key", _S), ("t", pa.float64()),
-    ("tx", _S), ("tx_h", _L), ("txa", pa.int32()), ("bi", pa.int32()), ("due", pa.float64())])
+    ("tx", _S), ("tx_h", _L), ("txa", pa.int32()), ("bi", pa.int32()), ("due", pa.float64()),
+    ("src", _S)])
 #: few distinct values: dictionary-encoded in Parquet
 _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags", "node", "ks_sub", "ks_key",
                "tx", "tx_h", "txa"]
@@ -402,7 +403,8 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                    seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S),
                    t=pa.nulls(n, pa.float64()), tx=pa.nulls(n, _S), tx_h=pa.nulls(n, _L),
-                   txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()), due=pa.nulls(n, pa.float64()))
+                   txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()), due=pa.nulls(n, pa.float64()),
+                   src=pa.nulls(n, _S))
         return pa.table(out, schema=EVENTS_SCHEMA), skipped
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
@@ -425,7 +427,11 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     action = _filled(_lookup(table.column("action"), TXN_ACTION, pa.int32()), -1)
     status = _filled(_lookup(table.column("status"), TXN_STATUS, pa.int32()), -1)
     txa_line = np.where(is_txn & (action >= 0) & (status >= 0), action * 4 + status, -1)[line]
-    out.update(tx=tx, tx_h=_hash(tx),
+    # a copier's send: the input record it copies (invokes only)
+    src = field("src")
+    if src.null_count < len(src):
+        src = _masked(src, pa.array(code_line[line] != INVOKE))
+    out.update(tx=tx, tx_h=_hash(tx), src=src,
                txa=pc.if_else(pa.array(txa_line < 0), pa.scalar(None, pa.int32()),
                               pa.array(txa_line.astype(np.int32))))
     out.update(client=client, client_h=_hash(client), flags=pa.array(flags_line[line].astype(np.int32)),

@@ -35,10 +35,10 @@ LONGS = ("partition", "offset", "ledger", "entry", "batch")
 #: numbers read as doubles (:func:`double`): the event's time; a paced send's schedule
 DOUBLES = ("t", "due", "every")
 STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node", "key", "subscription",
-           "subscription_type", "tx", "action", "status")
+           "subscription_type", "tx", "action", "status", "src")
 #: batch columns: lists of integers, lists of strings, lists of anything
 LONG_LISTS = ("partitions", "offsets", "ledgers", "entries", "batches")
-STRING_LISTS = ("mids", "keys")
+STRING_LISTS = ("mids", "keys", "srcs")
 ANY_LISTS = ("epochs", "tss", "redeliveries")
 REPLICA_STRINGS = ("type", "node", "mid", "topic")
 _LONG_MAX = 1 << 63

@@ -46,6 +46,7 @@ COUNTS = (
     "txn-unknown",
     "txn-seen-committed",
     "aborted-uncommitted-read",
+    "eos-copied",
     "lines",
     "skipped",
 )

@@ -488,7 +488,9 @@ class _Job:
             F.min(F.when(poll & ~rec, F.col("t"))).alias("poll_t"),
             # transactions: the id's (its first invoke's), the first read_committed poll
             F.min_by("tx_h", first_invoke).alias("tx_h"),
-            F.min(F.when(poll & rc, F.col("t"))).alias("rc_t")))
+            F.min(F.when(poll & rc, F.col("t"))).alias("rc_t"),
+            # a copier's send: the input id it copies (its first invoke's)
+            F.min_by("src", first_invoke).alias("src")))
         # ok events need not name their topic: an ack binds the topic of its invoke.
         agg = agg.withColumn("ack_topic", F.coalesce("ack_topic0", "inv_topic"))
         ack = F.when(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull(),
@@ -505,7 +507,7 @@ class _Job:
             return self._stage("mids", agg.select(
                 "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
                 "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb",
-                "inv_t", "due_t", "ack_t", "poll_t", "tx_h", "rc_t"),
+                "inv_t", "due_t", "ack_t", "poll_t", "tx_h", "rc_t", "src"),
                 partition_by=("ack_topic", "ack_part"))
 
     @contextlib.contextmanager
@@ -551,6 +553,9 @@ class _Job:
                 .unionByName(self._count_rows(with_tx)))
         if txns is not None:
             rows = rows.unionByName(self._txn_rows(txns))
+        eos = self._eos_rows(mids)
+        if eos is not None:
+            rows = rows.unionByName(eos)
         kind = Window.partitionBy("kind")
         ranked = rows.select("kind", "ex", F.sum("n").over(kind).alias("total"),
                              F.row_number().over(kind.orderBy("sk")).alias("rn"))
@@ -599,6 +604,34 @@ class _Job:
             "n": F.when(kind == "aborted-read", F.when(rc_aborted, 1).otherwise(0)),
             "tx": F.when(kind == "precommitted-read", F.col("tx")),
             "t2": F.when(kind == "precommitted-read", F.col("commit_t"))}))
+
+    # -- a copier's exactly-once (docs/checker.md "Exactly once") ----------------
+
+    def _eos_rows(self, mids: DataFrame) -> DataFrame | None:
+        """eos-duplicate, eos-loss and the eos-copied count; None when no send copies an
+        input record (no ``src``). A copy counts when the read_committed recovery read has it."""
+        F = self.F
+        sources = mids.where(F.col("src").isNotNull())
+        if not sources.limit(1).count():
+            return None
+        copies = (sources.where(self._has("f", F_REC_RC)).groupBy("src")
+                  .agg(F.count(F.lit(1)).alias("copies"), F.min("mid").alias("copy")))
+        duplicate = copies.where(F.col("copies") > 1).select(*self._uniform(
+            F.lit("eos-duplicate"), {"s": F.col("src")},
+            {"mid": F.col("src"), "n": F.col("copies"), "mid2": F.col("copy")}))
+        # per input (topic, partition): the highest acknowledged position of a copied input id
+        pos = F.struct("ack_pl", "ack_pe", "ack_pb")
+        placed = mids.where(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull()).select(
+            "mid", "f", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb", pos.alias("at"))
+        copied = copies.select(F.col("src").alias("mid"))
+        bound = (placed.join(copied, "mid", "left_semi").groupBy("ack_topic", "ack_part")
+                 .agg(F.max("at").alias("bound")))
+        lost = (placed.where(self._has("f", F_REC_RC)).join(copied, "mid", "left_anti")
+                .join(F.broadcast(bound), ["ack_topic", "ack_part"]).where(F.col("at") < F.col("bound")))
+        loss = lost.select(*self._uniform(F.lit("eos-loss"), {"s": F.col("mid")}, {
+            "mid": F.col("mid"), "topic": F.col("ack_topic"), "part": F.col("ack_part"),
+            "pl": F.col("ack_pl"), "pe": F.col("ack_pe"), "pb": F.col("ack_pb")}))
+        return duplicate.unionByName(loss).unionByName(self._sums(copies, {"eos-copied": F.lit(True)}))
 
     # -- transactions (docs/checker.md "Transactions") ---------------------------
 
@@ -1032,6 +1065,10 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
                                               for t, p, pos in sorted(bindings)[:MAX_EXAMPLES]])
     if kind == "torn-transaction":
         return example(tx=ex.tx, client=client, ids=ex.n, recovered=ex.n2, missing=ex.mid)
+    if kind == "eos-duplicate":
+        return example(mid=ex.mid, copies=ex.n, copy=ex.mid2)
+    if kind == "eos-loss":
+        return example(mid=ex.mid, topic=topic, partition=ex.part, pos=_pos_of(ex))
     if kind in ("unexpected", "aborted-read", "precommitted-read"):
         rc_only = kind == "precommitted-read" or (kind == "aborted-read" and ex.n == 1)
         reads = [r for r in details.events if r.mid == ex.mid and r.code == POLL

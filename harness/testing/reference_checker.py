@@ -109,6 +109,7 @@ class _Mid:
     rc_read: bool = False  # polled by a read_committed client (either phase)
     ru_read: bool = False  # polled by another client
     rec_rc: bool = False  # in the recovery read, by a read_committed client
+    src: str | None = None  # a copier's send: the input id it copies (its first invoke's)
     early_rc_read: _Read | None = None  # its first read_committed poll before the commit call
 
     def ack_topic(self) -> str | None:
@@ -189,6 +190,7 @@ class _Checker:
                     if m.inv is None:
                         m.inv = ((fidx, n, i), ev.get("client"), ev.get("topic"))
                         m.tx = ev.get("tx")
+                        m.src = ev.get("src")
                 elif kind == "ok":
                     m.ok = True
                     if m.ack is None:
@@ -426,12 +428,43 @@ class _Checker:
                     topic=topic, partition=partition, pos=pos,
                     replicas=[{"node": node, "mid": mid} for node, mid in sorted(replicas, key=_nf_pair)]))
         self._truncation_skips()
+        copied = self._exactly_once()
+        if copied is not None:
+            counts["eos-copied"] = copied
         anomalies = {kind: len(rows) for kind, rows in self.found.items()}
         examples = {kind: [ex for _, ex in sorted(rows, key=lambda r: r[0])[:MAX_EXAMPLES]]
                     for kind, rows in self.found.items()}
         counts.update(lines=self.tally.lines, skipped=self.tally.skipped)
         return make_result(anomalies, examples, counts)
 
+    def _exactly_once(self) -> int | None:
+        """eos-duplicate and eos-loss (docs/checker.md "Exactly once"); the number of input
+        ids copied, or None when no send copies one."""
+        if not any(m.src is not None for m in self.mids.values()):
+            return None
+        copies: dict[str, list[str]] = {}
+        for mid, m in self.mids.items():
+            if m.src is not None and m.rec_rc:
+                copies.setdefault(m.src, []).append(mid)
+        for src, ids in copies.items():
+            if len(ids) > 1:
+                self._flag("eos-duplicate", src, example(mid=src, copies=len(ids), copy=min(ids)))
+        bound: dict[tuple[str, int], Pos] = {}
+        for src in copies:
+            m = self.mids.get(src)
+            place = m.ack_place() if m is not None else None
+            if place is not None:
+                topic, partition, pos = place
+                if (topic, partition) not in bound or pos > bound[(topic, partition)]:
+                    bound[(topic, partition)] = pos
+        for mid, m in self.mids.items():
+            place = m.ack_place()
+            if place is None or not m.rec_rc or mid in copies:
+                continue
+            topic, partition, pos = place
+            if (topic, partition) in bound and pos < bound[(topic, partition)]:
+                self._flag("eos-loss", mid, example(mid=mid, topic=topic, partition=partition, pos=pos))
+        return len(copies)
 
     def _truncation_skips(self) -> None:
         """Positions where the recovery read holds one id, run polls read others and not it,

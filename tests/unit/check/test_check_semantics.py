@@ -77,6 +77,17 @@ def _rc_recovery(client: str, topic: str, *reads: tuple[str, int]) -> list[dict[
             + [_poll(client, mid, topic, off, phase="recovery", isolation=RC, t=30.0) for mid, off in reads])
 
 
+def _copies(client: str, tx: str, sends: list[tuple[str, int, str]], end: str,
+             status: str) -> list[dict[str, Any]]:
+    """A copier's transaction on topic eos-out: (copy id, offset, input id) per send."""
+    events = _txn(client, tx, "eos-out", [(m, o) for m, o, _ in sends], end, status)
+    events[1]["srcs"] = [src for _, _, src in sends]
+    return events
+
+
+_EOS_IN = [(f"in{i}", i - 1) for i in range(1, 7)]
+_EOS_OUT = [("co1", 0), ("co2", 1), ("co4", 5), ("co5", 6), ("co6", 8)]
+
 _KO_MIDS = [f"m{i}" for i in (1, 2, 4, 5, 6, 11, 12, 20, 21, 30, 31, 32, 33, 34, 36, 37, 38)]
 
 
@@ -263,6 +274,21 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
                       _poll("ru-failed", "fr2", "failed-read", 1, isolation=RU)],
         "rec-failed": _rc_recovery("rec-failed", "failed-read", ("fr1", 0)),
     }, {"aborted-read": 1, "lost-write": 1}),
+    # A copier (docs/checker.md "Exactly once"): in1 and in2 copied; in3's copy aborted, then
+    # copied again in a transaction whose commit timed out but which a reader saw (committed);
+    # in4 passed over (in5 copied): lost; in2 copied a second time: a duplicate; in6, after the
+    # last copied input, is not judged.
+    "eos": ({
+        "p-eos": [e for m, o in _EOS_IN for e in _sent("p-eos", m, "eos-in", o)],
+        "copier": (_copies("copier", "c1", [("co1", 0, "in1"), ("co2", 1, "in2")], "commit", "ok")
+                   + _copies("copier", "c2", [("co3", 3, "in3")], "abort", "ok")
+                   + _copies("copier", "c3", [("co4", 5, "in3"), ("co5", 6, "in5")], "commit", "info")
+                   + _copies("copier", "c4", [("co6", 8, "in2")], "commit", "ok")),
+        "r-eos": ([_poll("r-eos", m, "eos-in", o, isolation=RC, t=20.0) for m, o in _EOS_IN]
+                  + [_poll("r-eos", m, "eos-out", o, isolation=RC, t=20.0) for m, o in _EOS_OUT]),
+        "rec-eos": (_rc_recovery("rec-eos", "eos-in", *_EOS_IN)
+                    + _rc_recovery("rec-eos", "eos-out", *_EOS_OUT)),
+    }, {"eos-duplicate": 1, "eos-loss": 1}),
 }
 
 
@@ -291,4 +317,7 @@ def test_spark_follows_every_rule(tmp_path: Path) -> None:
         "subscription": "s", "key": "k", "client": "ks-a", "mid": "m4", "topic": "key-order",
         "partition": 0, "ledger": 1, "entry": 4, "batch": -1,
         "prev": {"client": "ks-b", "mid": "m5", "ledger": 1, "entry": 5, "batch": -1}}
+    assert result.examples["eos-duplicate"] == [{"mid": "in2", "copies": 2, "copy": "co2"}]
+    assert result.examples["eos-loss"] == [{"mid": "in4", "topic": "eos-in", "partition": 0, "offset": 3}]
+    assert result.counts["eos-copied"] == 4
     assert result == reference_checker.check(tmp_path)
