@@ -451,8 +451,8 @@ class _Checker:
                 self._flag("eos-duplicate", src, example(mid=src, copies=len(ids), copy=min(ids)))
         bound: dict[tuple[str, int], Pos] = {}
         for src in copies:
-            m = self.mids.get(src)
-            place = m.ack_place() if m is not None else None
+            copied = self.mids.get(src)
+            place = copied.ack_place() if copied is not None else None
             if place is not None:
                 topic, partition, pos = place
                 if (topic, partition) not in bound or pos > bound[(topic, partition)]:
