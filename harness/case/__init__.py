@@ -22,6 +22,7 @@ from .model import (
                     ChaosArgs,
                     ClientSpec,
                     ConsumeArgs,
+                    CopyArgs,
                     Expect,
                     FaultArgs,
                     HealArgs,
@@ -42,6 +43,6 @@ __all__ = [
     "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for",
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
-    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
+    "ConsumeArgs", "CopyArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
     "Expect",
 ]

@@ -192,7 +192,7 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
     ctx = StepContext(system=system, cluster=cluster, version=version,
                       partitions=topic.partitions, replication_factor=topic.replication_factor,
                       base_dir=path.absolute().parent if path else Path.cwd(),
-                      case_timeout_s=timeout_s)
+                      case_timeout_s=timeout_s, isolation_level=client.isolation_level)
     steps = f.need("steps", lambda n, _: read_steps(n, ctx))
     expect = f.get("expect", lambda n, _: read_expect(n, bool(ctx.armed)), Expect())
     if entry is not None and entry.has("expect"):

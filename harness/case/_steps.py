@@ -48,6 +48,7 @@ from .model import (
     AwaitArgs,
     ChaosArgs,
     ConsumeArgs,
+    CopyArgs,
     FaultArgs,
     HealArgs,
     InjectArgs,
@@ -86,6 +87,7 @@ class StepContext:
     replication_factor: int
     base_dir: Path  # rule files are relative to it
     case_timeout_s: float
+    isolation_level: str = "read_uncommitted"  # the client section's (the recovery read's)
     index: int = 0  # of the step being read
     workloads: dict[str, str] = field(default_factory=dict)  # name -> label of its step
     background: set[str] = field(default_factory=set)
@@ -283,6 +285,26 @@ def _consume(node: Node, field: str, ctx: StepContext) -> ConsumeArgs:
                        subscription_type=f.get("subscription_type", choice(*SUBSCRIPTION_TYPES),
                                                None),
                        isolation_level=f.get("isolation_level", choice(*ISOLATION_LEVELS), None))
+
+
+def _copy(node: Node, field: str, ctx: StepContext) -> CopyArgs:
+    """``copy: {name: copier, count: 1200, transactions: {size: 10, abort: 0.1}}`` (kafka)."""
+    if ctx.system != "kafka":
+        raise error(node, field, f"a copier uses Kafka transactions; this is a {ctx.system} case")
+    f = Fields(node, field, ("name", "background", "count", "duration", "value_size", "transactions",
+                             "rewind"))
+    background = f.get("background", boolean, False)
+    count = f.get("count", POSITIVE, None)
+    duration_s = f.get("duration", duration, None)
+    if count is None and duration_s is None:
+        raise error(node, field, "a copy needs count (input records to copy) or duration")
+    if ctx.isolation_level != "read_committed":
+        raise error(node, field, "a copier's exactly-once is judged on a read_committed recovery "
+                                 "read: set client.isolation_level: read_committed")
+    return CopyArgs(name=ctx.workload_name(f, "copy", background), background=background,
+                    count=count, duration_s=duration_s, value_size=f.get("value_size", POSITIVE, 100),
+                    transactions=f.get("transactions", _transactions, TxnArgs()),
+                    rewind=f.get("rewind", choice("committed", "none", "beginning"), "committed"))
 
 
 def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
@@ -521,6 +543,7 @@ def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
 _PARSERS: dict[str, _Parser] = {
     "produce": _produce,
     "consume": _consume,
+    "copy": _copy,
     "sleep": _sleep,
     "await": _await,
     **dict.fromkeys(NODE_FAULTS, _node_fault),

@@ -189,6 +189,24 @@ class ProduceArgs:
 
 
 @dataclass(frozen=True)
+class CopyArgs:
+    """``copy`` (kafka): a copier reads the case topic (read_committed) and writes each record
+    to its output topic, ``<case topic>-<name>``, in transactions that also commit its input
+    offsets (docs/transactions.md). It stops once ``count`` input records are copied in
+    committed transactions, or after ``duration_s``."""
+
+    name: str
+    transactions: TxnArgs
+    background: bool = False
+    count: int | None = None
+    duration_s: float | None = None
+    value_size: int = 100
+    #: after a transaction that did not commit: ``committed`` (exactly once), or a broken
+    #: copier that checks the checker: ``none`` (reads on), ``beginning`` (copies all again)
+    rewind: str = "committed"
+
+
+@dataclass(frozen=True)
 class ConsumeArgs:
     """``consume``: stops at ``count`` or ``duration_s``, whichever comes first.
 
@@ -262,7 +280,7 @@ class ChaosArgs:
     seed: int | None = None
 
 
-StepArgs = (ProduceArgs | ConsumeArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
+StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
             | ChaosArgs)
 
 

@@ -31,8 +31,8 @@ LIBRDKAFKA_LOG = logging.getLogger("harness.librdkafka")
 LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 LIBRDKAFKA_LOG.propagate = False
 
-__all__ = ["KafkaProducerClient", "KafkaConsumerClient", "WorkloadStats", "producer_config",
-           "consumer_config"]
+__all__ = ["KafkaProducerClient", "KafkaConsumerClient", "KafkaCopierClient", "WorkloadStats",
+           "producer_config", "consumer_config"]
 
 # Errors after which the broker provably did not append the record.
 _DEFINITE_FAILURES = frozenset({
@@ -75,6 +75,40 @@ def _end_offset(consumer: Any, tp: Any, deadline: float) -> int:
                 detail = err.str() if hasattr(err, "str") else str(exc)
                 raise RuntimeError(f"no end offset for {tp.topic}-{tp.partition}: {name} ({detail})") from exc
             time.sleep(0.5)
+
+
+#: how long past its own timeout a transactional API call may take before the client gives
+#: up on it (librdkafka issues #5456, #5511: send_offsets_to_transaction can block past its
+#: timeout, without end, once the group coordinator's broker was down)
+STUCK_GRACE_S = 15.0
+
+
+class StuckCall(Exception):
+    """A librdkafka call that did not return within its own timeout plus STUCK_GRACE_S."""
+
+
+def bounded(call: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """``call()`` (a blocking librdkafka call given ``timeout_s``) on a helper thread: its
+    result or its exception; :class:`StuckCall` when it has not returned ``STUCK_GRACE_S``
+    after its timeout (the thread is left behind, blocked in the library)."""
+    done = threading.Event()
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=body, name=f"librdkafka-{what}", daemon=True).start()
+    if not done.wait(timeout_s + STUCK_GRACE_S):
+        raise StuckCall(f"{what} did not return within {timeout_s + STUCK_GRACE_S:.0f} s "
+                        f"(its timeout {timeout_s:.0f} s)")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _ints_json(column: list[int | None], n: int) -> str:
@@ -209,6 +243,8 @@ class KafkaProducerClient:
         self._plain_mids = parse_mid(make_value(long_mid)) == long_mid
         # the open transaction's batch field (``,"tx":...``) of the invoke lines, or ""
         self._tx_field = ""
+        #: whether the last transaction ended with a commit that returned
+        self.committed = False
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         value = msg.value()
@@ -276,10 +312,12 @@ class KafkaProducerClient:
         return mid
 
     def send_batch(self, keys: list[str | None], value_size: int = 100,
-                   partition: int | None = None, due: float | None = None, every: float = 0.0) -> list[str]:
+                   partition: int | None = None, due: float | None = None, every: float = 0.0,
+                   srcs: list[str | None] | None = None) -> list[str]:
         """Queues one record per key, recorded first as one ``invokes`` line; returns the ids.
         ``due``, ``every``: the paced schedule (harness.history: the first send was due at
-        ``due``, the next ones every ``every`` s after it), recorded on the line.
+        ``due``, the next ones every ``every`` s after it), recorded on the line. ``srcs``:
+        a copier's, the input id each send copies (the ``srcs`` column).
 
         If a send raises (other than a full local queue, which is waited out), the sends
         after it were recorded but never made: they stay without an outcome (unacked).
@@ -290,6 +328,8 @@ class KafkaProducerClient:
         parts_js = "null" if partition is None else _all_ints_json([partition] * n, n)
         hist = self.history
         sched = "" if due is None else f',"due":{due:.6f},"every":{every:.9g}'
+        if srcs is not None:
+            sched += f',"srcs":{_ENCODE(srcs)}'
         hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
                         f'"keys":{keys_js},"partitions":{parts_js}{self._tx_field}{sched}}}\n')
         for mid, key in zip(mids, keys, strict=False):
@@ -431,8 +471,12 @@ class KafkaProducerClient:
         self._write_acks()
         self.history.record("meta", restart=reason)
         self.producer = Producer({**self.conf, "on_delivery": self._on_delivery})
+        producer = self.producer
         try:
-            self.producer.init_transactions(timeout_s * 2)
+            bounded(lambda: producer.init_transactions(timeout_s * 2), timeout_s * 2, "init_transactions")
+        except StuckCall as exc:
+            self.history.record("meta", stuck=str(exc))
+            return False
         except KafkaException as exc:
             LIBRDKAFKA_LOG.warning("%s: init_transactions after a restart: %s", self.name, exc.args[0])
             return False
@@ -443,10 +487,16 @@ class KafkaProducerClient:
         from confluent_kafka import KafkaException
 
         call = self.producer.commit_transaction if action == "commit" else self.producer.abort_transaction
+        self.committed = False
         for _ in range(retries + 1):
             self.history.record("txn", tx=tx, action=action, status="invoke")
             try:
-                call(timeout_s)
+                bounded(lambda: call(timeout_s), timeout_s, f"{action}_transaction")
+            except StuckCall as exc:  # its outcome is unknown; the producer is replaced
+                self._write_acks()
+                self.stats.errors[f"{action}:stuck"] = self.stats.errors.get(f"{action}:stuck", 0) + 1
+                self.history.record("txn", tx=tx, action=action, status="info", error=f"stuck: {exc}")
+                return False
             except KafkaException as exc:
                 err = exc.args[0]
                 self._write_acks()
@@ -462,6 +512,7 @@ class KafkaProducerClient:
                 continue
             self._write_acks()
             self.history.record("txn", tx=tx, action=action, status="ok")
+            self.committed = action == "commit"
             return True
         return False
 
@@ -634,3 +685,166 @@ class KafkaConsumerClient:
             self.history.flush()
         self.stats.seconds = time.monotonic() - start
         return self.stats
+
+
+class KafkaCopierClient:
+    """Copies records from one topic to another exactly once, as Kafka's own
+    ``transactions_test.py`` runs its copier: a read_committed consumer (no auto commit)
+    and a transactional producer; per transaction, the records of one consume call (up to
+    ``size``) are sent to the output topic, each as a new id whose invoke carries ``src``
+    (the input id: harness.history), then the consumer's positions go into the transaction
+    (``send_offsets_to_transaction``) and it is committed, or aborted when ``aborts(i)``
+    says so. After any transaction that did not commit (an abort, a refused or unknown
+    commit) the consumer goes back to the group's committed offsets (a ``reset`` event,
+    reason ``rewind``), so that the records are copied again in a later transaction.
+
+    The producer's history (sends, ``txn`` events) is the producer client's; the consumer's
+    polls are the consumer client's (its own history file)."""
+
+    def __init__(self, producer: KafkaProducerClient, consumer: KafkaConsumerClient) -> None:
+        self.producer = producer
+        self.consumer = consumer
+        self.stats = producer.stats
+
+    def run(self, *, size: int, aborts: Callable[[int], bool], count: int | None = None,
+            duration_s: float | None = None, value_size: int = 100, stop: threading.Event | None = None,
+            call_timeout_s: float = 30.0, retries: int = 3, hold_at: int | None = None,
+            hold_s: float = 0.0, max_restarts: int = 3, rewind: str = "committed") -> WorkloadStats:
+        """Copies until ``count`` input records are copied in committed transactions, or
+        ``duration_s`` (always bounded), or ``stop``. ``rewind``: where the consumer goes
+        after a transaction that did not commit: ``committed`` (the group's committed
+        offsets: exactly once), or, to check the checker with a broken copier, ``none``
+        (it reads on: the records are never copied) or ``beginning`` (it copies everything
+        again)."""
+        if count is None and duration_s is None:
+            raise ValueError("a copier needs a count or a duration")
+        from confluent_kafka import KafkaException
+
+        start = time.monotonic()
+        deadline = start + duration_s if duration_s is not None else None
+        prod, cons = self.producer, self.consumer
+        source = cons.topic
+
+        def on_assign(consumer: Any, parts: list[Any]) -> None:
+            for p in parts:
+                cons.history.record("reset", phase="run", topic=p.topic, partition=p.partition,
+                                    reason="rebalance", to=None)
+
+        consumer = cons._consumer(**{"enable.auto.commit": False})
+        consumer.subscribe([source], on_assign=on_assign)
+        try:
+            prod.producer.init_transactions(call_timeout_s * 2)
+        except KafkaException as exc:
+            consumer.close()
+            raise RuntimeError(f"init_transactions failed: {exc.args[0]}") from exc
+        copied = index = restarts = 0
+        try:
+            while (count is None or copied < count) and (deadline is None or time.monotonic() < deadline):
+                if stop is not None and stop.is_set():
+                    break
+                msgs = consumer.consume(size, 0.5)
+                cons._record(msgs, "run")
+                records = [m for m in msgs if m.error() is None]
+                if not records:
+                    continue
+                tx = f"{prod.name}.t{index + 1}"
+                action = "abort" if aborts(index) else "commit"
+                index += 1
+                if not self._copy(consumer, records, tx, action, value_size, call_timeout_s, retries,
+                                  hold_s if index == hold_at else 0.0, stop):
+                    restarts += 1
+                    if restarts > max_restarts or not prod._restart(f"after {tx}", call_timeout_s):
+                        break
+                if prod.committed:
+                    copied += len(records)
+                elif rewind != "none":
+                    self._rewind(consumer, call_timeout_s, rewind == "beginning")
+        finally:
+            prod._write_acks()
+            consumer.close()
+            cons.history.flush()
+            prod.history.flush()
+        self.stats.polled = cons.stats.polled
+        self.stats.seconds = time.monotonic() - start
+        return self.stats
+
+    def _copy(self, consumer: Any, records: list[Any], tx: str, action: str, value_size: int,
+              timeout_s: float, retries: int, hold_s: float, stop: threading.Event | None) -> bool:
+        """One transaction: begin, a copy of each record, the consumer's offsets, then
+        ``action``; whether the producer can go on (``producer.committed``: it committed)."""
+        from confluent_kafka import KafkaException
+
+        prod = self.producer
+        prod.committed = False
+        try:
+            prod.producer.begin_transaction()
+        except KafkaException as exc:
+            prod.stats.errors["begin"] = prod.stats.errors.get("begin", 0) + 1
+            LIBRDKAFKA_LOG.warning("%s: begin_transaction failed: %s", prod.name, exc.args[0])
+            return False
+        prod.history.record("txn", tx=tx, action="begin", status="ok")
+        prod._tx_field = f',"tx":{json.dumps(tx)}'
+        try:
+            keys = [m.key().decode("utf-8", "replace") if m.key() else None for m in records]
+            prod.send_batch(keys, value_size, srcs=[parse_mid(m.value()) for m in records])
+        finally:
+            prod._tx_field = ""
+        prod.producer.flush(timeout_s)
+        prod._write_acks()
+        try:
+            positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
+            if positions:
+                metadata = consumer.consumer_group_metadata()
+                bounded(lambda: prod.producer.send_offsets_to_transaction(positions, metadata, timeout_s),
+                        timeout_s, "send_offsets_to_transaction")
+        except StuckCall as exc:
+            # the transaction stays open: the new producer's init_transactions aborts it
+            prod.stats.errors["offsets:stuck"] = prod.stats.errors.get("offsets:stuck", 0) + 1
+            prod.history.record("meta", stuck=str(exc), tx=tx)
+            LIBRDKAFKA_LOG.warning("%s: %s", prod.name, exc)
+            return False
+        except KafkaException as exc:
+            err = exc.args[0]
+            code = err.name() if hasattr(err, "name") else str(err)
+            prod.stats.errors[f"offsets:{code}"] = prod.stats.errors.get(f"offsets:{code}", 0) + 1
+            if getattr(err, "fatal", lambda: False)():
+                prod.history.record("txn", tx=tx, action=action, status="info",
+                                    error=f"offsets: {code}: {err.str() if hasattr(err, 'str') else err}")
+                return False
+            action = "abort"  # abortable (or retriable): the transaction cannot commit its offsets
+        if hold_s > 0:
+            prod.history.record("stall", tx=tx, reason=f"held before {action}", seconds=hold_s)
+            if stop is None:
+                time.sleep(hold_s)
+            else:
+                stop.wait(hold_s)
+        return prod._end_transaction(tx, action, timeout_s, retries)
+
+    def _rewind(self, consumer: Any, timeout_s: float, to_beginning: bool = False) -> None:
+        """Back to the group's committed offsets (the beginning where none is committed,
+        or everywhere with ``to_beginning``), recorded as a ``reset`` per partition."""
+        from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+        cons = self.consumer
+        if to_beginning:
+            for tp in consumer.assignment():
+                cons.history.record("reset", phase="run", topic=tp.topic, partition=tp.partition,
+                                    reason="rewind", to=0)
+                consumer.seek(TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING))
+            return
+        for attempt in range(3):  # a coordinator moving: asked again; never guessed (a guess copies twice)
+            try:
+                committed = consumer.committed(consumer.assignment(), timeout=timeout_s)
+                break
+            except KafkaException as exc:
+                if attempt == 2:
+                    raise RuntimeError(f"the copier's committed offsets: {exc.args[0]}") from exc
+                time.sleep(1.0)
+        for tp in committed:
+            offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+            cons.history.record("reset", phase="run", topic=tp.topic, partition=tp.partition,
+                                reason="rewind", to=tp.offset if tp.offset >= 0 else None)
+            try:
+                consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+            except KafkaException as exc:  # not fetching yet: the assignment's start holds
+                LIBRDKAFKA_LOG.warning("%s: seek: %s", cons.history.client, exc.args[0])

@@ -403,7 +403,7 @@ def _number(v: Any) -> bool:
 
 
 _TXN_COUNTS = ("txn-committed", "txn-aborted", "txn-unknown", "txn-seen-committed",
-               "aborted-uncommitted-read")
+               "aborted-uncommitted-read", "eos-copied")
 _TXN_FIELDS = ("tx", "client", "state", "ids", "recovered", "read_committed", "read_uncommitted")
 
 
@@ -421,7 +421,8 @@ def _transactions(raw: Any, counts: Any) -> dict[str, Any] | None:
             row["flagged"] = t.get("flagged") is True
             shown.append(row)
     total = raw.get("total") if isinstance(raw.get("total"), int) else None
-    return {"counts": {k: counts.get(k) for k in _TXN_COUNTS if isinstance(counts.get(k), int)},
+    return {"counts": {k: counts.get(k) for k in _TXN_COUNTS if isinstance(counts.get(k), int)
+                       and (k != "eos-copied" or counts[k])},  # a copier's only
             "shown": shown, "total": total}
 
 

@@ -68,9 +68,11 @@ def _transactions_line(counts: Any) -> str | None:
     n = {k: counts.get(f"txn-{k}") for k in ("committed", "aborted", "unknown", "seen-committed")}
     if not any(isinstance(v, int) and v for v in n.values()):
         return None
+    copied = counts.get("eos-copied")
     return (f"transactions: {n['committed']} committed, {n['aborted']} aborted, {n['unknown']} unknown "
             f"({n['seen-committed']} of them seen committed); "
-            f"{counts.get('aborted-uncommitted-read')} aborted records read uncommitted")
+            f"{counts.get('aborted-uncommitted-read')} aborted records read uncommitted"
+            + (f"; {copied} input records copied" if isinstance(copied, int) and copied else ""))
 
 
 def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) -> str:

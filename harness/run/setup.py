@@ -31,7 +31,7 @@ def setup(ctx: RunContext) -> None:
     from ..systems import open_system
     from .recovery import collect_once, heal_quietly
     from .roles import LeaderWatch, Resolver
-    from .workloads import Workloads
+    from .workloads import Workloads, output_topics
 
     case = ctx.case
     engine = Engine()
@@ -65,6 +65,9 @@ def setup(ctx: RunContext) -> None:
         ctx.events.mark(mark.label, mark.detail)
         log.info("topic %s: %s %s", ctx.topic, mark.label, mark.detail)
     log.info("topic %s: %d partition(s)", ctx.topic, case.topic.partitions)
+    for topic in output_topics(case, ctx.topic):  # a copier's, like the case topic
+        system.create_case_topic(topic, case.topic)
+        log.info("topic %s: a copier's output", topic)
     ctx.watch = LeaderWatch(system, ctx.topic, case.topic.partitions, ctx.events).start()
     ctx.stack.callback(ctx.watch.stop)
     ctx.resolver = Resolver(system, ctx.topic, ctx.watch, down=lambda: list(ctx.the_nemesis.down))

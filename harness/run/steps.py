@@ -17,6 +17,7 @@ from ..case import (
     AwaitArgs,
     ChaosArgs,
     ConsumeArgs,
+    CopyArgs,
     FaultArgs,
     HealArgs,
     InjectArgs,
@@ -169,6 +170,7 @@ def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     ProduceArgs: _workload,
     ConsumeArgs: _workload,
+    CopyArgs: _workload,
     AwaitArgs: _await,
     FaultArgs: _fault,
     HealArgs: _heal,

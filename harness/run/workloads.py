@@ -16,14 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..case import Case, ConsumeArgs, ProduceArgs
+from ..case import Case, ConsumeArgs, CopyArgs, ProduceArgs
 from ..errors import HarnessError, WaitTimeout, WorkloadError
 from ..history import HistoryWriter
 from ..systems.base import JavaProducers, System
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Workloads"]
+__all__ = ["Workloads", "output_topics"]
+
+
+def output_topics(case: Case, topic: str) -> list[str]:
+    """The output topic of each copier of the case (``<case topic>-<copier name>``)."""
+    return [f"{topic}-{step.args.name}" for step in case.steps if isinstance(step.args, CopyArgs)]
 
 
 @dataclass
@@ -114,14 +119,38 @@ class Workloads:
                 count=args.count, duration_s=args.duration_s, stop=stop, max_s=self.case.timeout_s)
         return stats.as_dict()
 
-    def start(self, args: ProduceArgs | ConsumeArgs) -> dict[str, Any] | None:
+    def _copy(self, args: CopyArgs, stop: threading.Event) -> dict[str, Any]:
+        copier = getattr(self.system, "copier", None)
+        if copier is None:
+            raise WorkloadError(f"workload {args.name}: {self.system.name} has no copier")
+        txn = args.transactions
+        spec = dataclasses.replace(self.case.client, idempotence=True, acks="all",
+                                   transactional_id=f"{self.topic}-{args.name}")
+        if txn.timeout_s is not None:
+            ms = int(txn.timeout_s * 1000)
+            delivery = min(spec.delivery_timeout_ms, ms)
+            spec = dataclasses.replace(spec, delivery_timeout_ms=delivery,
+                                       request_timeout_ms=min(spec.request_timeout_ms, delivery),
+                                       extra={**spec.extra, "transaction.timeout.ms": str(ms)})
+        cap = self.case.timeout_s
+        with self._writer(args.name) as out, self._writer(f"{args.name}-in") as inp:
+            target = f"{self.topic}-{args.name}"  # output_topics(); also the copier's group
+            client = copier(self.topic, target, out, inp, spec, target)
+            stats = client.run(size=txn.size, aborts=txn.aborts, count=args.count,
+                               duration_s=min(args.duration_s, cap) if args.duration_s else min(cap, 3600.0),
+                               value_size=args.value_size, stop=stop, hold_at=txn.hold_at, hold_s=txn.hold_s,
+                               rewind=args.rewind)
+        return dict(stats.as_dict())
+
+    def start(self, args: ProduceArgs | ConsumeArgs | CopyArgs) -> dict[str, Any] | None:
         """Runs a workload; returns its stats (foreground) or None (background)."""
-        fn = self._produce if isinstance(args, ProduceArgs) else self._consume
+        fn: Any = (self._produce if isinstance(args, ProduceArgs)
+                   else self._copy if isinstance(args, CopyArgs) else self._consume)
         stop = threading.Event()
         if not args.background:
             log.info(f"workload {args.name}: {self._describe(args)}")
             try:
-                result = fn(args, stop)  # type: ignore[arg-type]
+                result = fn(args, stop)
             except HarnessError:
                 raise
             except Exception as exc:  # a client library's error: one line, not a traceback
@@ -137,7 +166,7 @@ class Workloads:
                 if java:
                     running.result = self._produce(args, stop, running.ready)  # type: ignore[arg-type]
                 else:
-                    running.result = fn(args, stop)  # type: ignore[arg-type]
+                    running.result = fn(args, stop)
             except BaseException as exc:  # reported by wait()/stop_all()
                 running.error = exc
             finally:
@@ -201,13 +230,22 @@ class Workloads:
 
     # -- the final read -----------------------------------------------------------------
     def recovery_read(self, partitions: int) -> dict[str, Any]:
-        """Reads the whole topic from the beginning with a fresh consumer (phase ``recovery``)."""
+        """Reads the whole topic, and each copier's output topic, from the beginning with a
+        fresh consumer each (phase ``recovery``)."""
         with self._writer("recovery") as hist:
-            return self.system.recovery_read(self.topic, hist, self.case.client, partitions)
+            stats = self.system.recovery_read(self.topic, hist, self.case.client, partitions)
+            for topic in output_topics(self.case, self.topic):
+                more = self.system.recovery_read(topic, hist, self.case.client, partitions)
+                stats = {**stats, "polled": stats.get("polled", 0) + more.get("polled", 0),
+                         "seconds": stats.get("seconds", 0) + more.get("seconds", 0),
+                         "topics": {**stats.get("topics", {self.topic: stats.get("polled", 0)}),
+                                    topic: more.get("polled", 0)}}
+            return stats
 
     @staticmethod
-    def _describe(args: ProduceArgs | ConsumeArgs) -> str:
-        what = "produce" if isinstance(args, ProduceArgs) else "consume"
+    def _describe(args: ProduceArgs | ConsumeArgs | CopyArgs) -> str:
+        what = ("produce" if isinstance(args, ProduceArgs) else "copy" if isinstance(args, CopyArgs)
+                else "consume")
         if isinstance(args, ProduceArgs) and args.driver != "python":
             what += f" ({args.driver} client)"
         if isinstance(args, ConsumeArgs) and args.subscription_type:

@@ -513,6 +513,25 @@ class KafkaSystem:
         self.groups.append(consumer.group)
         return consumer
 
+    def copier(self, source: str, target: str, out: HistoryWriter, inp: HistoryWriter, client: ClientSpec,
+               group: str) -> Any:
+        """A copier (harness.clients.kafka.KafkaCopierClient) from ``source`` to ``target``:
+        its producer writes ``out``, its read_committed consumer (group ``group``) ``inp``."""
+        from ..clients.kafka import (
+            KafkaConsumerClient,
+            KafkaCopierClient,
+            KafkaProducerClient,
+            producer_config,
+        )
+
+        if client.transactional_id:
+            self.transactional_ids.append(client.transactional_id)
+        self.groups.append(group)
+        producer = KafkaProducerClient(producer_config(self.spec.bootstrap, client), target, out)
+        consumer = KafkaConsumerClient(self.spec.bootstrap, source, inp, group=group,
+                                       isolation_level="read_committed")
+        return KafkaCopierClient(producer, consumer)
+
     def recovery_read(self, topic: str, history: HistoryWriter, client: ClientSpec,
                       partitions: int) -> dict[str, Any]:
         from ..clients.kafka import KafkaConsumerClient

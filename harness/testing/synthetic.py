@@ -114,7 +114,10 @@ from typing import IO
 from harness.check.result import ANOMALIES, COUNTS
 from harness.clusters import SYSTEMS
 
-__all__ = ["Expected", "Profile", "generate"]
+__all__ = ["INJECTABLE", "Expected", "Profile", "generate"]
+
+#: what a Profile can inject: every anomaly but a copier's (harness.testing.copier_history)
+INJECTABLE = tuple(k for k in ANOMALIES if k not in ("eos-duplicate", "eos-loss"))
 
 _T0 = 1_700_000_000.0
 _KEYS = 6  # distinct keys of keyed (key_shared) records
@@ -154,9 +157,10 @@ class Profile:
     plain: float = 0.1  # share of batches written as single poll lines
 
     def __post_init__(self) -> None:
-        unknown = set(self.inject) - set(ANOMALIES)
+        unknown = set(self.inject) - set(INJECTABLE)
         if unknown:
-            raise ValueError(f"unknown anomalies to inject: {sorted(unknown)}")
+            raise ValueError(f"anomalies this generator cannot inject: {sorted(unknown)} (a copier's: "
+                             f"harness.testing.copier_history)")
         if self.system not in SYSTEMS:
             raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, not {self.system!r}")
         if min(self.topics, self.partitions, self.producers, self.consumers, self.chunk) < 1:
@@ -401,7 +405,7 @@ class _Chunk:
         raise ValueError(f"too few records to inject {kind}: raise Profile.records")
 
     def _inject(self) -> None:
-        for kind in ANOMALIES:
+        for kind in INJECTABLE:
             if kind == "unseen":
                 continue  # the tail chunk makes these
             for _ in range(self.pr.inject.get(kind, 0)):

@@ -1,15 +1,16 @@
 """The case format's transactions: ``produce.transactions``, ``consume.isolation_level``,
-``expect.min_aborted_seen`` and the coordinator roles."""
+``copy``, ``expect.min_aborted_seen`` and the coordinator roles."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.case import TxnArgs, load_case_text
+from harness.case import CopyArgs, TxnArgs, load_case_text
 from harness.errors import CaseError
 
 _KAFKA = "system: kafka\ncluster: kafka-kraft\n"
 _PULSAR = "system: pulsar\ncluster: pulsar\n"
+_RC = "client: {isolation_level: read_committed}\n"
 
 
 def test_good() -> None:
@@ -29,6 +30,19 @@ expect: {min_aborted_seen: 3}
     assert txn_kill.target.role == "txn-coordinator" and group_kill.target.role == "group-coordinator"
     assert case.expect.min_aborted_seen == 3
     assert case.expect.anomalies["torn-transaction"] == 0 and case.expect.anomalies["precommitted-read"] == 0
+
+
+def test_copy() -> None:
+    case = load_case_text(_KAFKA + _RC + """\
+steps:
+  - copy: {name: c, background: true, count: 100, duration: 1m, transactions: {size: 5, abort: 0.5}}
+  - copy: {duration: 10s, rewind: none}
+  - await: {workload: c, timeout: 2m}
+""")
+    copy, bare = case.steps[0].args, case.steps[1].args
+    assert copy == CopyArgs(name="c", background=True, count=100, duration_s=60.0,
+                            transactions=TxnArgs(size=5, abort=0.5))
+    assert bare == CopyArgs(name="copy-1", duration_s=10.0, transactions=TxnArgs(), rewind="none")
 
 
 def test_defaults() -> None:
@@ -61,6 +75,17 @@ def test_aborts_are_spread_evenly(abort: float, aborted: list[int]) -> None:
      "steps[0].consume.isolation_level: unknown value 'committed'"),
     (_KAFKA + "steps:\n  - produce: {count: 1}\nexpect: {min_aborted_seen: -1}\n", 5,
      "expect.min_aborted_seen"),
+    (_PULSAR + "steps:\n  - copy: {count: 1}\n", 4,
+     "steps[0].copy: a copier uses Kafka transactions; this is a pulsar case"),
+    (_KAFKA + "steps:\n  - copy: {count: 1}\n", 4,
+     "steps[0].copy: a copier's exactly-once is judged on a read_committed recovery read: "
+     "set client.isolation_level: read_committed"),
+    (_KAFKA + _RC + "steps:\n  - copy: {background: true}\n", 5,
+     "steps[0].copy: a copy needs count (input records to copy) or duration"),
+    (_KAFKA + _RC + "steps:\n  - copy: {count: 1, rewind: back}\n", 5,
+     "steps[0].copy.rewind: unknown value 'back'"),
+    (_KAFKA + _RC + "steps:\n  - copy: {count: 1, transactions: {abort: 3}}\n", 5,
+     "steps[0].copy.transactions.abort"),
     (_PULSAR + "steps:\n  - kill9: txn-coordinator\n", 4,
      "steps[0].kill9: role 'txn-coordinator' is for kafka cases"),
 ])

@@ -6,8 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.check import ANOMALIES
-from harness.testing.synthetic import Profile
+from harness.testing.synthetic import INJECTABLE, Profile
 
 
 def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
@@ -22,7 +21,7 @@ def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
         replicas = draw(st.integers(0, 3))
         system = draw(st.sampled_from(["kafka", "pulsar"]))
         key_shared = system == "pulsar" and draw(st.booleans())
-        kinds = [k for k in ANOMALIES if (replicas >= 2 or k != "replica-divergence")
+        kinds = [k for k in INJECTABLE if (replicas >= 2 or k != "replica-divergence")
                  and (key_shared or k != "key-order") and (system == "kafka" or k != "silent-reread")]
         chosen = draw(st.dictionaries(st.sampled_from(kinds), st.integers(1, 2))) if inject else {}
         return Profile(

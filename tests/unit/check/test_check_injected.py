@@ -10,9 +10,9 @@ import pytest
 from check_helpers import example_mids, profiles
 from hypothesis import HealthCheck, given, settings
 
-from harness.check import ANOMALIES, CheckResult, check_run
+from harness.check import CheckResult, check_run
 from harness.history import BATCH_EVENTS, expand_batch, position_key, read_events
-from harness.testing.synthetic import Expected, Profile, generate
+from harness.testing.synthetic import INJECTABLE, Expected, Profile, generate
 
 SPARK = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -30,7 +30,7 @@ def _assert_matches(result: CheckResult, expected: Expected) -> None:
 def test_every_anomaly_is_found(tmp_path, system: str) -> None:
     """Two of each anomaly in one history: a missing or miscounting detector fails this.
     (key-order exists only in Pulsar Key_Shared subscriptions.)"""
-    kinds = [k for k in ANOMALIES if k != ("silent-reread" if system == "pulsar" else "key-order")]
+    kinds = [k for k in INJECTABLE if k != ("silent-reread" if system == "pulsar" else "key-order")]
     profile = Profile(records=3000, system=system, partitions=3, consumers=2, replicas=3, txn=True,
                       seed=7, inject=dict.fromkeys(kinds, 2), key_shared=system == "pulsar")
     expected = generate(tmp_path, profile)
@@ -73,7 +73,7 @@ def test_batch_lines_read_as_their_events(tmp_path, system: str) -> None:
     out as its poll and ok events (harness.history.expand_batch) give the same result,
     examples included."""
     batched, expanded = tmp_path / "batched", tmp_path / "expanded"
-    kinds = [k for k in ANOMALIES if k != ("silent-reread" if system == "pulsar" else "key-order")]
+    kinds = [k for k in INJECTABLE if k != ("silent-reread" if system == "pulsar" else "key-order")]
     expected = generate(batched, Profile(records=2500, system=system, partitions=3, consumers=2, replicas=2,
                                          txn=True, seed=5, inject=dict.fromkeys(kinds, 1),
                                          key_shared=system == "pulsar", plain=0.0))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness.check import check_run, ingest
 from harness.history import BATCH_EVENTS
-from harness.testing import reference_checker
+from harness.testing import copier_history, reference_checker
 from harness.testing.synthetic import Profile, generate
 
 PURE = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,6 +35,9 @@ _FIELDS = {
     "action": lambda rng, v: rng.choice([None, "begin", "commit", "abort"]),
     "status": lambda rng, v: rng.choice([None, "invoke", "ok", "fail", "info"]),
     "txn": lambda rng, v: rng.choice([None, "aborted", "committed"]),
+    # a copier's input id (eos-duplicate, eos-loss): ids of the synthetic producers
+    # (and of harness.testing.copier_history's input)
+    "src": lambda rng, v: rng.choice([None, "p0-1", "p0-2", "p0-3", "p1-2", "in1", "in7", "in30"]),
     "isolation": lambda rng, v: rng.choice([None, "read_committed", "read_uncommitted"]),
     "client": lambda rng, v: rng.choice([None, "producer-0", "consumer-0", "consumer-1", "recovery"]),
     "key": lambda rng, v: rng.choice([None, "k0", "k1"]),
@@ -148,6 +151,15 @@ def test_spark_agrees_with_reference_on_damaged_histories(
     generate(run, profile)
     mangle(run, random.Random(seed), edits)
     assert check_run(run) == reference_checker.check(run)
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_spark_agrees_with_reference_on_damaged_copier_histories(tmp_path, seed: int) -> None:
+    """Copier histories (src columns, rewinds, every transaction state, a duplicate and a
+    loss) damaged line by line: both checkers still agree, the eos rules included."""
+    copier_history.generate(tmp_path, seed, inputs=200, duplicates=1, losses=2)
+    mangle(tmp_path, random.Random(seed), 40)
+    assert check_run(tmp_path) == reference_checker.check(tmp_path)
 
 
 def test_file_order_survives_split_files(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
