@@ -179,11 +179,12 @@ class Cluster:
         return next(n for n in self.nodes() if n.name == name)
 
     def run_helper(self, name: str, cmd: list[str], *, role: str, mounts: Mapping[str, str],
-                   working_dir: str) -> Container:
+                   working_dir: str, version: str | None = None) -> Container:
         """Starts ``cmd`` detached in a helper container beside the nodes (e.g. a Java workload).
 
-        It runs the cluster's own image on the cluster's network, with ``mounts`` (host path
-        -> container path, read-write). Labelled ``managed``, ``cluster`` and ``role``; its
+        It runs the cluster's own image (or that of ``version`` of the same system, e.g. a
+        newer client) on the cluster's network, with ``mounts`` (host path -> container
+        path, read-write). Labelled ``managed``, ``cluster`` and ``role``; its
         owner is this process, not the cluster's, so that a helper a killed run left behind
         is swept as a leftover even beside a kept cluster. The caller removes it.
         """
@@ -192,7 +193,7 @@ class Cluster:
             raise BackendError(f"cluster {self.spec.name} has no network (is it up?)")
         labels = {LABEL_MANAGED: "true", LABEL_CLUSTER: self.spec.name, LABEL_OWNER: this_owner(),
                   LABEL_ROLE: role}
-        return self.engine.run_container(image_tag(self.spec.system, self.version), cmd, name=name,
+        return self.engine.run_container(image_tag(self.spec.system, version or self.version), cmd, name=name,
                                          labels=labels, network=nets[0].name, volumes=mounts,
                                          working_dir=working_dir)
 

@@ -217,7 +217,7 @@ def _pulsar_only(f: Fields, ctx: StepContext, *keys: str) -> None:
 def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
     f = Fields(node, field, ("name", "count", "duration", "rate", "background", "value_size",
                              "keys", "partition", "driver", "settings", "transactions"))
-    _pulsar_only(f, ctx, "driver", "settings")
+    _pulsar_only(f, ctx, "settings")
     _kafka_only(f, ctx, "transactions")
     count = f.get("count", POSITIVE, None)
     duration_s = f.get("duration", duration, None)
@@ -225,15 +225,20 @@ def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
         raise error(node, field, "give exactly one of count and duration"
                                  + (" (got both)" if count is not None else ""))
     background = f.get("background", boolean, False)
+    transactions = f.get("transactions", _transactions, None)
+    driver = f.get("driver", choice(*DRIVERS), "python")
+    if driver == "java" and ctx.system == "kafka" and transactions is None:
+        raise error(f.at("driver"), f.sub("driver"), "the Kafka Java driver runs transactional workloads "
+                    "only: add transactions (or use the python driver)")
     return ProduceArgs(
         name=ctx.workload_name(f, "produce", background), count=count, duration_s=duration_s,
         rate=f.get("rate", number, None), background=background,
         value_size=f.get("value_size", POSITIVE, 100), keys=f.get("keys", POSITIVE, None),
         partition=f.get("partition", ctx.partition, None),
-        driver=f.get("driver", choice(*DRIVERS), "python"),
+        driver=driver,
         settings=f.get("settings", lambda n, fld: read_client_settings(n, fld, ctx.system),
                        MappingProxyType({})),
-        transactions=f.get("transactions", _transactions, None))
+        transactions=transactions)
 
 
 def _transactions(node: Node, field: str) -> TxnArgs:

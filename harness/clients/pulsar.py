@@ -14,16 +14,15 @@ as not applied.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendError
-from ..history import HistoryWriter, make_value, parse_mid, read_events
+from ..history import HistoryWriter, make_value, parse_mid
 from . import paced_sends
+from .jvm import JavaProgram
 from .kafka import WorkloadStats
 
 if TYPE_CHECKING:
@@ -247,66 +246,33 @@ class PulsarConsumerClient:
 
 
 # -- the Java producer ----------------------------------------------------------------------
-#: Where the Java source lives (package data) and where it is mounted in the container.
-JAVA_SOURCE = Path(__file__).with_name("java") / "PulsarProducer.java"
-_RUN_MOUNT = "/run-dir"
-_JAVA_LIBS = "/opt/pulsar/libs/*"  # javac run as a module does not expand it: see run()
+_JAVA_LIBS = "/opt/pulsar/libs/*"
 #: Java client settings of a ClientSpec, as the properties the Java program reads.
 _JAVA_KEYS = ("max_pending_messages", "max_pending_messages_across_partitions", "memory_limit_bytes",
               "batching_max_publish_delay_us", "batching_max_messages", "batching_max_bytes")
 
 
-class PulsarJavaProducer:
-    """Runs harness/clients/java/PulsarProducer.java with the Java client of the cluster's image.
+class PulsarJavaProducer(JavaProgram):
+    """Runs harness/clients/java/PulsarProducer.java with the Java client of the cluster's image
+    (harness.clients.jvm)."""
 
-    The program runs in a container on the cluster's own network (it reaches the brokers by
-    their internal names), labelled like the cluster's containers with this process as owner
-    (so leftovers of a dead run are removed), and writes ``history/<name>.jsonl`` in the run
-    directory, mounted into the container. ``stop`` writes a stop file the program polls.
-    """
+    source = "PulsarProducer.java"
+    libs = _JAVA_LIBS
 
     def __init__(self, cluster: Cluster, run_dir: Path, topic: str, name: str, spec: Any,
                  ready: threading.Event | None = None) -> None:
-        self.cluster = cluster
-        self.run_dir = Path(run_dir).resolve()
+        super().__init__(cluster, run_dir, name, ready)
         self.topic = _topic(topic)
-        self.name = name
         self.spec = spec
-        self.ready = ready or threading.Event()
-        self.stats = WorkloadStats(name)
-        self.history = self.run_dir / "history" / f"{name}.jsonl"
-        self.java_dir = self.run_dir / "java"
-        #: False: the program waits after connecting until go() (Workloads.release) is called
-        self.go_now = True
-
-    def go(self) -> None:
-        """Lets the connected program start sending (the start barrier of a case's producers)."""
-        self.java_dir.mkdir(parents=True, exist_ok=True)
-        (self.java_dir / f"{self.name}.go").write_text("go\n")
-
-    def _properties(self, **values: Any) -> str:
-        lines = [f"{k}={'' if v is None else v}" for k, v in values.items()]
-        return "\n".join(lines) + "\n"
 
     def run(self, *, count: int | None = None, duration_s: float | None = None,
             rate: float | None = None, value_size: int = 100, keys: int | None = None,
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 60.0, max_s: float = 600.0) -> WorkloadStats:
-        self.java_dir.mkdir(parents=True, exist_ok=True)
-        self.history.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(JAVA_SOURCE, self.java_dir / JAVA_SOURCE.name)
-        stop_file = self.java_dir / f"{self.name}.stop"
-        stop_file.unlink(missing_ok=True)
-        (self.java_dir / f"{self.name}.go").unlink(missing_ok=True)
-        if self.go_now:
-            self.go()
         brokers = ",".join(f"{n.name}:6650" for n in self.cluster.spec.nodes_of("pulsar-broker"))
         spec = self.spec
-        props = self._properties(
-            name=self.name, topic=self.topic, service_url=f"pulsar://{brokers}",
-            history=f"{_RUN_MOUNT}/history/{self.name}.jsonl",
-            stop_file=f"{_RUN_MOUNT}/java/{self.name}.stop",
-            go_file=f"{_RUN_MOUNT}/java/{self.name}.go",
+        props = self.properties(
+            name=self.name, topic=self.topic, service_url=f"pulsar://{brokers}", **self.files(),
             count=count if count is not None else -1,
             duration_ms=int(duration_s * 1000) if duration_s is not None else -1,
             rate=rate or 0, value_size=value_size, keys=keys or 0,
@@ -315,77 +281,4 @@ class PulsarJavaProducer:
             batching=str(spec.batching).lower(), send_timeout_ms=spec.send_timeout_ms,
             block_if_queue_full=str(spec.block_if_queue_full).lower(),
             **{k: getattr(spec, k) for k in _JAVA_KEYS})
-        (self.java_dir / f"{self.name}.properties").write_text(props)
-        # compiled once per run directory (javac), then run from the class; a second producer of
-        # the same run only starts a JVM. The lock keeps two producers from compiling at once.
-        classes = f"{_RUN_MOUNT}/java/classes"
-        script = (f"cd {_RUN_MOUNT}/java && "
-                  f"(flock 9; test -f classes/PulsarProducer.class || "
-                  f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d classes "
-                  f"-cp \"$(printf '%s:' {_JAVA_LIBS}.jar)\" {JAVA_SOURCE.name}"
-                  f") 9>compile.lock && "
-                  f"exec java -Xmx256m -XX:+UseSerialGC -cp '{classes}:{_JAVA_LIBS}' PulsarProducer "
-                  f"{_RUN_MOUNT}/java/{self.name}.properties")
-        cmd = ["sh", "-c", script]
-        container_name = f"chaos-pulsar-{self.name}-{uuid.uuid4().hex[:6]}"
-        start = time.monotonic()
-        try:  # a helper container of the cluster's image, on its network, owned by this process
-            box = self.cluster.run_helper(container_name, cmd, role="workload",
-                                          mounts={str(self.run_dir): _RUN_MOUNT},
-                                          working_dir=_RUN_MOUNT)
-        except BackendError as exc:
-            raise BackendError(f"the Java producer {self.name}: {exc}") from exc
-        hard_end = start + max_s + drain_timeout_s + 60
-        try:
-            stopping = False
-            kill_at = hard_end
-            while True:
-                if box.status in ("exited", "dead"):  # Container.status inspects it afresh
-                    break
-                if not self.ready.is_set() and self._has_ready():
-                    self.ready.set()
-                if stop is not None and stop.is_set() and not stopping:
-                    stop_file.write_text("stop\n")
-                    stopping = True  # the program stops sending, drains, exits
-                    kill_at = min(hard_end, time.monotonic() + drain_timeout_s + 20)
-                if time.monotonic() > kill_at:
-                    box.kill()
-                    break
-                time.sleep(0.2)
-            code = box.attrs().get("State", {}).get("ExitCode")
-            logs = box.logs(tail=30)
-        finally:
-            try:
-                box.remove()
-            except BackendError:
-                pass  # already gone; the label sweep of leftovers is the guarantee
-            self.ready.set()
-        (self.java_dir / f"{self.name}.log").write_text(logs)
-        if code != 0:
-            raise BackendError(f"the Java producer {self.name} exited with code {code}: "
-                               f"{logs.strip()[-800:]}")
-        self._count()
-        self.stats.seconds = time.monotonic() - start
-        return self.stats
-
-    def _has_ready(self) -> bool:
-        try:
-            with open(self.history, encoding="utf-8") as fh:
-                return '"status":"ready"' in fh.readline()
-        except OSError:
-            return False
-
-    def _count(self) -> None:
-        for e in read_events(self.history):
-            kind = e["type"]
-            if kind == "invoke":
-                self.stats.sent += 1
-            elif kind == "ok":
-                self.stats.ok += 1
-            elif kind in ("fail", "info"):
-                setattr(self.stats, kind, getattr(self.stats, kind) + 1)
-                err = str(e.get("error", "?")).split(":", 1)[0]
-                self.stats.errors[err] = self.stats.errors.get(err, 0) + 1
-
-    def close(self) -> None:
-        pass
+        return self.execute(props, stop=stop, max_s=max_s, drain_timeout_s=drain_timeout_s)

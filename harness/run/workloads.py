@@ -66,17 +66,6 @@ class Workloads:
         cap = self.case.timeout_s
         spec = dataclasses.replace(self.case.client, **args.settings) if args.settings \
             else self.case.client
-        if args.driver == "java":
-            if not isinstance(self.system, JavaProducers):
-                raise WorkloadError(f"workload {args.name}: {self.system.name} has no Java driver")
-            java = self.system.java_producer(self.run_dir, self.topic, args.name, spec, ready)
-            if args.background:  # consecutive Java producers start sending together: release()
-                java.go_now = False
-                self._waiting.append(java)
-            return dict(java.run(count=args.count,
-                                 duration_s=min(args.duration_s, cap) if args.duration_s else None,
-                                 rate=args.rate, value_size=args.value_size, keys=args.keys,
-                                 partition=args.partition, stop=stop, max_s=cap).as_dict())
         txn = args.transactions
         if txn is not None:  # a transactional producer of its own (one id per workload)
             spec = dataclasses.replace(spec, idempotence=True, acks="all",
@@ -87,6 +76,19 @@ class Workloads:
                 spec = dataclasses.replace(spec, delivery_timeout_ms=delivery,
                                            request_timeout_ms=min(spec.request_timeout_ms, delivery),
                                            extra={**spec.extra, "transaction.timeout.ms": str(ms)})
+        if args.driver == "java":
+            if not isinstance(self.system, JavaProducers):
+                raise WorkloadError(f"workload {args.name}: {self.system.name} has no Java driver")
+            java = self.system.java_producer(self.run_dir, self.topic, args.name, spec, ready)
+            if txn is not None:
+                java.transactions = txn
+            if args.background:  # consecutive Java producers start sending together: release()
+                java.go_now = False
+                self._waiting.append(java)
+            return dict(java.run(count=args.count,
+                                 duration_s=min(args.duration_s, cap) if args.duration_s else None,
+                                 rate=args.rate, value_size=args.value_size, keys=args.keys,
+                                 partition=args.partition, stop=stop, max_s=cap).as_dict())
         with self._writer(args.name) as hist:
             client = self.system.producer(self.topic, hist, spec)
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -512,6 +513,18 @@ class KafkaSystem:
                                        isolation_level=client.isolation_level)
         self.groups.append(consumer.group)
         return consumer
+
+    def java_producer(self, run_dir: Path, topic: str, name: str, client: ClientSpec,
+                      ready: threading.Event | None) -> Any:
+        """The Java client's transactional producer (harness.clients.kafka_java), with the
+        image of its client version built if it is not yet."""
+        from ..backend.images import ensure_images
+        from ..clients.kafka_java import JAVA_CLIENT_VERSION, KafkaJavaProducer
+
+        ensure_images(self.cluster.engine, "kafka", JAVA_CLIENT_VERSION)
+        if client.transactional_id:
+            self.transactional_ids.append(client.transactional_id)
+        return KafkaJavaProducer(self.cluster, run_dir, topic, name, client, ready)
 
     def copier(self, source: str, target: str, out: HistoryWriter, inp: HistoryWriter, client: ClientSpec,
                group: str) -> Any:

@@ -51,3 +51,35 @@ def test_transactional_config_keeps_the_delivery_timeout_inside_the_transaction(
     assert conf["delivery.timeout.ms"] <= conf["transaction.timeout.ms"]
     assert "transaction.timeout.ms" not in producer_config("127.0.0.1:1", load_case_text(
         "system: kafka\ncluster: kafka-kraft\nsteps:\n  - produce: {count: 1}\n").client)
+
+
+def test_a_call_that_never_returns_is_given_up() -> None:
+    """librdkafka #5456/#5511: send_offsets_to_transaction can block past its timeout; the
+    copier gives up STUCK_GRACE_S after it (a StuckCall) instead of hanging the run."""
+    import threading
+
+    from harness.clients import kafka as kafka_client
+
+    release = threading.Event()
+    original = kafka_client.STUCK_GRACE_S
+    kafka_client.STUCK_GRACE_S = 0.2
+    try:
+        with pytest.raises(kafka_client.StuckCall, match="send_offsets_to_transaction did not return"):
+            kafka_client.bounded(lambda: release.wait(30), 0.1, "send_offsets_to_transaction")
+        assert kafka_client.bounded(lambda: 7, 0.1, "x") == 7
+        with pytest.raises(ValueError, match="refused"):
+            kafka_client.bounded(lambda: (_ for _ in ()).throw(ValueError("refused")), 0.1, "x")
+    finally:
+        release.set()
+        kafka_client.STUCK_GRACE_S = original
+
+
+def test_the_java_driver_runs_transactions_only() -> None:
+    from harness.errors import CaseError
+
+    base = "system: kafka\ncluster: kafka-kraft\nsteps:\n"
+    case = load_case_text(base + "  - produce: {count: 6, driver: java, transactions: {size: 3}}\n")
+    assert case.steps[0].args.driver == "java"
+    with pytest.raises(CaseError, match="x.yaml:4: steps\\[0\\].produce.driver: the Kafka Java driver runs "
+                                        "transactional workloads only"):
+        load_case_text(base + "  - produce: {count: 6, driver: java}\n", "x.yaml")

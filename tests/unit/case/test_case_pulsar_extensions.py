@@ -53,7 +53,7 @@ def test_defaults() -> None:
     (_PULSAR + "steps:\n  - produce:\n      count: 1\n      settings: {max_pending_messages: -1}\n",
      6, "steps[0].produce.settings.max_pending_messages"),
     (_KAFKA + "steps:\n  - produce: {count: 1, driver: java}\n", 4,
-     "steps[0].produce.driver: applies to pulsar cases only (this is a kafka case)"),
+     "steps[0].produce.driver: the Kafka Java driver runs transactional workloads only"),
     (_PULSAR + "steps:\n  - consume: {count: 1, subscription_type: shared}\n", 4,
      "did you mean 'Shared'?"),
     (_KAFKA + "steps:\n  - consume: {count: 1, subscription_type: Shared}\n", 4,
