@@ -29,6 +29,8 @@ __all__ = ["JavaProgram", "RUN_MOUNT", "SOURCES"]
 #: the Java sources (package data) and where the run directory is mounted in the container
 SOURCES = Path(__file__).with_name("java")
 RUN_MOUNT = "/run-dir"
+#: the history writer every program is compiled with
+HISTORY_SOURCE = "History.java"
 
 
 class JavaProgram:
@@ -76,7 +78,8 @@ class JavaProgram:
         kills it. A non-zero exit is a BackendError with the program's last lines."""
         self.java_dir.mkdir(parents=True, exist_ok=True)
         self.history.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SOURCES / self.source, self.java_dir / self.source)
+        for source in (self.source, HISTORY_SOURCE):
+            shutil.copyfile(SOURCES / source, self.java_dir / source)
         stop_file = self.java_dir / f"{self.name}.stop"
         stop_file.unlink(missing_ok=True)
         (self.java_dir / f"{self.name}.go").unlink(missing_ok=True)
@@ -90,7 +93,7 @@ class JavaProgram:
         script = (f"cd {RUN_MOUNT}/java && "
                   f"(flock 9; test -f {classes}/{main}.class || "
                   f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d {classes} "
-                  f"-cp \"$(printf '%s:' {self.libs}.jar)\" {self.source}"
+                  f"-cp \"$(printf '%s:' {self.libs}.jar)\" {self.source} {HISTORY_SOURCE}"
                   f") 9>compile.lock && "
                   f"exec java -Xmx256m -XX:+UseSerialGC -cp '{RUN_MOUNT}/java/{classes}:{self.libs}' {main} "
                   f"{RUN_MOUNT}/java/{self.name}.properties")

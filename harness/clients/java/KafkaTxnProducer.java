@@ -31,60 +31,17 @@ import org.apache.kafka.common.errors.*;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public class KafkaTxnProducer {
-    static Writer out;
-    static String client;
-    static final Object lock = new Object();
-    static long lastFlush = System.nanoTime();
+    static void record(String type, String body) {
+        History.record(type, body);
+    }
 
     static String q(String s) {
-        if (s == null) return "null";
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') b.append('\\').append(c);
-            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.append('"').toString();
-    }
-
-    static void record(String type, String body) {
-        double t = System.currentTimeMillis() / 1000.0;
-        double m = System.nanoTime() / 1e9;
-        String line = String.format(Locale.ROOT, "{\"type\":\"%s\",\"client\":%s,\"t\":%.6f,\"m\":%.6f%s}\n",
-                type, q(client), t, m, body);
-        synchronized (lock) {
-            if (out == null) return;
-            try {
-                out.write(line);
-                long now = System.nanoTime();
-                if (now - lastFlush > 200_000_000L) {
-                    out.flush();
-                    lastFlush = now;
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-    }
-
-    static void flush() {
-        synchronized (lock) {
-            try {
-                if (out != null) out.flush();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
+        return History.q(s);
     }
 
     static String err(Throwable e) {
         String what = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage());
         return what.length() > 200 ? what.substring(0, 200) : what;
-    }
-
-    static long num(Properties p, String k, long dflt) {
-        String v = p.getProperty(k, "").trim();
-        return v.isEmpty() ? dflt : Long.parseLong(v);
     }
 
     // Errors after which the broker provably did not append the record.
@@ -113,42 +70,18 @@ public class KafkaTxnProducer {
     }
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            if (out != null) {
-                record("meta", ",\"status\":\"error\",\"error\":" + q(String.valueOf(e)));
-                flush();
-            }
-            System.exit(1);
-        }
+        History.main(args, KafkaTxnProducer::run);
     }
 
-    static void run(String[] args) throws Exception {
-        Properties p = new Properties();
-        try (java.io.Reader r = Files.newBufferedReader(Paths.get(args[0]), StandardCharsets.UTF_8)) {
-            p.load(r);
-        }
-        client = p.getProperty("name");
-        String topic = p.getProperty("topic");
-        Path stopFile = Paths.get(p.getProperty("stop_file"));
-        out = Files.newBufferedWriter(Paths.get(p.getProperty("history")), StandardCharsets.UTF_8,
-                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-        long count = num(p, "count", -1);
-        long durationMs = num(p, "duration_ms", -1);
-        double rate = Double.parseDouble(p.getProperty("rate", "0"));
-        int valueSize = (int) num(p, "value_size", 100);
-        int keys = (int) num(p, "keys", 0);
-        int fixedPartition = (int) num(p, "partition", -1);
-        long hardMs = num(p, "deadline_ms", 600_000);
-        int size = (int) num(p, "txn_size", 10);
+    static void run(History.Workload w) throws Exception {
+        Properties p = w.p;
+        int size = (int) History.num(p, "txn_size", 10);
         double abort = Double.parseDouble(p.getProperty("txn_abort", "0"));
-        long holdAt = num(p, "hold_at", -1);
-        long holdMs = num(p, "hold_ms", 0);
-        long callMs = num(p, "call_timeout_ms", 30_000);
-        int retries = (int) num(p, "retries", 3);
-        int maxRestarts = (int) num(p, "max_restarts", 3);
+        long holdAt = History.num(p, "hold_at", -1);
+        long holdMs = History.num(p, "hold_ms", 0);
+        long callMs = History.num(p, "call_timeout_ms", 30_000);
+        int retries = (int) History.num(p, "retries", 3);
+        int maxRestarts = (int) History.num(p, "max_restarts", 3);
 
         conf = new Properties();
         conf.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, p.getProperty("bootstrap"));
@@ -169,27 +102,21 @@ public class KafkaTxnProducer {
         }
         record("meta", ",\"system\":\"kafka\",\"driver\":\"java\",\"client_version\":" + q(version)
                 + ",\"producer\":{" + settings.substring(1) + "},\"status\":\"ready\"");
-        flush();
-        String goName = p.getProperty("go_file", "").trim();
-        if (!goName.isEmpty()) {
-            Path go = Paths.get(goName);
-            long waitEnd = System.nanoTime() + hardMs * 1_000_000L;
-            while (!Files.exists(go) && !Files.exists(stopFile) && System.nanoTime() < waitEnd) Thread.sleep(10);
-            record("meta", ",\"status\":\"go\"");
-        }
+        History.flush();
+        History.awaitGo(p, w.stopFile, w.hardMs);
 
         long start = System.nanoTime();
         double wallStart = System.currentTimeMillis() / 1000.0;
-        long deadline = start + hardMs * 1_000_000L;
-        long end = durationMs >= 0 ? Math.min(deadline, start + durationMs * 1_000_000L) : deadline;
-        String qtopic = q(topic);
+        long deadline = start + w.hardMs * 1_000_000L;
+        long end = w.durationMs >= 0 ? Math.min(deadline, start + w.durationMs * 1_000_000L) : deadline;
+        String qtopic = q(w.topic);
         AtomicLong outstanding = new AtomicLong();
         long sent = 0;
         int index = 0;
         int restarts = 0;
-        while ((count < 0 || sent < count) && System.nanoTime() < end && !Files.exists(stopFile)) {
-            long n = count < 0 ? size : Math.min(size, count - sent);
-            String tx = client + ".t" + (index + 1);
+        while ((w.count < 0 || sent < w.count) && System.nanoTime() < end && !Files.exists(w.stopFile)) {
+            long n = w.count < 0 ? size : Math.min(size, w.count - sent);
+            String tx = w.client + ".t" + (index + 1);
             try {
                 producer.beginTransaction();
             } catch (KafkaException | IllegalStateException e) {
@@ -200,18 +127,18 @@ public class KafkaTxnProducer {
             record("txn", ",\"tx\":" + q(tx) + ",\"action\":\"begin\",\"status\":\"ok\"");
             for (long i = 0; i < n; i++) {
                 long seq = sent + i + 1;
-                String mid = client + "-" + seq;
-                String key = keys > 0 ? "k" + ((sent + i) % keys) : null;
+                String mid = w.client + "-" + seq;
+                String key = w.keys > 0 ? "k" + ((sent + i) % w.keys) : null;
                 byte[] head = (mid + "|").getBytes(StandardCharsets.US_ASCII);
-                byte[] value = new byte[Math.max(valueSize, head.length)];
+                byte[] value = new byte[Math.max(w.valueSize, head.length)];
                 Arrays.fill(value, (byte) 'x');
                 System.arraycopy(head, 0, value, 0, head.length);
-                String due = rate > 0 ? String.format(Locale.ROOT, ",\"due\":%.6f", wallStart + (sent + i) / rate) : "";
+                String due = w.rate > 0 ? String.format(Locale.ROOT, ",\"due\":%.6f", wallStart + (sent + i) / w.rate) : "";
                 record("invoke", ",\"mid\":" + q(mid) + ",\"topic\":" + qtopic + ",\"key\":" + q(key)
                         + ",\"tx\":" + q(tx) + due);
-                ProducerRecord<byte[], byte[]> rec = fixedPartition >= 0
-                        ? new ProducerRecord<>(topic, fixedPartition, key == null ? null : key.getBytes(StandardCharsets.UTF_8), value)
-                        : new ProducerRecord<>(topic, key == null ? null : key.getBytes(StandardCharsets.UTF_8), value);
+                ProducerRecord<byte[], byte[]> rec = w.partition >= 0
+                        ? new ProducerRecord<>(w.topic, w.partition, key == null ? null : key.getBytes(StandardCharsets.UTF_8), value)
+                        : new ProducerRecord<>(w.topic, key == null ? null : key.getBytes(StandardCharsets.UTF_8), value);
                 outstanding.incrementAndGet();
                 try {
                     producer.send(rec, (md, e) -> {
@@ -241,24 +168,20 @@ public class KafkaTxnProducer {
                 record("stall", ",\"tx\":" + q(tx) + ",\"reason\":" + q("held before " + action)
                         + String.format(Locale.ROOT, ",\"seconds\":%.3f", holdMs / 1000.0));
                 long holdEnd = System.nanoTime() + holdMs * 1_000_000L;
-                while (System.nanoTime() < holdEnd && !Files.exists(stopFile)) Thread.sleep(20);
+                while (System.nanoTime() < holdEnd && !Files.exists(w.stopFile)) Thread.sleep(20);
             }
             if (!end(tx, action, retries)) {
                 restarts++;
                 if (restarts > maxRestarts || !restart("after " + tx)) break;
             }
-            if (rate > 0) {
-                long due = start + (long) (sent * 1e9 / rate);
+            if (w.rate > 0) {
+                long due = start + (long) (sent * 1e9 / w.rate);
                 long ahead = due - System.nanoTime();
                 if (ahead > 0) Thread.sleep(Math.min(ahead / 1_000_000L, 500));
             }
         }
         record("meta", ",\"status\":\"done\",\"sent\":" + sent + ",\"outstanding\":" + outstanding.get());
-        synchronized (lock) {
-            out.flush();
-            out.close();
-            out = null;
-        }
+        History.close();
         try {
             producer.close(Duration.ofSeconds(5));
         } catch (Exception e) {

@@ -24,50 +24,13 @@ import org.apache.pulsar.client.api.*;
 
 public class PulsarProducer {
     static final double STALL_S = 0.05;
-    static Writer out;
-    static String client;
-    static final Object lock = new Object();
-    static long lastFlush = System.nanoTime();
-
-    static String q(String s) {
-        if (s == null) return "null";
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') b.append('\\').append(c);
-            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.append('"').toString();
-    }
 
     static void record(String type, String body) {
-        double t = System.currentTimeMillis() / 1000.0;
-        double m = System.nanoTime() / 1e9;
-        String line = String.format(Locale.ROOT, "{\"type\":\"%s\",\"client\":%s,\"t\":%.6f,\"m\":%.6f%s}\n",
-                type, q(client), t, m, body);
-        synchronized (lock) {
-            if (out == null) return; // a late callback after the history was closed
-            try {
-                out.write(line);
-                long now = System.nanoTime();
-                if (now - lastFlush > 200_000_000L) {
-                    out.flush();
-                    lastFlush = now;
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
+        History.record(type, body);
     }
 
-    static String opt(Properties p, String k) {
-        String v = p.getProperty(k, "").trim();
-        return v.isEmpty() ? null : v;
-    }
-
-    static long num(Properties p, String k, long dflt) {
-        String v = opt(p, k);
-        return v == null ? dflt : Long.parseLong(v);
+    static String q(String s) {
+        return History.q(s);
     }
 
     static boolean definite(Throwable e) {
@@ -79,81 +42,51 @@ public class PulsarProducer {
     }
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            if (out != null) {
-                record("meta", ",\"status\":\"error\",\"error\":" + q(String.valueOf(e)));
-                synchronized (lock) {
-                    try {
-                        out.flush();
-                    } catch (IOException ignored) {
-                        // the exit code reports it
-                    }
-                }
-            }
-            System.exit(1); // the client's threads would keep the JVM alive
-        }
+        History.main(args, PulsarProducer::run);
     }
 
-    static void run(String[] args) throws Exception {
-        Properties p = new Properties();
-        try (java.io.Reader r = Files.newBufferedReader(Paths.get(args[0]), StandardCharsets.UTF_8)) {
-            p.load(r);
-        }
-        client = p.getProperty("name");
-        String topic = p.getProperty("topic");
-        Path stopFile = Paths.get(p.getProperty("stop_file"));
-        out = Files.newBufferedWriter(Paths.get(p.getProperty("history")), StandardCharsets.UTF_8,
-                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-        long count = num(p, "count", -1);
-        long durationMs = num(p, "duration_ms", -1);
-        double rate = Double.parseDouble(p.getProperty("rate", "0"));
-        int valueSize = (int) num(p, "value_size", 100);
-        int keys = (int) num(p, "keys", 0);
-        int fixedPartition = (int) num(p, "partition", -1);
-        long hardMs = num(p, "deadline_ms", 600_000);
-        long drainMs = num(p, "drain_ms", 120_000);
+    static void run(History.Workload w) throws Exception {
+        Properties p = w.p;
+        long drainMs = History.num(p, "drain_ms", 120_000);
 
         ClientBuilder cb = PulsarClient.builder().serviceUrl(p.getProperty("service_url"))
                 .operationTimeout(30, TimeUnit.SECONDS).connectionTimeout(5, TimeUnit.SECONDS);
         StringBuilder conf = new StringBuilder();
         String v;
-        if ((v = opt(p, "memory_limit_bytes")) != null) {
+        if ((v = History.opt(p, "memory_limit_bytes")) != null) {
             cb.memoryLimit(Long.parseLong(v), SizeUnit.BYTES);
             conf.append(",\"memoryLimitBytes\":").append(v);
         }
         PulsarClient pc = cb.build();
         AtomicLong seqForRouter = new AtomicLong();
-        ProducerBuilder<byte[]> pb = pc.newProducer().topic(topic)
-                .producerName(client + "-" + UUID.randomUUID().toString().substring(0, 6))
+        ProducerBuilder<byte[]> pb = pc.newProducer().topic(w.topic)
+                .producerName(w.client + "-" + UUID.randomUUID().toString().substring(0, 6))
                 .messageRoutingMode(MessageRoutingMode.CustomPartition)
                 .messageRouter(new MessageRouter() {
                     @Override
                     public int choosePartition(Message<?> msg, TopicMetadata md) {
-                        if (fixedPartition >= 0) return fixedPartition;
+                        if (w.partition >= 0) return w.partition;
                         return (int) (seqForRouter.get() % md.numPartitions());
                     }
                 });
         boolean batching = Boolean.parseBoolean(p.getProperty("batching", "true"));
         pb.enableBatching(batching);
         conf.append(",\"batchingEnabled\":").append(batching);
-        long sendTimeout = num(p, "send_timeout_ms", 30000);
+        long sendTimeout = History.num(p, "send_timeout_ms", 30000);
         pb.sendTimeout((int) sendTimeout, TimeUnit.MILLISECONDS);
         conf.append(",\"sendTimeoutMs\":").append(sendTimeout);
         boolean block = Boolean.parseBoolean(p.getProperty("block_if_queue_full", "true"));
         pb.blockIfQueueFull(block);
         conf.append(",\"blockIfQueueFull\":").append(block);
-        if ((v = opt(p, "max_pending_messages")) != null) {
+        if ((v = History.opt(p, "max_pending_messages")) != null) {
             pb.maxPendingMessages(Integer.parseInt(v));
             conf.append(",\"maxPendingMessages\":").append(v);
         }
-        if ((v = opt(p, "max_pending_messages_across_partitions")) != null) {
+        if ((v = History.opt(p, "max_pending_messages_across_partitions")) != null) {
             pb.maxPendingMessagesAcrossPartitions(Integer.parseInt(v));
             conf.append(",\"maxPendingMessagesAcrossPartitions\":").append(v);
         }
-        if ((v = opt(p, "batching_max_publish_delay_us")) != null) {
+        if ((v = History.opt(p, "batching_max_publish_delay_us")) != null) {
             // The 4.x Java client rejects a delay under 1 ms ("must be at least 1ms"): the
             // article's 50 us (an older client) is applied as 1000 us, and both are recorded.
             long us = Math.max(Long.parseLong(v), 1000L);
@@ -161,56 +94,44 @@ public class PulsarProducer {
             conf.append(",\"batchingMaxPublishDelayMicros\":").append(us);
             if (us != Long.parseLong(v)) conf.append(",\"batchingMaxPublishDelayMicrosRequested\":").append(v);
         }
-        if ((v = opt(p, "batching_max_messages")) != null) {
+        if ((v = History.opt(p, "batching_max_messages")) != null) {
             pb.batchingMaxMessages(Integer.parseInt(v));
             conf.append(",\"batchingMaxMessages\":").append(v);
         }
-        if ((v = opt(p, "batching_max_bytes")) != null) {
+        if ((v = History.opt(p, "batching_max_bytes")) != null) {
             pb.batchingMaxBytes(Integer.parseInt(v));
             conf.append(",\"batchingMaxBytes\":").append(v);
         }
         Producer<byte[]> producer = pb.create();
-        int partitions = pc.getPartitionsForTopic(topic).get(30, TimeUnit.SECONDS).size();
+        int partitions = pc.getPartitionsForTopic(w.topic).get(30, TimeUnit.SECONDS).size();
         String version = PulsarClient.class.getPackage().getImplementationVersion();
         record("meta", ",\"system\":\"pulsar\",\"driver\":\"java\",\"client_version\":" + q(version)
                 + ",\"partitions\":" + partitions + ",\"producer\":{" + conf.substring(1) + "}"
                 + ",\"status\":\"ready\"");
-        synchronized (lock) {
-            out.flush();
-        }
-        // Start barrier: producers of one case start sending together, when the harness
-        // writes the go file (the next step that is not another Java producer).
-        String goName = opt(p, "go_file");
-        if (goName != null) {
-            Path go = Paths.get(goName);
-            long waitEnd = System.nanoTime() + hardMs * 1_000_000L;
-            while (!Files.exists(go) && !Files.exists(stopFile) && System.nanoTime() < waitEnd) {
-                Thread.sleep(10);
-            }
-            record("meta", ",\"status\":\"go\"");
-        }
+        History.flush();
+        History.awaitGo(p, w.stopFile, w.hardMs);
 
         AtomicLong outstanding = new AtomicLong();
         long start = System.nanoTime();
         // the schedule on the wall clock of "t": send n (from 0) is due at wallStart + n / rate
         double wallStart = System.currentTimeMillis() / 1000.0;
-        long deadline = start + hardMs * 1_000_000L;
-        long end = durationMs >= 0 ? Math.min(deadline, start + durationMs * 1_000_000L) : deadline;
+        long deadline = start + w.hardMs * 1_000_000L;
+        long end = w.durationMs >= 0 ? Math.min(deadline, start + w.durationMs * 1_000_000L) : deadline;
         int nparts = Math.max(partitions, 1);
-        String qtopic = q(topic);
+        String qtopic = q(w.topic);
         long n = 0;
-        while ((count < 0 || n < count) && System.nanoTime() < end) {
-            if ((n & 63) == 0 && Files.exists(stopFile)) break;
+        while ((w.count < 0 || n < w.count) && System.nanoTime() < end) {
+            if ((n & 63) == 0 && Files.exists(w.stopFile)) break;
             long seq = n + 1;
-            String mid = client + "-" + seq;
-            String key = keys > 0 ? "k" + (n % keys) : null;
-            int part = fixedPartition >= 0 ? fixedPartition : (int) (n % nparts);
+            String mid = w.client + "-" + seq;
+            String key = w.keys > 0 ? "k" + (n % w.keys) : null;
+            int part = w.partition >= 0 ? w.partition : (int) (n % nparts);
             seqForRouter.set(n);
             byte[] head = (mid + "|").getBytes(StandardCharsets.US_ASCII);
-            byte[] value = new byte[Math.max(valueSize, head.length)];
+            byte[] value = new byte[Math.max(w.valueSize, head.length)];
             Arrays.fill(value, (byte) 'x');
             System.arraycopy(head, 0, value, 0, head.length);
-            String dueField = rate > 0 ? String.format(Locale.ROOT, ",\"due\":%.6f", wallStart + n / rate) : "";
+            String dueField = w.rate > 0 ? String.format(Locale.ROOT, ",\"due\":%.6f", wallStart + n / w.rate) : "";
             record("invoke", ",\"mid\":" + q(mid) + ",\"topic\":" + qtopic + ",\"key\":" + q(key)
                     + ",\"partition\":" + part + dueField);
             outstanding.incrementAndGet();
@@ -244,8 +165,8 @@ public class PulsarProducer {
                 outstanding.decrementAndGet();
             });
             n++;
-            if (rate > 0) {
-                long due = start + (long) (n * 1e9 / rate);
+            if (w.rate > 0) {
+                long due = start + (long) (n * 1e9 / w.rate);
                 long ahead = due - System.nanoTime();
                 if (ahead > 0) Thread.sleep(Math.min(ahead / 1_000_000L, 500), (int) (ahead % 1_000_000L));
             }
@@ -258,11 +179,7 @@ public class PulsarProducer {
         long drainEnd = System.nanoTime() + drainMs * 1_000_000L;
         while (outstanding.get() > 0 && System.nanoTime() < drainEnd) Thread.sleep(50);
         record("meta", ",\"status\":\"done\",\"sent\":" + n + ",\"outstanding\":" + outstanding.get());
-        synchronized (lock) {
-            out.flush();
-            out.close();
-            out = null;
-        }
+        History.close();
         try {
             producer.closeAsync().get(10, TimeUnit.SECONDS);
             pc.closeAsync().get(10, TimeUnit.SECONDS);
