@@ -20,8 +20,9 @@ Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
 A task also counts its split's history lines and the lines it skips (not read, of an
-unknown type, a batch whose columns differ in length: :mod:`harness.check.lines`), and
-returns the two numbers in one row of its result, with the names.
+unknown type, a batch whose columns differ in length: :mod:`harness.check.lines`) and its
+sends that copy an input record (with a ``src``), and returns the three numbers in one row
+of its result, with the names.
 
 ``seq``, an event's place in file order, is ``file index << 50 | (byte offset of its
 line + its index in the batch)``: a batch of k events takes more than k bytes, so
@@ -107,7 +108,7 @@ TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
 #: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
 #: (``lines`` and ``skipped`` null), and one row of its history lines and skipped lines (the rest null)
 RESULT_SCHEMA = ("client_h long, client string, topic_h long, topic string, polled long, rc boolean, "
-                 "lines long, skipped long")
+                 "lines long, skipped long, copies long")
 _NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
 _KNOWN_TYPES = pa.array(sorted(CLIENT_TYPES), pa.string())
 # Where a task writes: see the module docstring.
@@ -155,13 +156,14 @@ def kernel(out_dir: str) -> Any:
 def _ingest_split(out_dir: str, path: str, file: int, replicas: bool, start: int, stop: int) -> pa.Table:
     name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
     names = []
-    lines = skipped = 0
+    lines = skipped = copies = 0
     with _Writers(out_dir, name) as writers:
         for base, block in _blocks(path, start, stop):
             table, refused = _parse(block, base, replicas)
             events, unknown = _events(table, file, replicas)
             lines += table.num_rows + refused
             skipped += refused + unknown
+            copies += events.num_rows - events.column("src").null_count
             if events.num_rows:
                 writers.write(events)
                 names.append(_names(events))
@@ -170,10 +172,10 @@ def _ingest_split(out_dir: str, path: str, file: int, replicas: bool, start: int
     found = (pa.concat_tables(names).group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
              if names else _NAMES_SCHEMA.empty_table())
     nulls = pa.nulls(found.num_rows, _L)
-    tally = pa.table({**{k: [None] for k in _NAME_KEYS}, "lines": [lines], "skipped": [skipped]},
-                     schema=_RESULT_SCHEMA)
+    tally = pa.table({**{k: [None] for k in _NAME_KEYS}, "lines": [lines], "skipped": [skipped],
+                      "copies": [copies]}, schema=_RESULT_SCHEMA)
     return pa.concat_tables([found.append_column("lines", nulls).append_column("skipped", nulls)
-                             .cast(_RESULT_SCHEMA), tally])
+                             .append_column("copies", nulls).cast(_RESULT_SCHEMA), tally])
 
 
 class _Writers:
@@ -233,7 +235,8 @@ class _Writers:
 
 _NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
                            ("rc", pa.bool_())])
-_RESULT_SCHEMA = _NAMES_SCHEMA.append(pa.field("lines", _L)).append(pa.field("skipped", _L))
+_RESULT_SCHEMA = (_NAMES_SCHEMA.append(pa.field("lines", _L)).append(pa.field("skipped", _L))
+                  .append(pa.field("copies", _L)))
 
 
 def _names(events: pa.Table) -> pa.Table:

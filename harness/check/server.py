@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -59,12 +60,25 @@ def state_dir() -> Path:
 
 def server_dir() -> Path:
     """This interpreter's server directory under :func:`state_dir`: one per Python
-    environment and pyspark version. ``python`` and ``python3`` of one bin directory are
-    one interpreter (one file through links); a virtual environment's link to its base
-    interpreter is not the base (another directory, other packages)."""
+    environment, pyspark version and version of the checker's code (its Python workers
+    import that code once and keep it: a harness upgraded while a server runs gets a
+    server of its own; the old one stops when idle). ``python`` and ``python3`` of one bin
+    directory are one interpreter (one file through links); a virtual environment's link
+    to its base interpreter is not the base (another directory, other packages)."""
     python = sys.executable
-    ident = f"{os.path.dirname(python)}|{os.path.realpath(python)}|{_pyspark_version()}"
+    ident = f"{os.path.dirname(python)}|{os.path.realpath(python)}|{_pyspark_version()}|{_code_version()}"
     return state_dir() / f"py-{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
+
+
+@functools.cache
+def _code_version() -> str:
+    """A digest of the code the server's Python workers run: ``harness/check/*.py`` and the
+    history contract's modules."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*here.glob("*.py"), here.parent / "history.py"]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 @dataclass(frozen=True)

@@ -541,7 +541,7 @@ class _Job:
     # -- 4. anomalies -----------------------------------------------------------
 
     def _anomalies(self, events: DataFrame, mids: DataFrame, names: _Names,
-                   txns: DataFrame | None) -> list[Row]:
+                   txns: DataFrame | None, copies: bool) -> list[Row]:
         from pyspark.sql import Window
 
         F = self.F
@@ -553,9 +553,8 @@ class _Job:
                 .unionByName(self._count_rows(with_tx)))
         if txns is not None:
             rows = rows.unionByName(self._txn_rows(txns))
-        eos = self._eos_rows(mids)
-        if eos is not None:
-            rows = rows.unionByName(eos)
+        if copies:
+            rows = rows.unionByName(self._eos_rows(mids))
         kind = Window.partitionBy("kind")
         ranked = rows.select("kind", "ex", F.sum("n").over(kind).alias("total"),
                              F.row_number().over(kind.orderBy("sk")).alias("rn"))
@@ -607,14 +606,12 @@ class _Job:
 
     # -- a copier's exactly-once (docs/checker.md "Exactly once") ----------------
 
-    def _eos_rows(self, mids: DataFrame) -> DataFrame | None:
-        """eos-duplicate, eos-loss and the eos-copied count; None when no send copies an
-        input record (no ``src``). A copy counts when the read_committed recovery read has it."""
+    def _eos_rows(self, mids: DataFrame) -> DataFrame:
+        """eos-duplicate, eos-loss and the eos-copied count (of a run where some send copies
+        an input record: has a ``src``). A copy counts when the read_committed recovery read
+        has it."""
         F = self.F
-        sources = mids.where(F.col("src").isNotNull())
-        if not sources.limit(1).count():
-            return None
-        copies = (sources.where(self._has("f", F_REC_RC)).groupBy("src")
+        copies = (mids.where(F.col("src").isNotNull() & self._has("f", F_REC_RC)).groupBy("src")
                   .agg(F.count(F.lit(1)).alias("copies"), F.min("mid").alias("copy")))
         duplicate = copies.where(F.col("copies") > 1).select(*self._uniform(
             F.lit("eos-duplicate"), {"s": F.col("src")},
@@ -848,13 +845,14 @@ class _Job:
         events, name_rows = self._ingest()
         tallies = [r for r in name_rows if r.lines is not None]
         lines, skipped = sum(r.lines for r in tallies), sum(r.skipped for r in tallies)
+        copies = any(r.copies for r in tallies)
         require_lines(self.inputs.run_dir, lines, skipped)
         names = self._names(name_rows)
         mids = self._mids(events, names)
         txns = self._transactions(events, mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
-        for row in sorted(self._anomalies(events, mids, names, txns), key=lambda r: r.rn):
+        for row in sorted(self._anomalies(events, mids, names, txns, copies), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
         details = self._details(events, mids, firsts)

@@ -86,6 +86,10 @@ def test_each_interpreter_has_its_own_server(state: Path, monkeypatch: pytest.Mo
     assert dir_of(base / "python") == dir_of(base / "python3.11") == dir_of(base / "python3")
     assert dir_of(venv / "python") != dir_of(base / "python3.11")
     assert dir_of(venv / "python").parent == state
+    # another version of the checker's code: another server (its workers keep the old code)
+    before = dir_of(base / "python")
+    monkeypatch.setattr(server, "_code_version", lambda: "another")
+    assert dir_of(base / "python") != before
 
 
 def test_stop_stops_the_server_of_every_interpreter(state: Path) -> None:
