@@ -395,9 +395,11 @@ class KafkaProducerClient:
         wall, start = time.time(), time.monotonic()
         every = 1.0 / rate if rate else 0.0
         deadline = start + duration_s if duration_s is not None else None
+        producer = self.producer
         try:
-            self.producer.init_transactions(call_timeout_s * 2)
-        except KafkaException as exc:
+            bounded(lambda: producer.init_transactions(call_timeout_s * 2), call_timeout_s * 2,
+                    "init_transactions")
+        except (KafkaException, StuckCall) as exc:
             raise RuntimeError(f"init_transactions failed: {exc.args[0]}") from exc
         sent = index = 0
         restarts = 0
@@ -733,8 +735,9 @@ class KafkaCopierClient:
         consumer = cons._consumer(**{"enable.auto.commit": False})
         consumer.subscribe([source], on_assign=on_assign)
         try:
-            prod.producer.init_transactions(call_timeout_s * 2)
-        except KafkaException as exc:
+            bounded(lambda: prod.producer.init_transactions(call_timeout_s * 2), call_timeout_s * 2,
+                    "init_transactions")
+        except (KafkaException, StuckCall) as exc:
             consumer.close()
             raise RuntimeError(f"init_transactions failed: {exc.args[0]}") from exc
         copied = index = restarts = 0
