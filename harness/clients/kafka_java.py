@@ -18,7 +18,6 @@ from .kafka import WorkloadStats
 
 if TYPE_CHECKING:
     from ..backend.cluster import Cluster
-    from ..case import TxnArgs
 
 __all__ = ["JAVA_CLIENT_VERSION", "KafkaJavaProducer"]
 
@@ -39,8 +38,8 @@ class KafkaJavaProducer(JavaProgram):
         super().__init__(cluster, run_dir, name, ready, version=JAVA_CLIENT_VERSION)
         self.topic = topic
         self.spec = spec
-        #: the workload's transactions (set by the runner before run)
-        self.transactions: TxnArgs | None = None
+        #: the workload's transactions, a harness.case.TxnArgs (set by the runner before run)
+        self.transactions: Any = None
 
     def run(self, *, count: int | None = None, duration_s: float | None = None,
             rate: float | None = None, value_size: int = 100, keys: int | None = None,
