@@ -31,6 +31,20 @@ def output_topics(case: Case, topic: str) -> list[str]:
     return [f"{topic}-{step.args.name}" for step in case.steps if isinstance(step.args, CopyArgs)]
 
 
+def _transactional(spec: Any, txn: Any, transactional_id: str) -> Any:
+    """A ClientSpec for a transactional producer with ``transactional_id``: idempotent,
+    acks=all, and with the workload's transaction timeout (TxnArgs) when it sets one
+    (librdkafka: the delivery and request timeouts are cut to fit inside it)."""
+    spec = dataclasses.replace(spec, idempotence=True, acks="all", transactional_id=transactional_id)
+    if txn.timeout_s is not None:
+        ms = int(txn.timeout_s * 1000)
+        delivery = min(spec.delivery_timeout_ms, ms)
+        spec = dataclasses.replace(spec, delivery_timeout_ms=delivery,
+                                   request_timeout_ms=min(spec.request_timeout_ms, delivery),
+                                   extra={**spec.extra, "transaction.timeout.ms": str(ms)})
+    return spec
+
+
 @dataclass
 class _Running:
     name: str
@@ -68,14 +82,7 @@ class Workloads:
             else self.case.client
         txn = args.transactions
         if txn is not None:  # a transactional producer of its own (one id per workload)
-            spec = dataclasses.replace(spec, idempotence=True, acks="all",
-                                       transactional_id=spec.transactional_id or f"{self.topic}-{args.name}")
-            if txn.timeout_s is not None:  # librdkafka: delivery timeout <= transaction timeout
-                ms = int(txn.timeout_s * 1000)
-                delivery = min(spec.delivery_timeout_ms, ms)
-                spec = dataclasses.replace(spec, delivery_timeout_ms=delivery,
-                                           request_timeout_ms=min(spec.request_timeout_ms, delivery),
-                                           extra={**spec.extra, "transaction.timeout.ms": str(ms)})
+            spec = _transactional(spec, txn, spec.transactional_id or f"{self.topic}-{args.name}")
         if args.driver == "java":
             if not isinstance(self.system, JavaProducers):
                 raise WorkloadError(f"workload {args.name}: {self.system.name} has no Java driver")
@@ -126,14 +133,7 @@ class Workloads:
         if copier is None:
             raise WorkloadError(f"workload {args.name}: {self.system.name} has no copier")
         txn = args.transactions
-        spec = dataclasses.replace(self.case.client, idempotence=True, acks="all",
-                                   transactional_id=f"{self.topic}-{args.name}")
-        if txn.timeout_s is not None:
-            ms = int(txn.timeout_s * 1000)
-            delivery = min(spec.delivery_timeout_ms, ms)
-            spec = dataclasses.replace(spec, delivery_timeout_ms=delivery,
-                                       request_timeout_ms=min(spec.request_timeout_ms, delivery),
-                                       extra={**spec.extra, "transaction.timeout.ms": str(ms)})
+        spec = _transactional(self.case.client, txn, f"{self.topic}-{args.name}")
         cap = self.case.timeout_s
         with self._writer(args.name) as out, self._writer(f"{args.name}-in") as inp:
             target = f"{self.topic}-{args.name}"  # output_topics(); also the copier's group
