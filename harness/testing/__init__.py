@@ -2,6 +2,8 @@
 
 - :mod:`harness.testing.synthetic`: synthetic run directories with a known answer
   (every anomaly count a correct checker reports);
+- :mod:`harness.testing.copier_history`: synthetic copier histories (exactly-once) with
+  a known answer;
 - :mod:`harness.testing.reference_checker`: a plain-Python checker with the same
   anomaly definitions as :mod:`harness.check`, the oracle the Spark job is tested
   and benched against;
