@@ -14,7 +14,7 @@ from typing import Any
 
 from ..case import AwaitArgs
 from ..errors import HarnessError, InjectError
-from ..systems.base import Controlled, InSyncReplicas, LeaderRef
+from ..systems.base import Controlled, InSyncReplicas, LeaderRef, LeaderServes
 from ..wait import wait_until
 from .context import RunContext
 from .recovery import wait_unsticking
@@ -101,9 +101,24 @@ def _leader_is(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any
     p = int(params.get("partition", 0))
     target = ctx.the_resolver.resolve(params["target"])
     want = ctx.the_system.leader_ref(target)
-    wait_until(lambda: leader_now(ctx, p) == want, timeout=timeout,
-               what=f"partition {p}: {target.name} leading", logs=ctx.the_cluster.node_logs)
-    return {"leader": target.name}
+    system = ctx.the_system
+    # named leader (the controller's record), then serving as one (the node's own answer)
+    serves = system.serves_as_leader if isinstance(system, LeaderServes) else None
+    named_at: list[float] = []
+
+    def leading() -> bool:
+        if leader_now(ctx, p) != want:
+            return False
+        if not named_at:
+            named_at.append(time.monotonic())
+        return serves is None or serves(target, ctx.topic, p)
+
+    wait_until(leading, timeout=timeout, what=f"partition {p}: {target.name} leading",
+               logs=ctx.the_cluster.node_logs)
+    out: dict[str, Any] = {"leader": target.name}
+    if serves is not None and named_at:
+        out["serving_after_s"] = round(time.monotonic() - named_at[0], 3)
+    return out
 
 
 def _isr_size(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from ..history import HistoryWriter
 
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
-           "JavaProducers", "Leader", "LockLoopWatch", "Mark", "ProducerClient", "ReadyRemedy",
-           "Stats", "System", "Unloadable"]
+           "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark", "ProducerClient",
+           "ReadyRemedy", "Stats", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -189,6 +189,17 @@ class LockLoopWatch(Protocol):
 @runtime_checkable
 class InSyncReplicas(Protocol):
     def isr_size(self, topic: str, partition: int) -> int: ...
+
+
+@runtime_checkable
+class LeaderServes(Protocol):
+    """A system whose recorded leader (the controller's view) can run ahead of the node
+    itself: a broker that has just started is named leader before it took the
+    controller's request."""
+
+    def serves_as_leader(self, node: Node, topic: str, partition: int) -> bool:
+        """Whether ``node``, asked alone, names itself the partition's leader."""
+        ...
 
 
 @runtime_checkable

@@ -247,6 +247,26 @@ class KafkaSystem:
         leader, replicas, isr = votes.most_common(1)[0][0]
         return PartitionState(topic, partition, leader, replicas, isr, None)
 
+    def serves_as_leader(self, node: Node, topic: str, partition: int) -> bool:
+        """Asked alone (a fresh client bootstrapped on it), ``node``'s metadata names it the
+        partition's leader: in ZooKeeper mode the controller sends a broker its
+        LeaderAndIsr before the UpdateMetadata that says so, so the broker leads. (The
+        partition state in ZooKeeper is written first: a broker that has just started
+        was named leader 13 s before its first request from the controller, and a
+        producer's records sent in between timed out.)"""
+        from confluent_kafka.admin import AdminClient
+
+        one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
+                           "socket.timeout.ms": 3000, "log_level": 0,
+                           "socket.connection.setup.timeout.ms": 2000})
+        try:
+            tmd = one.list_topics(topic=topic, timeout=3).topics.get(topic)
+        except Exception:  # not answering is not serving
+            return False
+        if tmd is None or tmd.error is not None or partition not in tmd.partitions:
+            return False
+        return tmd.partitions[partition].leader == self.broker_id(node)
+
     def _zk_partition_state(self, topic: str, partition: int) -> PartitionState:
         data = self._zk_get(f"/brokers/topics/{topic}/partitions/{partition}/state")
         assignment = self._zk_get(f"/brokers/topics/{topic}")
