@@ -37,14 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without ``pip install -e .``
     sys.path.insert(0, str(ROOT))
 
-from harness.check import (  # noqa: E402
-    ANOMALIES,
-    check_run,
-    spark_job,  # noqa: E402
-)
+from harness.check import check_run, spark_job  # noqa: E402
 from harness.clusters import SYSTEMS  # noqa: E402
 from harness.testing import reference_checker  # noqa: E402
-from harness.testing.synthetic import Profile, generate  # noqa: E402
+from harness.testing.synthetic import INJECTABLE, Profile, generate  # noqa: E402
 
 REFERENCE_MAX = 1_000_000  # the reference needs about 1 GB per million records
 
@@ -162,7 +158,7 @@ def bench(records: int, args: argparse.Namespace) -> list[Row]:
     run = Path(tempfile.mkdtemp(prefix="bench-checker-", dir=args.tmp))
     try:
         pulsar = args.system == "pulsar"
-        inject = {k: 2 for k in ANOMALIES if (args.replicas >= 2 or k != "replica-divergence")
+        inject = {k: 2 for k in INJECTABLE if (args.replicas >= 2 or k != "replica-divergence")
                   and (pulsar or k != "key-order")}
         profile = Profile(records=records, system=args.system, partitions=args.partitions, producers=4,
                           consumers=3, replicas=args.replicas, txn=True, seed=1, inject=inject, chunk=50_000,
