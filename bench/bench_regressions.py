@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,15 @@ def _load() -> str:
     return f"load {one:.2f} (1 min), {five:.2f} (5 min), {os.cpu_count()} cores"
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM, and SIGINT even where the shell started the bench with it ignored (nohup,
+    # `&`), stop it as Ctrl-C does: the run in progress heals and collects, the clusters go
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("paths", nargs="*", default=[str(CASES_DIR / "kafka" / "regressions")])
     p.add_argument("--reps", type=int, default=10)

@@ -220,3 +220,158 @@ def availability(faults: Faults, ack_bins: Mapping[tuple[str, int], Sequence[int
         out.append({"t": fault.t, "action": fault.action, "node": fault.node, "sending": sending,
                     "max_unavailable_s": max(measured) if measured else None, "partitions": rows})
     return out
+
+
+# -- the job's kernel: one task per directory of the per-id table ------------------------
+
+#: the kernel's task rows: a directory of the per-id table (its ack topic and partition)
+TASK_SCHEMA = "topic_h long, part long, path string"
+#: what the kernel returns: ``s`` the set (:data:`INVOKE_BINS` ..), ``k`` its key (a time bin,
+#: a phase index, a window index or the producer's client hash), the ack topic and partition
+#: (ack bins and per producer and partition), the metric, the bucket, the count and the max
+OUT_SCHEMA = "s int, k long, topic_h long, part long, m int, b long, n long, mx double"
+INVOKE_BINS, ACK_BINS, BY_PHASE, BY_WINDOW, BY_PAIR = range(5)
+PHASES = ("before", "during", "after")
+
+
+def kernel(t0: float, window_s: float, start: float | None, end: float | None) -> Any:
+    """The ``mapInArrow`` function over task rows of :data:`TASK_SCHEMA`: per directory of
+    the per-id table (one ack topic and partition, or the ids without an ack position),
+    the distinct invoke and ack time bins (units of :data:`BIN_S`) and the latencies'
+    bucket counts per phase, per window (of length ``window_s`` from ``t0``) and per
+    producer on that partition. ``start`` and ``end``: the phase ``during`` (None: no
+    fault; an open end: to the end of the run)."""
+
+    def run(batches: Any) -> Any:
+        for batch in batches:
+            for task in batch.to_pylist():
+                out = _kernel_rows(task["path"], task["topic_h"], task["part"], t0, window_s, start, end)
+                if out is not None:
+                    yield out
+
+    return run
+
+
+def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, window_s: float,
+                 start: float | None, end: float | None) -> Any:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(path, format="parquet").to_table(
+        columns=["inv_t", "ack_t", "poll_t", "due_t", "inv_client"])
+
+    def floats(name: str) -> Any:
+        return table[name].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+    inv = floats("inv_t")
+    timed = np.isfinite(inv)  # nulls arrive as NaN
+    inv = inv[timed]
+    if not len(inv):
+        return None
+    ack, poll, due = (floats(c)[timed] for c in ("ack_t", "poll_t", "due_t"))
+    client_col = table["inv_client"]
+    client_known = ~np.asarray(client_col.is_null().to_numpy(zero_copy_only=False), bool)[timed]
+    clients = client_col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[timed]
+    parts: list[dict[str, Any]] = []
+
+    def emit(s: int, k: Any, m: Any = None, b: Any = None, n: Any = None, mx: Any = None,
+             pair: bool = False) -> None:
+        size = len(k)
+        col: dict[str, Any] = {"s": np.full(size, s, np.int32), "k": np.asarray(k, np.int64)}
+        col["topic_h"] = np.full(size, topic_h if topic_h is not None else 0, np.int64) if pair else None
+        col["part"] = np.full(size, part if part is not None else 0, np.int64) if pair else None
+        col["m"], col["b"], col["n"], col["mx"] = m, b, n, mx
+        parts.append(col)
+
+    emit(INVOKE_BINS, np.unique(np.floor(inv / BIN_S)))
+    acked = np.isfinite(ack)
+    if topic_h is not None and part is not None and acked.any():
+        emit(ACK_BINS, np.unique(np.floor(ack[acked] / BIN_S)), pair=True)
+    phase = np.zeros(len(inv), np.int64)
+    if start is not None:
+        phase[inv >= start] = 1
+        if end is not None:
+            phase[inv >= end] = 2
+    window = np.floor((inv - t0) / window_s).astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        metrics = ((ack - inv) * 1000.0, (poll - inv) * 1000.0, np.maximum(0.0, (inv - due) * 1000.0))
+    by_pair = topic_h is not None and part is not None
+    log_base = math.log(BUCKET_BASE)
+    for m, values in enumerate(metrics):
+        have = np.isfinite(values)
+        v = values[have]
+        if not len(v):
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bucket = np.where(v <= ZERO_MS, ZERO_BUCKET, np.floor(np.log(np.maximum(v, ZERO_MS)) / log_base))
+        bucket = bucket.astype(np.int64)
+        sets = [(BY_PHASE, phase[have], bucket, v), (BY_WINDOW, window[have], bucket, v)]
+        known = client_known[have]
+        if by_pair and known.any():
+            sets.append((BY_PAIR, clients[have][known], bucket[known], v[known]))
+        for s, k, bk, vk in sets:
+            keys, buckets, n, mx = _group(k, bk, vk)
+            emit(s, keys, np.full(len(n), m, np.int32), buckets, n, mx, pair=s == BY_PAIR)
+    schema = pa.schema([("s", pa.int32()), ("k", pa.int64()), ("topic_h", pa.int64()), ("part", pa.int64()),
+                        ("m", pa.int32()), ("b", pa.int64()), ("n", pa.int64()), ("mx", pa.float64())])
+    tables = []
+    for col in parts:
+        size = len(col["s"])
+        tables.append(pa.table({name: pa.nulls(size, schema.field(name).type) if col[name] is None
+                                else pa.array(col[name], schema.field(name).type) for name in schema.names},
+                               schema=schema))
+    return pa.concat_tables(tables).combine_chunks().to_batches()[0]
+
+
+def _group(keys: Any, buckets: Any, values: Any) -> tuple[Any, Any, Any, Any]:
+    """Count and max of ``values`` per distinct (key, bucket): one stable sort of a
+    combined code (keys and buckets are coded densely first: a client's key is a hash)."""
+    import numpy as np
+
+    ukeys, kcode = np.unique(keys, return_inverse=True)
+    zero = buckets == ZERO_BUCKET
+    low = int(buckets[~zero].min()) if (~zero).any() else 0
+    bcode = np.where(zero, 0, buckets - low + 1)
+    width = int(bcode.max()) + 1
+    code = kcode.reshape(-1).astype(np.int64) * width + bcode
+    order = np.argsort(code, kind="stable")
+    sorted_code = code[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_code)) + 1))
+    firsts = sorted_code[starts]
+    n = np.diff(np.concatenate((starts, [len(sorted_code)]))).astype(np.int64)
+    mx = np.maximum.reduceat(values[order], starts)
+    bc = firsts % width
+    return ukeys[firsts // width], np.where(bc == 0, ZERO_BUCKET, bc - 1 + low), n, mx
+
+
+def gather(out: Any, topics: Mapping[int, str]) -> tuple[list[int], dict[tuple[str, int], list[int]],
+                                                      dict[str, dict[Any, Histograms]]]:
+    """The kernel's rows (a PyArrow table of :data:`OUT_SCHEMA`, one task's rows after
+    another's) summed: the sorted distinct invoke bins, the sorted distinct ack bins per
+    (topic name, partition), and the histograms per group: ``run`` (key None), ``phase``
+    (its name), ``window`` (its index), ``pair`` (``"client:topic:partition"`` hashes)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    s = out["s"].to_numpy()
+    invokes = np.unique(out["k"].to_numpy()[s == INVOKE_BINS]).tolist()
+    acks: dict[tuple[str, int], list[int]] = {}
+    bins = out.filter(pc.equal(out["s"], ACK_BINS)).group_by(["topic_h", "part", "k"]).aggregate([])
+    for topic_h, part, k in zip(*(bins[c].to_pylist() for c in ("topic_h", "part", "k")), strict=True):
+        acks.setdefault((topics.get(topic_h, str(topic_h)), part), []).append(k)
+    for values in acks.values():
+        values.sort()
+    groups: dict[str, dict[Any, Histograms]] = {"run": {}, "phase": {}, "window": {}, "pair": {}}
+    hist = (out.filter(pc.greater_equal(out["s"], BY_PHASE))
+            .group_by(["s", "k", "topic_h", "part", "m", "b"]).aggregate([("n", "sum"), ("mx", "max")]))
+    columns = [hist[c].to_pylist() for c in ("s", "k", "topic_h", "part", "m", "b", "n_sum", "mx_max")]
+    for si, k, topic_h, part, m, b, n, mx in zip(*columns, strict=True):
+        if si == BY_PHASE:
+            groups["phase"].setdefault(PHASES[k], Histograms()).add(m, b, n, mx)
+            groups["run"].setdefault(None, Histograms()).add(m, b, n, mx)
+        elif si == BY_WINDOW:
+            groups["window"].setdefault(k, Histograms()).add(m, b, n, mx)
+        else:
+            groups["pair"].setdefault(f"{k}:{topic_h}:{part}", Histograms()).add(m, b, n, mx)
+    return invokes, acks, groups

@@ -868,76 +868,28 @@ class _Job:
 
     def _latency(self, mids: DataFrame, names: _Names) -> dict[str, Any] | None:
         """Send and end-to-end latency percentiles (run, windows, phases) and availability
-        per fault: two small actions over the per-id table."""
+        per fault: the invoke time span of the per-id table, then one ``mapInArrow`` task
+        per directory of it (``harness.check.latency.kernel``: NumPy bucket counts and time
+        bins), handed to the driver as Arrow and summed there (``latency.gather``)."""
         from harness.check import latency as lat
 
         F = self.F
-        inv, ack, poll, due = F.col("inv_t"), F.col("ack_t"), F.col("poll_t"), F.col("due_t")
-
-        def finite(c: Column) -> Column:
-            return c.isNotNull() & ~F.isnan(c) & (F.abs(c) < float("inf"))
-
-        timed = mids.where(finite(inv))
-        bins = (timed.where(finite(ack) & F.col("ack_topic").isNotNull() & F.col("ack_part").isNotNull())
-                .select(F.col("ack_topic").alias("topic_h"), F.col("ack_part").alias("part"),
-                        F.floor(ack / lat.BIN_S).cast(_L).alias("b"))
-                .unionByName(timed.select(F.lit(None).cast(_L).alias("topic_h"),
-                                          F.lit(None).cast(_L).alias("part"),
-                                          F.floor(inv / lat.BIN_S).cast(_L).alias("b")))
-                .distinct().collect())
-        invokes = sorted(r.b for r in bins if r.topic_h is None)
-        if not invokes:
+        inv = F.col("inv_t")
+        b = F.floor(inv / lat.BIN_S).cast(_L)
+        span = (mids.where(inv.isNotNull() & ~F.isnan(inv) & (F.abs(inv) < float("inf")))
+                .agg(F.min(b).alias("lo"), F.max(b).alias("hi")).first())
+        if span is None or span.lo is None:
             return None
-        acks: dict[tuple[str, int], list[int]] = {}
-        for r in bins:
-            if r.topic_h is not None:
-                acks.setdefault((names.topics.get(r.topic_h, str(r.topic_h)), r.part), []).append(r.b)
-        for values in acks.values():
-            values.sort()
-        t0 = invokes[0] * lat.BIN_S
-        window_s = lat.window_for(invokes[-1] * lat.BIN_S - t0)
+        t0 = span.lo * lat.BIN_S
+        window_s = lat.window_for(span.hi * lat.BIN_S - t0)
         faults = lat.faults_of(self.inputs.run_dir)
-        send = F.when(finite(ack), (ack - inv) * 1000.0)
-        e2e = F.when(finite(poll), (poll - inv) * 1000.0)
-        # publish delay: how late the send was made by its schedule (a stamp shared with
-        # an earlier event can put it a little before its due time: 0)
-        delay = F.when(finite(due), F.greatest(F.lit(0.0), (inv - due) * 1000.0))
-        phase = F.lit("before")
-        if faults.start is not None:
-            during = inv >= faults.start
-            if faults.end is not None:
-                phase = F.when(inv >= faults.end, "after").when(during, "during").otherwise("before")
-            else:
-                phase = F.when(during, "during").otherwise("before")
-        rows = timed.select(send.alias("send"), e2e.alias("e2e"), delay.alias("delay"), phase.alias("phase"),
-                            F.floor((inv - t0) / window_s).cast(_L).cast(_S).alias("window"),
-                            F.concat_ws(":", F.col("inv_client").cast(_S), F.col("ack_topic").cast(_S),
-                                        F.col("ack_part").cast(_S)).alias("pair"))
-        # Latencies counted in buckets 1% wide (an HdrHistogram's idea), per (phase, window,
-        # producer partition, metric), then summed per phase, window, partition and for the
-        # run (grouping sets over those few rows); the driver reads the percentiles off the
-        # counts. The max is exact.
-        metric = F.explode(F.array(F.struct(F.lit(0).alias("m"), F.col("send").alias("v")),
-                                   F.struct(F.lit(1).alias("m"), F.col("e2e").alias("v")),
-                                   F.struct(F.lit(2).alias("m"), F.col("delay").alias("v"))))
-        timings = rows.select("phase", "window", "pair", metric.alias("x")).where(F.col("x.v").isNotNull())
-        bucket = F.when(F.col("x.v") <= lat.ZERO_MS, F.lit(lat.ZERO_BUCKET)).otherwise(
-            F.floor(F.log(F.col("x.v")) / math.log(lat.BUCKET_BASE))).cast(_L)
-        fine = timings.groupBy("phase", "window", "pair", F.col("x.m").alias("m"), bucket.alias("b")).agg(
-            F.count(F.lit(1)).alias("n"), F.max("x.v").alias("mx"))
-        # grouping_id's bits: the columns not grouped on, phase the highest (m and b: always)
-        kinds = {0b11100: ("run", None), 0b01100: ("phase", "phase"), 0b10100: ("window", "window"),
-                 0b11000: ("pair", "pair")}
-        sets = [["m", "b"], ["phase", "m", "b"], ["window", "m", "b"], ["pair", "m", "b"]]
-        grouped = fine.groupingSets(sets, "phase", "window", "pair", "m", "b").agg(
-            F.grouping_id().alias("gid"), F.sum("n").alias("n"),
-            F.max("mx").alias("mx"))
-        groups: dict[str, dict[str | None, lat.Histograms]] = {kind: {} for kind, _ in kinds.values()}
-        for r in grouped.collect():
-            if r.gid in kinds:
-                kind, col = kinds[r.gid]
-                groups[kind].setdefault(None if col is None else r[col], lat.Histograms()).add(
-                    r.m, r.b, r.n, r.mx)
+        tasks = []
+        for topic_dir in sorted((self.scratch / "mids").glob("ack_topic=*")):
+            for part_dir in sorted(topic_dir.glob("ack_part=*")):
+                tasks.append((_hive_value(topic_dir.name), _hive_value(part_dir.name), str(part_dir)))
+        out = (self.spark.createDataFrame(tasks, lat.TASK_SCHEMA)
+               .mapInArrow(lat.kernel(t0, window_s, faults.start, faults.end), lat.OUT_SCHEMA).toArrow())
+        invokes, acks, groups = lat.gather(out, names.topics)
         run = groups["run"].get(None, lat.Histograms())
         per_partition = []  # per producer and partition acknowledged: its ids' send and e2e latency
         for key, hist in groups["pair"].items():

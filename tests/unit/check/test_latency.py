@@ -162,3 +162,27 @@ def test_the_checker_measures_publish_delay(tmp_path: Path) -> None:
     assert delay["p99"] == pytest.approx(1000.0, rel=0.005)
     assert lat["send"]["n"] == 4 and lat["send"]["max"] == 500.0
     assert lat["phases"]["before"]["delay"]["n"] == 4
+
+
+def test_the_kernel_groups_counts_and_maxima_per_key_and_bucket() -> None:
+    """The job's NumPy grouping against a plain dictionary, the zero bucket and 64-bit
+    client hashes among the keys."""
+    import numpy as np
+
+    from harness.check.latency import ZERO_BUCKET, _group
+
+    rng = np.random.default_rng(7)
+    keys = rng.choice(np.array([-(2**62), -3, 0, 5, 2**62 + 11], np.int64), 5000)
+    buckets = rng.choice(np.array([ZERO_BUCKET, -700, -1, 0, 1, 1500], np.int64), 5000)
+    values = rng.normal(10, 5, 5000)
+    want: dict[tuple[int, int], tuple[int, float]] = {}
+    for k, b, v in zip(keys.tolist(), buckets.tolist(), values.tolist(), strict=True):
+        n, mx = want.get((k, b), (0, -math.inf))
+        want[(k, b)] = (n + 1, max(mx, v))
+    ks, bs, ns, mxs = _group(keys, buckets, values)
+    got = {(k, b): (n, mx) for k, b, n, mx in zip(ks.tolist(), bs.tolist(), ns.tolist(), mxs.tolist(),
+                                                  strict=True)}
+    assert got == want
+    zero = np.array([ZERO_BUCKET] * 2, np.int64)
+    only_zero = _group(np.array([1, 1], np.int64), zero, np.array([0.0, -1.0]))
+    assert [a.tolist() for a in only_zero] == [[1], [ZERO_BUCKET], [2], [0.0]]
