@@ -82,10 +82,16 @@ POINTS: dict[str, PointSpec] = {
 }
 
 
+#: major.minor lines whose brokers take another line's rule file unchanged: every class,
+#: method and accessor the rules name has the same name and signature (javap of both jars)
+SAME_RULES = {"kafka-1.1": "kafka-2.0"}
+
+
 def rule_file(system: str, version: str) -> Path:
-    """The rule library file for ``system`` ``version`` (one per major.minor; may not exist)."""
-    major_minor = ".".join(version.split(".")[:2])
-    return RULES_DIR / f"{system}-{major_minor}.btm"
+    """The rule library file for ``system`` ``version`` (one per major.minor, or the line
+    :data:`SAME_RULES` names; may not exist)."""
+    line = f"{system}-{'.'.join(version.split('.')[:2])}"
+    return RULES_DIR / f"{SAME_RULES.get(line, line)}.btm"
 
 
 def rule_blocks(text: str) -> dict[str, str]:

@@ -8,13 +8,13 @@ from harness.errors import HarnessError
 from harness.inject import render_rule
 from harness.points import POINTS, available_points, rule_blocks, rule_file
 
-#: points with rules for 0.10 and 0.11 only (the follower's truncation on becoming follower)
+#: points with rules for 0.10 to 2.0 only (the follower's truncation on becoming follower)
 TRUNCATE = frozenset({"TRUNCATE-BEFORE", "TRUNCATE-AFTER"})
 
 
-@pytest.mark.parametrize("version", ["0.10.2.2", "0.11.0.3", "3.9.2", "4.1.2"])
+@pytest.mark.parametrize("version", ["0.10.2.2", "0.11.0.3", "1.1.1", "2.0.1", "3.9.2", "4.1.2"])
 def test_every_point_has_a_rule_for_supported_versions(version: str) -> None:
-    expected = frozenset(POINTS) if version.startswith("0.") else frozenset(POINTS) - TRUNCATE
+    expected = frozenset(POINTS) if version.split(".")[0] in ("0", "1", "2") else frozenset(POINTS) - TRUNCATE
     assert available_points("kafka", version) == expected
     blocks = rule_blocks(rule_file("kafka", version).read_text())
     assert "RELEASE" in blocks  # loaded only at disarm
@@ -24,6 +24,11 @@ def test_every_point_has_a_rule_for_supported_versions(version: str) -> None:
         assert "@" not in rendered.replace("@@", "")
         if point in POINTS:
             assert f'"HIT {point} ' in rendered and 'waitFor("k", 1000)' in rendered
+
+
+def test_1_1_takes_the_2_0_rules() -> None:
+    assert rule_file("kafka", "1.1.1") == rule_file("kafka", "2.0.1")
+    assert rule_file("kafka", "1.1.1").name == "kafka-2.0.btm"
 
 
 def test_versions_without_rules_have_no_points() -> None:
