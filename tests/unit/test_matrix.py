@@ -25,7 +25,7 @@ def test_cells_are_every_case_and_version_entry_validated_up_front() -> None:
     assert [(c.case, c.label, c.expected) for _, c in cells] == [
         ("kip-101-loss", "3.9.2-ibp-0.11.0-IV1", "fail: lost-write"),
         ("kip-101-loss", "3.9.2", "pass"), ("kip-101-loss", "0.10.2.2", "fail: lost-write"),
-        ("kip-101-loss", "0.11.0.3", "pass")]
+        ("kip-101-loss", "0.11.0.3", "pass"), ("kip-101-loss", "2.0.1", "pass")]
     assert [c.label for _, c in cells_of([KIP101], only=["3.9.2"])] == ["3.9.2"]
     assert cells[0][0].broker_config["inter.broker.protocol.version"] == "0.11.0-IV1"
 
