@@ -273,20 +273,24 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
     client_col = table["inv_client"]
     client_known = ~np.asarray(client_col.is_null().to_numpy(zero_copy_only=False), bool)[timed]
     clients = client_col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[timed]
-    parts: list[dict[str, Any]] = []
+    by_pair = topic_h is not None and part is not None  # the ids of an acknowledged partition
+    schema = pa.schema([("s", pa.int32()), ("k", pa.int64()), ("topic_h", pa.int64()), ("part", pa.int64()),
+                        ("m", pa.int32()), ("b", pa.int64()), ("n", pa.int64()), ("mx", pa.float64())])
+    tables = []
 
-    def emit(s: int, k: Any, m: Any = None, b: Any = None, n: Any = None, mx: Any = None,
+    def emit(s: int, k: Any, m: int | None = None, b: Any = None, n: Any = None, mx: Any = None,
              pair: bool = False) -> None:
         size = len(k)
-        col: dict[str, Any] = {"s": np.full(size, s, np.int32), "k": np.asarray(k, np.int64)}
-        col["topic_h"] = np.full(size, topic_h if topic_h is not None else 0, np.int64) if pair else None
-        col["part"] = np.full(size, part if part is not None else 0, np.int64) if pair else None
-        col["m"], col["b"], col["n"], col["mx"] = m, b, n, mx
-        parts.append(col)
+        given = {"s": np.full(size, s), "k": k, "topic_h": np.full(size, topic_h) if pair else None,
+                 "part": np.full(size, part) if pair else None,
+                 "m": None if m is None else np.full(size, m), "b": b, "n": n, "mx": mx}
+        tables.append(pa.table({name: pa.nulls(size, schema.field(name).type) if given[name] is None
+                                else pa.array(given[name], schema.field(name).type) for name in schema.names},
+                               schema=schema))
 
     emit(INVOKE_BINS, np.unique(np.floor(inv / BIN_S)))
     acked = np.isfinite(ack)
-    if topic_h is not None and part is not None and acked.any():
+    if by_pair and acked.any():
         emit(ACK_BINS, np.unique(np.floor(ack[acked] / BIN_S)), pair=True)
     phase = np.zeros(len(inv), np.int64)
     if start is not None:
@@ -296,7 +300,6 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
     window = np.floor((inv - t0) / window_s).astype(np.int64)
     with np.errstate(invalid="ignore"):
         metrics = ((ack - inv) * 1000.0, (poll - inv) * 1000.0, np.maximum(0.0, (inv - due) * 1000.0))
-    by_pair = topic_h is not None and part is not None
     log_base = math.log(BUCKET_BASE)
     for m, values in enumerate(metrics):
         have = np.isfinite(values)
@@ -312,15 +315,7 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
             sets.append((BY_PAIR, clients[have][known], bucket[known], v[known]))
         for s, k, bk, vk in sets:
             keys, buckets, n, mx = _group(k, bk, vk)
-            emit(s, keys, np.full(len(n), m, np.int32), buckets, n, mx, pair=s == BY_PAIR)
-    schema = pa.schema([("s", pa.int32()), ("k", pa.int64()), ("topic_h", pa.int64()), ("part", pa.int64()),
-                        ("m", pa.int32()), ("b", pa.int64()), ("n", pa.int64()), ("mx", pa.float64())])
-    tables = []
-    for col in parts:
-        size = len(col["s"])
-        tables.append(pa.table({name: pa.nulls(size, schema.field(name).type) if col[name] is None
-                                else pa.array(col[name], schema.field(name).type) for name in schema.names},
-                               schema=schema))
+            emit(s, keys, m, buckets, n, mx, pair=s == BY_PAIR)
     return pa.concat_tables(tables).combine_chunks().to_batches()[0]
 
 
@@ -350,7 +345,7 @@ def gather(out: Any, topics: Mapping[int, str]) -> tuple[list[int], dict[tuple[s
     """The kernel's rows (a PyArrow table of :data:`OUT_SCHEMA`, one task's rows after
     another's) summed: the sorted distinct invoke bins, the sorted distinct ack bins per
     (topic name, partition), and the histograms per group: ``run`` (key None), ``phase``
-    (its name), ``window`` (its index), ``pair`` (``"client:topic:partition"`` hashes)."""
+    (its name), ``window`` (its index), ``pair`` ((client, topic, partition) hashes)."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -373,5 +368,5 @@ def gather(out: Any, topics: Mapping[int, str]) -> tuple[list[int], dict[tuple[s
         elif si == BY_WINDOW:
             groups["window"].setdefault(k, Histograms()).add(m, b, n, mx)
         else:
-            groups["pair"].setdefault(f"{k}:{topic_h}:{part}", Histograms()).add(m, b, n, mx)
+            groups["pair"].setdefault((k, topic_h, part), Histograms()).add(m, b, n, mx)
     return invokes, acks, groups

@@ -729,16 +729,12 @@ class _Job:
         has a poll, a replica record or an ack: its polls and replica records are the
         ingest's directory of that pair, its acks the per-id table's, its resets are read
         from the ingest's directory of resets. Only anomaly rows come back."""
-        events, mids = self.scratch / "events", self.scratch / "mids"
+        events = self.scratch / "events"
         placed = events / ingest.PLACED
         places: dict[tuple[int | None, int], str] = (
             {ingest.place_pair(d.name): str(d) for d in placed.iterdir()} if placed.is_dir() else {})
-        acks: dict[tuple[int | None, int], str] = {}
-        for topic_dir in mids.glob("ack_topic=*"):
-            for part_dir in topic_dir.glob("ack_part=*"):
-                topic, part = (_hive_value(d.name) for d in (topic_dir, part_dir))
-                if part is not None:  # else rows without an ack position
-                    acks[(topic, part)] = str(part_dir)
+        acks = {(topic, part): path for topic, part, path in self._mids_dirs()
+                if part is not None}  # else rows without an ack position
         polled = set(names.partitions)
         pairs = sorted(places.keys() | acks.keys(), key=lambda tp: (tp[0] is not None, tp[0] or 0, tp[1]))
         tasks = [(t, p, (t, p) in polled, places.get((t, p)), acks.get((t, p))) for t, p in pairs]
@@ -748,6 +744,12 @@ class _Job:
         run = placed_kernel.pair_kernel(str(resets) if resets.is_dir() else None)
         return (self.spark.createDataFrame(tasks, placed_kernel.PAIR_SCHEMA)
                 .mapInArrow(run, placed_kernel.OUT_SCHEMA))
+
+    def _mids_dirs(self) -> list[tuple[int | None, int | None, str]]:
+        """The per-id table's directories (its ack topic, its ack partition, its path)."""
+        return [(_hive_value(topic_dir.name), _hive_value(part_dir.name), str(part_dir))
+                for topic_dir in sorted((self.scratch / "mids").glob("ack_topic=*"))
+                for part_dir in sorted(topic_dir.glob("ack_part=*"))]
 
     def _placed_rows(self, rows: DataFrame, ranks: _Ranks) -> DataFrame:
         """The kernel's anomaly rows (position and sequence anomalies) as uniform rows."""
@@ -883,22 +885,15 @@ class _Job:
         t0 = span.lo * lat.BIN_S
         window_s = lat.window_for(span.hi * lat.BIN_S - t0)
         faults = lat.faults_of(self.inputs.run_dir)
-        tasks = []
-        for topic_dir in sorted((self.scratch / "mids").glob("ack_topic=*")):
-            for part_dir in sorted(topic_dir.glob("ack_part=*")):
-                tasks.append((_hive_value(topic_dir.name), _hive_value(part_dir.name), str(part_dir)))
-        out = (self.spark.createDataFrame(tasks, lat.TASK_SCHEMA)
+        out = (self.spark.createDataFrame(self._mids_dirs(), lat.TASK_SCHEMA)
                .mapInArrow(lat.kernel(t0, window_s, faults.start, faults.end), lat.OUT_SCHEMA).toArrow())
         invokes, acks, groups = lat.gather(out, names.topics)
         run = groups["run"].get(None, lat.Histograms())
         per_partition = []  # per producer and partition acknowledged: its ids' send and e2e latency
-        for key, hist in groups["pair"].items():
-            parts = (key or "").split(":")
-            if len(parts) == 3:
-                client_h, topic_h, part = (int(x) for x in parts)
-                per_partition.append({"client": names.clients.get(client_h, str(client_h)),
-                                      "topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
-                                      **hist.stats()})
+        for (client_h, topic_h, part), hist in groups["pair"].items():
+            per_partition.append({"client": names.clients.get(client_h, str(client_h)),
+                                  "topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
+                                  **hist.stats()})
         per_partition.sort(key=lambda p: (p["client"], p["topic"], p["partition"]))
         all_acks = [b for values in acks.values() for b in values]
         run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
@@ -908,12 +903,10 @@ class _Job:
         measured = [f["max_unavailable_s"] for f in availability if f["max_unavailable_s"] is not None]
         return {
             "window_s": window_s, "start": t0, **run.stats(),
-            "phases": {str(k): h.stats()
-                       for k, h in sorted(groups["phase"].items(), key=lambda kh: str(kh[0]))},
+            "phases": {k: h.stats() for k, h in sorted(groups["phase"].items())},
             "during": None if faults.start is None else
             [round(faults.start - t0, 3), None if faults.end is None else round(faults.end - t0, 3)],
-            "windows": [{"t": int(k or 0) * window_s, **h.stats()}
-                        for k, h in sorted(groups["window"].items(), key=lambda kh: int(kh[0] or 0))],
+            "windows": [{"t": k * window_s, **h.stats()} for k, h in sorted(groups["window"].items())],
             "partitions": per_partition,
             "availability": availability,
             "max_unavailable_s": max(measured) if measured else None,

@@ -216,22 +216,9 @@ class KafkaSystem:
         from collections import Counter
         from concurrent.futures import ThreadPoolExecutor
 
-        from confluent_kafka.admin import AdminClient
-
         def ask(node: Node) -> tuple[int, tuple[int, ...], tuple[int, ...]] | str:
-            # a fresh client: one bootstrapped on this broker alone asks this broker (a
-            # long-lived one would ask whichever broker it likes)
-            one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
-                               "socket.timeout.ms": 3000, "log_level": 0,
-                               "socket.connection.setup.timeout.ms": 2000})
-            try:
-                tmd = one.list_topics(topic=topic, timeout=3).topics.get(topic)
-            except Exception as exc:
-                return f"{node.name}: {exc}"
-            if tmd is None or tmd.error is not None or partition not in tmd.partitions:
-                return f"{node.name}: {tmd.error if tmd is not None else 'unknown topic'}"
-            pmd = tmd.partitions[partition]
-            return (pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs))
+            pmd = _partition_alone(node, topic, partition)
+            return pmd if isinstance(pmd, str) else (pmd.leader, tuple(pmd.replicas), tuple(pmd.isrs))
 
         running = [n for n in self.brokers() if n.container.status == "running"]
         # asked in parallel: one question costs a client start and a connection, which on
@@ -254,18 +241,8 @@ class KafkaSystem:
         partition state in ZooKeeper is written first: a broker that has just started
         was named leader 13 s before its first request from the controller, and a
         producer's records sent in between timed out.)"""
-        from confluent_kafka.admin import AdminClient
-
-        one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
-                           "socket.timeout.ms": 3000, "log_level": 0,
-                           "socket.connection.setup.timeout.ms": 2000})
-        try:
-            tmd = one.list_topics(topic=topic, timeout=3).topics.get(topic)
-        except Exception:  # not answering is not serving
-            return False
-        if tmd is None or tmd.error is not None or partition not in tmd.partitions:
-            return False
-        return tmd.partitions[partition].leader == self.broker_id(node)
+        pmd = _partition_alone(node, topic, partition)  # not answering is not serving
+        return not isinstance(pmd, str) and pmd.leader == self.broker_id(node)
 
     def _zk_partition_state(self, topic: str, partition: int) -> PartitionState:
         data = self._zk_get(f"/brokers/topics/{topic}/partitions/{partition}/state")
@@ -608,6 +585,24 @@ class KafkaSystem:
     def _zk_get(self, path: str) -> Any:
         raw = zk_call(zk_port(self.spec), path, lambda zk: zk.get(path)[0])
         return json.loads(raw.decode())
+
+
+def _partition_alone(node: Node, topic: str, partition: int) -> Any:
+    """The partition's metadata as ``node`` alone answers it (confluent-kafka's
+    PartitionMetadata), or why it did not: a fresh client bootstrapped on this broker
+    asks this broker (a long-lived one would ask whichever broker it likes)."""
+    from confluent_kafka.admin import AdminClient
+
+    one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
+                       "socket.timeout.ms": 3000, "log_level": 0,
+                       "socket.connection.setup.timeout.ms": 2000})
+    try:
+        tmd = one.list_topics(topic=topic, timeout=3).topics.get(topic)
+    except Exception as exc:
+        return f"{node.name}: {exc}"
+    if tmd is None or tmd.error is not None or partition not in tmd.partitions:
+        return f"{node.name}: {tmd.error if tmd is not None else 'unknown topic'}"
+    return tmd.partitions[partition]
 
 
 def coordinator_partition(key: str, partitions: int) -> int:
