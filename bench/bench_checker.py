@@ -64,7 +64,7 @@ class PeakMemory:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, sum(_tree_rss(root) for root in _roots()))
+            self.peak = max(self.peak, _trees_rss(_roots()))
             self._stop.wait(self.every_s)
 
 
@@ -94,9 +94,11 @@ def _tree(root: int) -> dict[int, dict[str, str]]:
     return out
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and all its descendants."""
-    return sum(int(f.get("VmRSS", "0 kB").split()[0]) * 1024 for f in _tree(root).values())
+def _trees_rss(roots: list[int]) -> int:
+    """Resident bytes of the ``roots`` and all their descendants, each process once (the
+    shared server's supervisor is this process's child when this process started it)."""
+    procs = {pid: f for root in roots for pid, f in _tree(root).items()}
+    return sum(int(f.get("VmRSS", "0 kB").split()[0]) * 1024 for f in procs.values())
 
 
 def _roots() -> list[int]:
@@ -110,15 +112,15 @@ def _roots() -> list[int]:
 
 def checker_cpu_s() -> float:
     """CPU seconds so far of this process tree and the shared server's."""
-    return sum(tree_cpu_s(root) for root in _roots())
+    return tree_cpu_s(*_roots())
 
 
-def tree_cpu_s(root: int | None = None) -> float:
-    """CPU seconds (user + system) used so far by ``root`` and its live descendants: on a
-    shared machine this, unlike wall time, hardly depends on what else runs."""
-    root = root or os.getpid()
+def tree_cpu_s(*roots: int) -> float:
+    """CPU seconds (user + system) used so far by the ``roots`` (default: this process) and
+    their live descendants, each process once: on a shared machine this, unlike wall time,
+    hardly depends on what else runs."""
     total = 0
-    for pid in _tree(root):
+    for pid in {pid for root in (roots or (os.getpid(),)) for pid in _tree(root)}:
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()

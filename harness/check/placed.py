@@ -23,6 +23,7 @@ call; an ack's transaction hash; else null). Out: one row per anomaly,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,13 +44,11 @@ Columns = dict[str, np.ndarray]
 
 def kernel(batches: Iterator[Any]) -> Iterator[Any]:
     """Arrow batches of rows (:data:`IN_COLUMNS`) in, one batch of anomaly rows out."""
-    import pyarrow as pa
-
-    chunks = [batch for batch in batches if batch.num_rows]
-    if chunks:
-        box = [pa.Table.from_batches(chunks)]
-        del chunks
-        yield from _run(box)
+    rows = _Collector()
+    for batch in batches:
+        rows.add(batch)
+    if rows.n:
+        yield from _run(*rows.done())
 
 
 def pair_kernel(resets_dir: str | None) -> Any:
@@ -63,17 +62,62 @@ def pair_kernel(resets_dir: str | None) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
             for task in batch.to_pylist():
-                yield from _run([_pair_rows(resets_dir, **task)])
+                yield from _run(*_pair_rows(resets_dir, **task))
 
     return run
 
 
 PAIR_SCHEMA = "topic_h long, part long, polled boolean, path string, acks string"
 
+#: what a task holds at its peak per row of its partition, with a margin (measured: 210
+#: bytes on a 4.5M-row partition of a 10M-record history, the process's resident memory)
+PEAK_BYTES_PER_ROW = 256
+
+
+def task_rows(path: str | None, acks: str | None) -> int:
+    """The rows a task of :func:`pair_kernel` reads (its Parquet files' footers; the acks
+    directory's rows without an ack position counted too): an upper bound."""
+    import pyarrow.dataset as ds
+
+    return sum(ds.dataset(d, format="parquet").count_rows() for d in (path, acks) if d is not None)
+
+
+def memory_budget() -> int:
+    """Bytes the kernel tasks may hold together: 80% of what the system has available now
+    (free and reclaimable, after what the Spark JVM already holds)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            fields = dict(line.split(":", 1) for line in fh)
+        return int(fields["MemAvailable"].split()[0]) * 1024 * 4 // 5
+    except (OSError, KeyError, ValueError):
+        return 1 << 62  # not Linux: no limit known
+
+
+def task_slots(rows: list[int], budget: int, cores: int) -> int:
+    """How many tasks of :func:`pair_kernel` may run at once: one per core, fewer when the
+    largest of them, running together, would hold more than ``budget`` bytes (each
+    partition's rows are held whole by its task: the tasks then take turns, and the check
+    is slower but fits)."""
+    largest = sorted(rows, reverse=True)
+    for slots in range(min(cores, len(rows)), 1, -1):
+        if sum(largest[:slots]) * PEAK_BYTES_PER_ROW <= budget:
+            return slots
+    return 1
+
 
 def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: bool, path: str | None,
-               acks: str | None) -> Any:
-    """One (topic, partition)'s rows, in :data:`IN_COLUMNS`."""
+               acks: str | None) -> tuple[Columns, Columns]:
+    """One (topic, partition)'s rows as the kernel's columns (values and validity), read a
+    Parquet batch at a time: the partition's rows are held once, as NumPy columns."""
+    rows = _Collector()
+    for table in _pair_tables(resets_dir, topic_h, part, polled, path, acks):
+        rows.add(table)
+    return rows.done()
+
+
+def _pair_tables(resets_dir: str | None, topic_h: int | None, part: int, polled: bool, path: str | None,
+                 acks: str | None) -> Iterator[Any]:
+    """One (topic, partition)'s rows, in :data:`IN_COLUMNS`, as Arrow tables of a batch each."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
@@ -83,29 +127,30 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
     def const(value: int | None, n: int) -> Any:
         return pa.nulls(n, i64) if value is None else pa.array(np.full(n, value, np.int64), i64)
 
-    parts = []
+    schema = pa.schema([(c, i64) for c in IN_COLUMNS])
     if path is not None:  # polls and replica records
-        ev = ds.dataset(path, format="parquet").to_table(
-            columns=["code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "mid", "seq", "bi"])
-        poll = pc.equal(ev["code"], POLL)
-        rec = pc.not_equal(pc.bit_wise_and(ev["flags"], ROW_REC), 0)
-        parts.append(pa.table({
-            "client_h": ev["client_h"],
-            "grp": pc.if_else(poll, pc.if_else(rec, 1, 0).cast(i64), pa.scalar(None, i64)),
-            "topic_h": ev["topic_h"], "part": ev["part"], "pl": ev["pl"], "pe": ev["pe"], "pb": ev["pb"],
-            "mh": id_hash(ev["mid"]), "seq": ev["seq"],
-            "tag": pc.if_else(poll, pc.if_else(rec, TAG_RPOLL, TAG_POLL), TAG_REPLICA).cast(i64),
-            "unit": pc.if_else(poll, pc.subtract(ev["seq"], ev["bi"].cast(i64)), pa.scalar(None, i64))}))
+        columns = ["code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "mid", "seq", "bi"]
+        for ev in ds.dataset(path, format="parquet").to_batches(columns=columns, **_SCAN):
+            poll = pc.equal(ev["code"], POLL)
+            rec = pc.not_equal(pc.bit_wise_and(ev["flags"], ROW_REC), 0)
+            yield pa.table({
+                "client_h": ev["client_h"],
+                "grp": pc.if_else(poll, pc.if_else(rec, 1, 0).cast(i64), pa.scalar(None, i64)),
+                "topic_h": ev["topic_h"], "part": ev["part"], "pl": ev["pl"], "pe": ev["pe"], "pb": ev["pb"],
+                "mh": id_hash(ev["mid"]), "seq": ev["seq"],
+                "tag": pc.if_else(poll, pc.if_else(rec, TAG_RPOLL, TAG_POLL), TAG_REPLICA).cast(i64),
+                "unit": pc.if_else(poll, pc.subtract(ev["seq"], ev["bi"].cast(i64)), pa.scalar(None, i64)),
+            }).cast(schema)
     if acks is not None:  # the first ack of each id, with its first invoke's client and place in file order
-        ack = ds.dataset(acks, format="parquet").to_table(
-            columns=["inv_client", "ack_pl", "ack_pe", "ack_pb", "mid", "inv_seq", "tx_h"],
-            filter=pc.field("ack_pl").is_valid())
-        n = ack.num_rows
-        parts.append(pa.table({
-            "client_h": ack["inv_client"], "grp": const(2, n), "topic_h": const(topic_h, n),
-            "part": const(part, n),
-            "pl": ack["ack_pl"], "pe": ack["ack_pe"], "pb": ack["ack_pb"], "mh": id_hash(ack["mid"]),
-            "seq": ack["inv_seq"], "tag": const(TAG_ACK, n), "unit": ack["tx_h"]}))
+        for ack in ds.dataset(acks, format="parquet").to_batches(
+                columns=["inv_client", "ack_pl", "ack_pe", "ack_pb", "mid", "inv_seq", "tx_h"],
+                filter=pc.field("ack_pl").is_valid(), **_SCAN):
+            n = ack.num_rows
+            yield pa.table({
+                "client_h": ack["inv_client"], "grp": const(2, n), "topic_h": const(topic_h, n),
+                "part": const(part, n),
+                "pl": ack["ack_pl"], "pe": ack["ack_pe"], "pb": ack["ack_pb"], "mh": id_hash(ack["mid"]),
+                "seq": ack["inv_seq"], "tag": const(TAG_ACK, n), "unit": ack["tx_h"]}).cast(schema)
     if polled and resets_dir is not None:  # a reset without topic or partition covers all those polls read
         resets = ds.dataset(resets_dir, format="parquet").to_table(
             columns=["client_h", "seq"],
@@ -113,31 +158,93 @@ def _pair_rows(resets_dir: str | None, topic_h: int | None, part: int, polled: b
             & (pc.field("part").is_null() | (pc.field("part") == part)))
         n = resets.num_rows
         for grp in (0, 1):  # each phase of its client
-            parts.append(pa.table({
+            yield pa.table({
                 "client_h": resets["client_h"], "grp": const(grp, n), "topic_h": const(topic_h, n),
                 "part": const(part, n), "pl": const(None, n), "pe": const(None, n), "pb": const(None, n),
                 "mh": const(None, n), "seq": resets["seq"], "tag": const(TAG_RESET, n),
-                "unit": const(None, n)}))
-    schema = pa.schema([(c, i64) for c in IN_COLUMNS])
-    if not parts:
-        return schema.empty_table()
-    return pa.concat_tables([t.select(list(IN_COLUMNS)).cast(schema) for t in parts])
+                "unit": const(None, n)}).cast(schema)
 
 
-def _run(box: list[Any]) -> Iterator[Any]:
-    """The anomaly rows of the table in ``box``, which is taken out of it: the table's
-    columns are freed one by one as their arrays are made."""
+#: a task reads its Parquet files a batch at a time, one file at a time, with no
+#: read-ahead: the Arrow copy of a batch is transient
+_SCAN = {"batch_size": 1 << 18, "batch_readahead": 0, "fragment_readahead": 0, "use_threads": False}
+#: columns of few values, held as 8-bit integers
+_NARROW = {"tag": np.int8, "grp": np.int8}
+
+
+class _Collector:
+    """Rows in :data:`IN_COLUMNS`, added an Arrow table or batch at a time and kept as
+    NumPy columns: a value array (nulls as 0, or as the column's one value) and a
+    validity array per column. A column that holds one value (topic and partition in a
+    task of one partition, a Kafka position's ledger and batch; a validity array with no
+    null) is kept as that value broadcast, not as an array of rows, and the tag and phase
+    as 8-bit integers."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._values: dict[str, list[np.ndarray]] = {c: [] for c in IN_COLUMNS}
+        self._valid: dict[str, list[np.ndarray]] = {c: [] for c in IN_COLUMNS}
+
+    def add(self, table: Any) -> None:
+        if not table.num_rows:
+            return
+        for name in IN_COLUMNS:
+            col = table.column(name)
+            if hasattr(col, "combine_chunks"):
+                col = col.combine_chunks()
+            self._valid[name].append(_validity(col))
+            values = col.fill_null(0).to_numpy(zero_copy_only=False)
+            self._values[name].append(values.astype(_NARROW.get(name, np.int64), copy=False))
+        self.n += table.num_rows
+
+    def done(self) -> tuple[Columns, Columns]:
+        """The columns (taken out of the collector: each column's pieces are freed as it is joined)."""
+        _give_back()
+        values, valid = {}, {}
+        for name in IN_COLUMNS:
+            valid[name] = _joined(self._valid.pop(name), bool)
+            values[name] = _joined(self._values.pop(name), _NARROW.get(name, np.int64), valid[name])
+            _give_back()
+        return values, valid
+
+
+def _give_back() -> None:
+    """Return the memory freed so far to the system: Arrow's pool keeps what the batches
+    read used, and the C allocator's heap keeps the pieces of columns already joined."""
+    import ctypes
+
     import pyarrow as pa
 
-    table = box.pop()
-    values, valid = {}, {}
-    for name in IN_COLUMNS:  # column by column, each batch's copy freed as its column is made
-        col = table.column(name).combine_chunks()
-        table = table.drop_columns([name])
-        valid[name] = _validity(col)
-        values[name] = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        del col
-    del table
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _joined(pieces: list[np.ndarray], dtype: Any, valid: np.ndarray | None = None) -> np.ndarray:
+    """The pieces as one array, or one value broadcast when they hold only that value
+    where ``valid`` (a null's value is never read: a Kafka position's ledger and batch,
+    -1, are one value even with resets, whose position is null, among the rows)."""
+    whole = np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
+    pieces.clear()
+    if whole.size == 0:
+        return np.zeros(0, dtype)
+    if valid is not None and valid.strides == (0,) and not valid[0]:  # no valid row: nulls as 0
+        return np.broadcast_to(np.zeros(1, whole.dtype), whole.shape)
+    if valid is None or valid.strides == (0,):  # every row valid
+        low, high = whole.min(), whole.max()
+    else:
+        info = np.iinfo(whole.dtype)
+        low = whole.min(where=valid, initial=info.max)
+        high = whole.max(where=valid, initial=info.min)
+    if low == high:
+        return np.broadcast_to(np.array([low], whole.dtype), whole.shape)
+    return whole
+
+
+def _run(values: Columns, valid: Columns) -> Iterator[Any]:
+    """The anomaly rows of the given rows as one Arrow batch (none when there are none)."""
+    import pyarrow as pa
+
     out = anomalies(values, valid)
     if out["kind"].size:
         columns = {"kind": pa.array(out["kind"].tolist(), pa.string())}
@@ -169,7 +276,8 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
     del keys
     for columns in (values, valid):  # one column at a time: memory for one more, not all
         for c in list(columns):
-            columns[c] = columns[c][order]
+            if columns[c].strides != (0,):  # (a value broadcast is in every order)
+                columns[c] = columns[c][order]
     del order
     change = np.zeros(n, dtype=bool)
     change[0] = True
@@ -184,6 +292,7 @@ def anomalies(values: Columns, valid: Columns) -> Columns:
 def _group(v: Columns, ok: Columns) -> Columns:
     """The anomalies of one (topic, partition), its rows in position order (null first, then tag)."""
     n = v["tag"].size
+    idx = np.int32 if n < 1 << 31 else np.int64  # row indices and counts: half the memory
     has_pos, tag = ok["pl"], v["tag"]
     same = np.zeros(n, dtype=bool)  # the row's position is the one before it (nulls equal)
     same[1:] = ((has_pos[1:] == has_pos[:-1])
@@ -192,8 +301,8 @@ def _group(v: Columns, ok: Columns) -> Columns:
     start = ~same
     starts = np.flatnonzero(start)
     at_rec = tag[starts] == TAG_RPOLL  # recovery polls lead their position
-    le = np.cumsum(start & (tag == TAG_RPOLL))  # recovery positions at or below the row
-    pid = np.cumsum(start) - 1
+    le = np.cumsum(start & (tag == TAG_RPOLL), dtype=idx)  # recovery positions at or below the row
+    pid = np.cumsum(start, dtype=idx) - 1
     below = le - at_rec[pid]  # recovery positions strictly below the row
     # Per position, the ids bound to it (any row), and those of replica records.
     distinct = _distinct(v["mh"], ok["mh"], starts)
@@ -210,7 +319,8 @@ def _group(v: Columns, ok: Columns) -> Columns:
     # unless a reset of that sequence came between them. Replica records and rows
     # without a place in file order take no part.
     member = (tag != TAG_REPLICA) & ok["seq"]
-    rows = np.flatnonzero(member)
+    rows = np.flatnonzero(member).astype(idx)
+    del member
     if rows.size:
         # Each sequence's rows together (sequences in any order), in file order: a stable
         # sort by seq, then by a small sequence number (NumPy's radix sort)
@@ -223,7 +333,8 @@ def _group(v: Columns, ok: Columns) -> Columns:
         for k in (v["grp"], ok["grp"], v["client_h"], ok["client_h"]):
             kk = k[rows]
             first[1:] |= kk[1:] != kk[:-1]
-        head = np.maximum.accumulate(np.where(first, np.arange(rows.size), 0))  # its sequence's first row
+        # its sequence's first row
+        head = np.maximum.accumulate(np.where(first, np.arange(rows.size, dtype=idx), 0))
         reset = tag[rows] == TAG_RESET
         again, earlier = _silent_rereads(v, ok, rows, first, reset)
         out.append(_rows(v, ok, again, "silent-reread", earlier))
@@ -337,10 +448,10 @@ def _distinct(mh: np.ndarray, use: np.ndarray, starts: np.ndarray) -> np.ndarray
 def _last_before(mark: np.ndarray, head: np.ndarray) -> np.ndarray:
     """Per row, the index of the last marked row strictly before it in its sequence
     (rows ``head[i]`` to ``i - 1``), else -1."""
-    idx = np.where(mark, np.arange(mark.size), -1)
-    last = np.empty_like(idx)
+    at = np.where(mark, np.arange(mark.size, dtype=head.dtype), -1)
+    last = np.empty_like(at)
     last[0] = -1
-    last[1:] = np.maximum.accumulate(idx)[:-1]
+    last[1:] = np.maximum.accumulate(at)[:-1]
     return np.where(last >= head, last, -1)
 
 

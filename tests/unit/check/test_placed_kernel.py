@@ -228,3 +228,36 @@ def test_the_id_hash_is_the_string_s_and_tells_ids_apart() -> None:
     assert id_hash(pa.chunked_array([ids[:5], ids[5:50]])).to_pylist() == whole[:50]
     assert id_hash(pa.array(ids, pa.large_string())).to_pylist() == whole
     assert id_hash(pa.array([], pa.string())).to_pylist() == []
+
+
+def test_kernel_tasks_take_turns_when_together_they_would_not_fit() -> None:
+    from harness.check.placed import PEAK_BYTES_PER_ROW, task_slots
+
+    rows = [4_000_000, 1_000_000, 3_000_000]
+    both = (4_000_000 + 3_000_000) * PEAK_BYTES_PER_ROW
+    assert task_slots(rows, both, cores=2) == 2
+    assert task_slots(rows, both - 1, cores=2) == 1  # the two largest would not fit together
+    assert task_slots(rows, 1 << 62, cores=8) == 3  # never more than there are tasks
+    assert task_slots([], 0, cores=2) == 1
+    assert task_slots(rows, 0, cores=1) == 1
+
+
+def test_constant_columns_are_held_as_one_value_and_give_the_same_anomalies() -> None:
+    from harness.check.placed import _Collector
+
+    rows = [row(TAG_POLL, 0, 10, seq=1), row(TAG_POLL, 0, 11, seq=2), row(TAG_POLL, 2, 12, seq=3),
+            row(TAG_RPOLL, 0, 10, seq=4, client=2), row(TAG_RPOLL, 1, 13, seq=5, client=2)]
+    table = pa.Table.from_pylist(rows, schema=pa.schema([(c, pa.int64()) for c in IN_COLUMNS]))
+    collected = _Collector()
+    collected.add(table.slice(0, 2))
+    collected.add(table.slice(2))
+    values, valid = collected.done()
+    assert values["topic_h"].strides == (0,) and values["part"].strides == (0,)  # one value each
+    assert values["tag"].dtype == np.int8 and values["seq"].strides != (0,)
+    found = anomalies(values, valid)
+    plain = anomalies({c: np.array([r[c] or 0 for r in rows], np.int64) for c in IN_COLUMNS},
+                      {c: np.array([r[c] is not None for r in rows]) for c in IN_COLUMNS})
+    assert sorted(found["kind"].tolist()) == sorted(plain["kind"].tolist()) == [
+        "inconsistent-offsets", "nonmonotonic-poll", "poll-skip"]
+    for name in OUT_COLUMNS[1:]:
+        assert sorted(found[name].tolist()) == sorted(plain[name].tolist()), name
