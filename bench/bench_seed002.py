@@ -38,7 +38,10 @@ for ``--fault-seconds``, the broker leading partition 0 killed -9 at a third and
 two thirds, each side in turn; per phase (before, during, after) the acknowledged
 records/s and latency: the harness's send-to-ack p50/p99/max from its history, the tool's
 5-s lines (the mean of their averages and the largest maximum, all ProducerPerformance
-prints per window), placed by Docker's time stamps.
+prints per window), placed by Docker's time stamps. Then the end-to-end loop (acks=all,
+one record at a time) for as long, with the same fault: per phase of send time, records
+read per second and end-to-end p50/p99/max (the harness only: EndToEndLatency prints no
+figure per phase).
 
 Traffic stays between this process and the cluster's containers (loopback ports) and
 inside the cluster's network; every loop is bounded in records and time.
@@ -319,12 +322,25 @@ class Harness:
         """EndToEndLatency's loop with the harness's producer: send one record (recorded),
         flush, poll until it is read; per record, the time from the send call to the poll
         that returned it (one clock)."""
+        trips = self.round_trips(topic, size, acks, count=records)
+        latencies = [ms for _, ms in trips if ms is not None]
+        if len(latencies) < records:
+            return Figures(len(latencies), note=f"only {len(latencies)} of {records} read in time")
+        return Figures(records, p50=percentile(latencies, 0.5), p99=percentile(latencies, 0.99),
+                       p999=percentile(latencies, 0.999))
+
+    def round_trips(self, topic: str, size: int, acks: str, count: int | None = None,
+                    seconds: float | None = None) -> list[tuple[float, float | None]]:
+        """The end-to-end loop, ``count`` records or for ``seconds`` (bounded either way):
+        per record its send time (wall clock) and its latency in ms, None when it was not
+        read within 30 s (then, with ``count``, the loop ends; with ``seconds`` it goes
+        on: a fault may hold a record that long)."""
         from confluent_kafka import Consumer, TopicPartition
 
         extra = {"enable.auto.commit": False, "auto.offset.reset": "latest"}
         consumer = Consumer(consumer_config(self.bootstrap, f"bench-{uuid.uuid4().hex[:6]}", extra=extra))
         consumer.assign([TopicPartition(topic, 0, -1)])  # the end: only what this loop sends
-        latencies = []
+        trips: list[tuple[float, float | None]] = []
 
         def read(mid: str, timeout_s: float) -> float | None:
             """Polls until the record of ``mid`` is read; when (perf_counter), or None."""
@@ -342,20 +358,18 @@ class Harness:
                 mid = producer.send_one(size, partition=0)
                 producer.producer.flush(10)
             read(mid, 30)
-            for _ in range(records):
-                t0 = time.perf_counter()
+            end = None if seconds is None else time.monotonic() + seconds
+            while (count is None or len(trips) < count) and (end is None or time.monotonic() < end):
+                sent, t0 = time.time(), time.perf_counter()
                 mid = producer.send_one(size, partition=0)
                 producer.producer.flush(10)
                 got = read(mid, 30)
-                if got is None:
+                trips.append((sent, None if got is None else (got - t0) * 1000))
+                if got is None and count is not None:
                     break
-                latencies.append((got - t0) * 1000)
             producer.close()
         consumer.close()
-        if len(latencies) < records:
-            return Figures(len(latencies), note=f"only {len(latencies)} of {records} read in time")
-        return Figures(records, p50=percentile(latencies, 0.5), p99=percentile(latencies, 0.99),
-                       p999=percentile(latencies, 0.999))
+        return trips
 
 
 def _threads(fn: Callable[[int], Figures], n: int) -> list[Figures]:
@@ -411,6 +425,54 @@ def fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic_h: str, 
             logs = tools.produce_with_fault(topic, rate, seconds, fault)
             out.append((side, tool_phases(logs, times["kill"], times["restart"])))
         kafka.wait_ready()
+    return out
+
+
+def e2e_fault_row(kafka: KafkaSystem, harness: Harness, topic: str,
+                  seconds: float) -> tuple[str, dict[str, Phase]]:
+    """The end-to-end loop (acks=all) for ``seconds``; a third of the way in, the broker
+    leading partition 0 is killed -9; at two thirds it is started again. Harness side
+    only: EndToEndLatency prints a latency for one record in 1,000 and its percentiles
+    for the whole run, nothing per phase."""
+    times: dict[str, float] = {}
+
+    def fault() -> None:
+        node = kafka.leader(topic, 0)
+        if node is None:
+            raise RuntimeError(f"{topic}-0 has no leader")
+        time.sleep(seconds / 3)
+        times["kill"] = time.time()
+        node.container.kill()
+        time.sleep(seconds / 3)
+        times["restart"] = time.time()
+        node.container.start()
+
+    killer = threading.Thread(target=fault)
+    killer.start()
+    try:
+        trips = harness.round_trips(topic, 100, "all", seconds=seconds)
+    finally:
+        killer.join()
+    kafka.wait_ready()
+    return "harness end-to-end", trip_phases(trips, times["kill"], times["restart"])
+
+
+def trip_phases(trips: Sequence[tuple[float, float | None]], kill_t: float,
+                restart_t: float) -> dict[str, Phase]:
+    """Per phase (by send time): records read per second of the phase, and the
+    end-to-end latency p50/p99/max in ms of those read (a record not read within the
+    loop's 30 s counts as its 30 s: the latency is at least that)."""
+    if not trips:
+        return {p: Phase() for p in PHASES}
+    start, end = trips[0][0], trips[-1][0] + 1e-6
+    bounds = {"before": (start, kill_t), "during": (kill_t, restart_t), "after": (restart_t, end)}
+    out = {}
+    for name, (lo, hi) in bounds.items():
+        lat = sorted(30_000.0 if ms is None else ms for t, ms in trips if lo <= t < hi)
+        read = sum(1 for t, ms in trips if lo <= t < hi and ms is not None)
+        out[name] = Phase(rate=read / (hi - lo) if hi > lo else None,
+                          p50=percentile(lat, 0.5) if lat else None,
+                          p99=percentile(lat, 0.99) if lat else None, max=lat[-1] if lat else None)
     return out
 
 
@@ -689,6 +751,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.fault:
                 faults.extend(fault_row(kafka, tools, harness, topic(3), topic(3), args.fault_rate,
                                         args.fault_seconds))
+                faults.append(e2e_fault_row(kafka, harness, topic(3), args.fault_seconds))
                 print(fault_table(faults), flush=True)
             if args.sizes:
                 for size in SIZES:

@@ -159,3 +159,16 @@ def test_a_fault_row_splits_each_side_into_phases(tmp_path: Path) -> None:
     assert (phases["before"].rate, phases["during"].rate, phases["after"].rate) == (5000.0, 200.0, 5000.0)
     assert phases["during"].max == 4100.0 and phases["during"].avg == 900.0
     assert "during" in bench.fault_table([("tool", phases)])
+
+
+def test_end_to_end_round_trips_split_into_phases_by_send_time() -> None:
+    t0 = 1_700_000_000.0
+    # one round trip every 0.5 s for 6 s: 2 ms, except sent during the fault (2 s to 4 s):
+    # 1500 ms, and one not read at all (None: counted as the loop's 30 s)
+    trips = [(t0 + i / 2, 1500.0 if 4 <= i < 8 else 2.0) for i in range(12)]
+    trips[5] = (t0 + 2.5, None)
+    got = bench.trip_phases(trips, t0 + 2, t0 + 4)
+    assert got["before"].rate == 2.0 and got["before"].p99 == 2.0
+    assert got["during"].rate == 1.5 and got["during"].p50 == 1500.0 and got["during"].max == 30_000.0
+    assert got["after"].p50 == 2.0 and round(got["after"].rate or 0, 2) == round(4 / 1.5, 2)
+    assert all(p.rate is None for p in bench.trip_phases([], t0, t0 + 1).values())
