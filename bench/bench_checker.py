@@ -68,9 +68,10 @@ class PeakMemory:
             self._stop.wait(self.every_s)
 
 
-def _tree(root: int) -> dict[int, dict[str, str]]:
-    """/proc/<pid>/status fields of ``root`` and all its descendants (the Spark JVM, and
-    any Python workers it starts)."""
+def _trees(roots: list[int]) -> dict[int, dict[str, str]]:
+    """/proc/<pid>/status fields of the ``roots`` and all their descendants (the Spark JVM,
+    and any Python workers it starts), each process once (the shared server's supervisor
+    is this process's child when this process started it), from one pass over /proc."""
     parents: dict[int, int] = {}
     status: dict[int, dict[str, str]] = {}
     for entry in os.scandir("/proc"):
@@ -87,18 +88,16 @@ def _tree(root: int) -> dict[int, dict[str, str]]:
     out = {}
     for pid in status:
         p = pid
-        while p and p != root:
+        while p and p not in roots:
             p = parents.get(p, 0)
-        if p == root:
+        if p in roots:
             out[pid] = status[pid]
     return out
 
 
 def _trees_rss(roots: list[int]) -> int:
-    """Resident bytes of the ``roots`` and all their descendants, each process once (the
-    shared server's supervisor is this process's child when this process started it)."""
-    procs = {pid: f for root in roots for pid, f in _tree(root).items()}
-    return sum(int(f.get("VmRSS", "0 kB").split()[0]) * 1024 for f in procs.values())
+    """Resident bytes of the ``roots`` and all their descendants."""
+    return sum(int(f.get("VmRSS", "0 kB").split()[0]) * 1024 for f in _trees(roots).values())
 
 
 def _roots() -> list[int]:
@@ -120,7 +119,7 @@ def tree_cpu_s(*roots: int) -> float:
     their live descendants, each process once: on a shared machine this, unlike wall time,
     hardly depends on what else runs."""
     total = 0
-    for pid in {pid for root in (roots or (os.getpid(),)) for pid in _tree(root)}:
+    for pid in _trees(list(roots or (os.getpid(),))):
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
@@ -171,7 +170,7 @@ def bench(records: int, args: argparse.Namespace) -> list[Row]:
         size = sum(f.stat().st_size for f in run.rglob("*.jsonl"))
         print(f"  {records:,}: generated {expected.lines:,} lines, {size / 1e9:.1f} GB in {generate_s:.0f}s",
               flush=True)
-        rows = []
+        rows: list[Row] = []
         for _ in range(args.repeat):
             with PeakMemory() as memory:
                 cpu0, t0 = checker_cpu_s(), time.monotonic()

@@ -330,11 +330,13 @@ class Harness:
                        p999=percentile(latencies, 0.999))
 
     def round_trips(self, topic: str, size: int, acks: str, count: int | None = None,
-                    seconds: float | None = None) -> list[tuple[float, float | None]]:
+                    seconds: float | None = None,
+                    started: Callable[[], None] | None = None) -> list[tuple[float, float | None]]:
         """The end-to-end loop, ``count`` records or for ``seconds`` (bounded either way):
         per record its send time (wall clock) and its latency in ms, None when it was not
         read within 30 s (then, with ``count``, the loop ends; with ``seconds`` it goes
-        on: a fault may hold a record that long)."""
+        on: a fault may hold a record that long). ``started`` is called after the warm-up,
+        as the measured loop begins."""
         from confluent_kafka import Consumer, TopicPartition
 
         extra = {"enable.auto.commit": False, "auto.offset.reset": "latest"}
@@ -358,6 +360,8 @@ class Harness:
                 mid = producer.send_one(size, partition=0)
                 producer.producer.flush(10)
             read(mid, 30)
+            if started is not None:
+                started()
             end = None if seconds is None else time.monotonic() + seconds
             while (count is None or len(trips) < count) and (end is None or time.monotonic() < end):
                 sent, t0 = time.time(), time.perf_counter()
@@ -389,6 +393,27 @@ def _threads(fn: Callable[[int], Figures], n: int) -> list[Figures]:
 
 # -- a fault in the middle of a row ------------------------------------------------------
 
+def leader_fault(kafka: KafkaSystem, topic: str, seconds: float, times: dict[str, float],
+                 lead: float = 0.0) -> Callable[[], None]:
+    """The fault of a row of ``seconds``, called when the row starts (``lead`` seconds
+    after it, for a tool that is called late): a third of the way in, the broker leading
+    partition 0 of ``topic`` is killed -9; at two thirds it is started again. ``times``
+    gets when (``kill``, ``restart``)."""
+
+    def fault() -> None:
+        node = kafka.leader(topic, 0)
+        if node is None:
+            raise RuntimeError(f"{topic}-0 has no leader")
+        time.sleep(max(0.0, seconds / 3 - lead))
+        times["kill"] = time.time()
+        node.container.kill()
+        time.sleep(seconds / 3)
+        times["restart"] = time.time()
+        node.container.start()
+
+    return fault
+
+
 def fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic_h: str, topic_k: str, rate: int,
               seconds: float) -> list[tuple[str, dict[str, Phase]]]:
     """Each side in turn: acks=all at ``rate`` for ``seconds``; a third of the way in, the
@@ -398,18 +423,7 @@ def fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic_h: str, 
         times: dict[str, float] = {}
 
         # the tool's fault is called at its first 5-s line, about 5 s after it began sending
-        lead = 0.0 if side == "harness" else 5.0
-
-        def fault(topic: str = topic, times: dict[str, float] = times, lead: float = lead) -> None:
-            node = kafka.leader(topic, 0)
-            if node is None:
-                raise RuntimeError(f"{topic}-0 has no leader")
-            time.sleep(max(0.0, seconds / 3 - lead))
-            times["kill"] = time.time()
-            node.container.kill()
-            time.sleep(seconds / 3)
-            times["restart"] = time.time()
-            node.container.start()
+        fault = leader_fault(kafka, topic, seconds, times, lead=0.0 if side == "harness" else 5.0)
         if side == "harness":
             path = harness.tmp / f"fault-{uuid.uuid4().hex[:6]}.jsonl"
             killer = threading.Thread(target=fault)
@@ -435,24 +449,12 @@ def e2e_fault_row(kafka: KafkaSystem, harness: Harness, topic: str,
     only: EndToEndLatency prints a latency for one record in 1,000 and its percentiles
     for the whole run, nothing per phase."""
     times: dict[str, float] = {}
-
-    def fault() -> None:
-        node = kafka.leader(topic, 0)
-        if node is None:
-            raise RuntimeError(f"{topic}-0 has no leader")
-        time.sleep(seconds / 3)
-        times["kill"] = time.time()
-        node.container.kill()
-        time.sleep(seconds / 3)
-        times["restart"] = time.time()
-        node.container.start()
-
-    killer = threading.Thread(target=fault)
-    killer.start()
-    try:
-        trips = harness.round_trips(topic, 100, "all", seconds=seconds)
+    killer = threading.Thread(target=leader_fault(kafka, topic, seconds, times))
+    try:  # the fault's clock starts with the measured loop, after its warm-up
+        trips = harness.round_trips(topic, 100, "all", seconds=seconds, started=killer.start)
     finally:
-        killer.join()
+        if killer.is_alive():
+            killer.join()
     kafka.wait_ready()
     return "harness end-to-end", trip_phases(trips, times["kill"], times["restart"])
 

@@ -756,9 +756,10 @@ class _Job:
         run = placed_kernel.pair_kernel(str(resets) if resets.is_dir() else None)
         frame = self.spark.createDataFrame(tasks, placed_kernel.PAIR_SCHEMA)
         if self.inputs.local:  # as many tasks at once as the machine's memory holds
+            cores = os.cpu_count() or 1
             slots = placed_kernel.task_slots([placed_kernel.task_rows(t[3], t[4]) for t in tasks],
-                                             placed_kernel.memory_budget(), os.cpu_count() or 1)
-            if slots < min(len(tasks), os.cpu_count() or 1):
+                                             placed_kernel.memory_budget(), cores)
+            if slots < min(len(tasks), cores):
                 frame = frame.coalesce(1) if slots == 1 else frame.repartition(slots)
         return frame.mapInArrow(run, placed_kernel.OUT_SCHEMA)
 
