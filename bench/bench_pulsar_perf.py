@@ -2,6 +2,7 @@
 on the same cluster, row by row (issue 16: seed 002's table for Pulsar).
 
     python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3] [--sizes]
+                                      [--fault [--fault-rate 2000] [--fault-seconds 90]]
                                       [--html reports/bench-pulsar-perf.html]
 
 Rows (each on a fresh non-partitioned persistent topic, ``--records`` records):
@@ -15,8 +16,9 @@ batching on, as in the cases), writing its history to a temporary file; three pr
 three threads of this process. Tool side: ``pulsar-perf produce`` (``PulsarPerfTestTool``,
 pulsar-testclient 4.0.6's jar from Maven Central, which has no 4.0.7, on the broker
 image's classpath; compose/images/pulsar-perf/pom.xml) in a
-helper container of the broker image on the cluster's network, against broker-1's internal
-listener, with an unbounded rate (``-r 10000000``), ``-m`` records and ``-n`` producers;
+helper container of the broker image on the cluster's network, against the brokers' internal
+listeners (a multi-host service URL, as the harness's clients use), with an unbounded rate
+(``-r 10000000``), ``-m`` records and ``-n`` producers;
 other settings are pulsar-perf's defaults (batching on, 1 ms publish delay). ``--sizes``
 adds a size sweep (10 B to 100 KB, one producer; each step at most ``--sweep-mb`` MB).
 
@@ -25,6 +27,17 @@ Figures: records/s from the first send to the last acknowledgement (pulsar-perf'
 bytes per second of record values (pulsar-perf prints Mbit/s of 2^20 bits: divided by 8);
 pulsar-perf's publish latency p50/p99/p99.9 (ms, "Aggregated latency stats"); the harness
 measures its send-to-ack latency in the checker, not here.
+
+``--fault`` adds a row with a fault in the middle (the Kafka bench's ``--fault`` for Pulsar):
+each side in turn sends 100-byte records at ``--fault-rate`` records/s for ``--fault-seconds``
+to a fresh non-partitioned topic; a third of the way in, the broker that owns the topic is
+killed -9; at two thirds it is started again. Per phase (before, during, after): the harness's
+acknowledged records/s and send-to-ack p50/p99/max of the sends invoked in the phase (from its
+history); pulsar-perf's 10-s lines (``-r`` rate, ``-time`` seconds), each placed in the phase
+its middle falls in by Docker's time stamps: the mean of their msg/s and of their mean
+latencies, the largest of their p99s (a window's percentile cannot be merged with another's:
+the largest is a bound, not the phase's p99) and of their maxima. pulsar-perf's clock starts
+at its "Created N producers" line.
 
 Traffic stays between this process and the cluster's containers (loopback ports) and
 inside the cluster's network; every loop is bounded in records and time.
@@ -38,13 +51,31 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_seed002 import MB, SIZES, Figures, Row, _summed, _threads, page, ratio, table  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from bench_seed002 import (  # noqa: E402
+    MB,
+    PHASES,
+    SIZES,
+    Figures,
+    Phase,
+    Row,
+    _summed,
+    _threads,
+    docker_time,
+    fault_table,
+    harness_phases,
+    page,
+    ratio,
+    table,
+)
 from harness.backend.cluster import Cluster  # noqa: E402
 from harness.backend.docker import Engine  # noqa: E402
 from harness.backend.images import IMAGES_DIR, _maven_copy  # noqa: E402
@@ -56,7 +87,6 @@ from harness.systems.pulsar import PulsarSystem  # noqa: E402
 
 ROWS = ("p1", "p1-1k", "p3")
 TOOL_TIMEOUT_S = 600.0
-SERVICE_URL = "pulsar://broker-1:6650"  # the internal listener (compose/pulsar.yaml)
 PERF_DIR = IMAGES_DIR / "pulsar-perf"
 #: Maven Central has no pulsar-testclient 4.0.7 (compose/images/pulsar-perf/pom.xml): the nearest
 PERF_VERSION = "4.0.6"
@@ -65,6 +95,37 @@ _THROUGHPUT = re.compile(r"Aggregated throughput stats --- (\d+) records sent --
                          r"([\d.]+) Mbit/s")
 _LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean:\s*[\d.]+ ms - med:\s*([\d.]+) - "
                       r"95pct:\s*[\d.]+ - 99pct:\s*([\d.]+) - 99\.9pct:\s*([\d.]+)")
+
+
+_PERIODIC = re.compile(r"^(\S+) Throughput produced:\s*\d+ msg ---\s*([\d.]+) msg/s "
+                       r".*Latency: mean:\s*([\d.]+) ms - med:\s*([\d.]+) - 95pct:\s*[\d.]+ "
+                       r"- 99pct:\s*([\d.]+) .*- Max:\s*([\d.]+)\s*$")
+#: pulsar-perf prints a line every 10 s (PerformanceProducer's reporting loop)
+WINDOW_S = 10.0
+
+
+def perf_phases(logs: str, kill_t: float, restart_t: float) -> dict[str, Phase]:
+    """Per phase, from pulsar-perf's 10-s lines with Docker's time stamps (each line covers
+    the 10 s before it; a window is in the phase its middle falls in): the mean of the
+    windows' msg/s and mean latencies, the largest of their p99s and maxima (ms). A window in
+    which nothing was acknowledged counts in the rate (0) and not in the latency (it prints
+    zeros: nothing measured, not 0 ms)."""
+    windows: dict[str, list[tuple[float, float, float, float]]] = {p: [] for p in PHASES}
+    for line in logs.splitlines():
+        m = _PERIODIC.match(line.strip())
+        if not m or (at := docker_time(m.group(1))) is None:
+            continue
+        middle = at - WINDOW_S / 2
+        phase = "before" if middle < kill_t else "during" if middle < restart_t else "after"
+        windows[phase].append((float(m.group(2)), float(m.group(3)), float(m.group(5)), float(m.group(6))))
+    out = {}
+    for p, ws in windows.items():
+        lat = [w for w in ws if w[0] > 0]  # a window with no acknowledgement prints zeros: no latency
+        out[p] = Phase(rate=statistics.mean(w[0] for w in ws) if ws else None,
+                       avg=statistics.mean(w[1] for w in lat) if lat else None,
+                       p99=max(w[2] for w in lat) if lat else None,
+                       max=max(w[3] for w in lat) if lat else None)
+    return out
 
 
 def parse_pulsar_perf(text: str) -> Figures:
@@ -96,21 +157,34 @@ class PulsarPerf:
         _maven_copy(PERF_DIR / "pom.xml", self.jars, f"pulsar-testclient {version} jar",
                     [f"-Dperf.version={version}"])
 
-    def produce(self, topic: str, records: int, size: int, producers: int = 1) -> Figures:
+    @property
+    def service_url(self) -> str:
+        """Every broker's internal listener (compose/pulsar.yaml), as the harness's clients
+        get every broker's loopback port: a lookup does not depend on one broker."""
+        return "pulsar://" + ",".join(f"{n.name}:6650" for n in self.cluster.spec.nodes_of("pulsar-broker"))
+
+    def _run(self, args: list[str], what: str, started: Callable[[], None] | None = None) -> str:
+        """pulsar-perf produce with ``args`` in a helper container, to its end (bounded);
+        ``started`` called once its producers are created. Its log, time-stamped when
+        ``started`` is given."""
         cmd = ["java", "-Xmx1g", "-cp", "/opt/perf/jars/*:/opt/pulsar/libs/*",
                "-Dlog4j2.configurationFile=/opt/perf/conf/log4j2.properties",
                "org.apache.pulsar.testclient.PulsarPerfTestTool", "/opt/perf/conf/client.conf",
-               "produce", "-u", SERVICE_URL,
-               "-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
-               PulsarSystem.topic_name(topic)]
+               "produce", "-u", self.service_url, *args]
         mounts = {str(self.jars): "/opt/perf/jars", str(PERF_DIR): "/opt/perf/conf"}
         box = self.cluster.run_helper(f"bench-pulsar-perf-{uuid.uuid4().hex[:6]}", cmd, role="bench",
                                       mounts=mounts, working_dir="/tmp")
         try:
             deadline = time.monotonic() + TOOL_TIMEOUT_S
+            if started is not None:
+                while time.monotonic() < deadline and "Created " not in box.logs():
+                    if box.status in ("exited", "dead"):
+                        raise RuntimeError(f"pulsar-perf ended early: {box.logs()[-500:]}")
+                    time.sleep(0.2)
+                started()
             while time.monotonic() < deadline and box.status not in ("exited", "dead"):
                 time.sleep(0.5)
-            out = box.logs()
+            out = box.logs(timestamps=started is not None)
             if box.status not in ("exited", "dead"):
                 raise RuntimeError(f"pulsar-perf did not end in {TOOL_TIMEOUT_S:.0f}s: {out[-500:]}")
         finally:
@@ -118,11 +192,28 @@ class PulsarPerf:
                 box.remove()
             except Exception:  # noqa: BLE001 (gone already)
                 pass
-        self.outputs.append(f"== pulsar-perf produce -m {records} -s {size} -n {producers}\n{out}")
+        self.outputs.append(f"== pulsar-perf produce {what}\n{out}")
+        return out
+
+    def produce(self, topic: str, records: int, size: int, producers: int = 1) -> Figures:
+        out = self._run(["-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
+                         PulsarSystem.topic_name(topic)], f"-m {records} -s {size} -n {producers}")
         figures = parse_pulsar_perf(out)
         if producers > 1:
             figures.note = f"{producers} at once"
         return figures
+
+    def produce_with_fault(self, topic: str, rate: int, seconds: float, fault: Callable[[], None]) -> str:
+        """pulsar-perf at ``rate`` records/s of 100 B for ``seconds``, ``fault`` started in a
+        thread once its producer is created; its log, time-stamped."""
+        killer = threading.Thread(target=fault)
+        try:
+            return self._run(["-r", str(rate), "-time", str(int(seconds)), "-s", "100",
+                              PulsarSystem.topic_name(topic)], f"-r {rate} -time {int(seconds)} (fault)",
+                             started=killer.start)
+        finally:
+            if killer.is_alive():
+                killer.join()
 
 
 class Harness:
@@ -147,6 +238,53 @@ class Harness:
         return _summed(_threads(one, copies))
 
 
+def owner_fault(pulsar: PulsarSystem, topic: str, seconds: float,
+                times: dict[str, float]) -> Callable[[], None]:
+    """The fault of a row of ``seconds``, called when the row starts: a third of the way in,
+    the broker that owns ``topic`` is killed -9; at two thirds it is started again.
+    ``times`` gets when (``kill``, ``restart``)."""
+
+    def fault() -> None:
+        time.sleep(seconds / 3)
+        node = pulsar.owner(topic)  # owned by now: the producer's lookup assigned it
+        times["kill"] = time.time()
+        node.container.kill()
+        print(f"  killed -9 {node.name}, the owner of {topic}", flush=True)
+        time.sleep(seconds / 3)
+        times["restart"] = time.time()
+        node.container.start()
+
+    return fault
+
+
+def fault_row(pulsar: PulsarSystem, perf: PulsarPerf, harness: Harness, topic: Callable[[], str], rate: int,
+              seconds: float) -> list[tuple[str, dict[str, Phase]]]:
+    """Each side in turn, on a fresh topic: 100-byte records at ``rate`` for ``seconds``; a
+    third of the way in, the topic's owner is killed -9; at two thirds it is started again."""
+    out: list[tuple[str, dict[str, Phase]]] = []
+    for side in ("harness", "pulsar-perf"):
+        name = topic()
+        times: dict[str, float] = {}
+        fault = owner_fault(pulsar, name, seconds, times)
+        if side == "harness":
+            path = harness.tmp / f"fault-{uuid.uuid4().hex[:6]}.jsonl"
+            killer = threading.Thread(target=fault)
+            with HistoryWriter(path, "fault") as hist:
+                client = PulsarProducerClient(harness.service_url, name, hist, ClientSpec())
+                try:
+                    killer.start()
+                    client.run(duration_s=seconds, rate=rate, value_size=100)
+                finally:
+                    client.close()
+                    killer.join()
+            out.append((side, harness_phases(path, times["kill"], times["restart"])))
+        else:
+            logs = perf.produce_with_fault(name, rate, seconds, fault)
+            out.append((side, perf_phases(logs, times["kill"], times["restart"])))
+        pulsar.wait_ready()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=100_000)
@@ -154,9 +292,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
     ap.add_argument("--sweep-mb", type=int, default=50, help="at most this many MB per sweep step")
     ap.add_argument("--html", type=Path, default=Path("reports/bench-pulsar-perf.html"))
+    ap.add_argument("--fault", action="store_true",
+                    help="also the fault row: --fault-rate records/s for --fault-seconds, the topic's owner "
+                         "killed -9 at a third and started again at two thirds")
+    ap.add_argument("--fault-rate", type=int, default=2000)
+    ap.add_argument("--fault-seconds", type=float, default=90.0)
     args = ap.parse_args(argv)
     if args.records < 1000:
         ap.error("--records must be at least 1000")
+    if args.fault and not (30 <= args.fault_seconds <= 600 and 1 <= args.fault_rate <= 50_000):
+        ap.error("--fault-seconds must be 30 to 600 (three phases of 10-s windows), --fault-rate 1 to 50000")
     cluster = Cluster.named(Engine(), "pulsar")
     load_before = os.getloadavg()
     reused = cluster.up()
@@ -165,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     perf = PulsarPerf(cluster)
     rows: list[Row] = []
     sweep: list[Row] = []
+    faults: list[tuple[str, dict[str, Phase]]] = []
     n = args.records
 
     def topic() -> str:
@@ -189,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                     k = perf.produce(topic(), count, size)
                     sweep.append(Row(f"size {size}", f"{count} records of {size} B", h, k, size))
                     print(table([sweep[-1]]).splitlines()[1], flush=True)
+            if args.fault:
+                faults.extend(fault_row(pulsar, perf, harness, topic, args.fault_rate, args.fault_seconds))
+                print(fault_table(faults), flush=True)
     finally:
         if not reused:
             cluster.down()
@@ -201,10 +350,16 @@ def main(argv: list[str] | None = None) -> int:
     measured = [x for r in rows if (x := ratio(r.harness.rate, r.tool.rate)) is not None]
     if measured:
         print(f"harness/pulsar-perf records/s: median {statistics.median(measured):.2f}")
+    fault_what = (f"{args.fault_rate} records/s of 100 B for {args.fault_seconds:.0f} s, one producer, a "
+                  "non-partitioned topic; the broker owning it killed -9 at a third, started again at two "
+                  "thirds")
+    if faults:
+        print(f"fault row: {fault_what}")
+        print(fault_table(faults))
     args.html.parent.mkdir(parents=True, exist_ok=True)
     args.html.with_suffix(".log").write_text("\n".join(perf.outputs))
     args.html.write_text(page(rows, sweep, header, title="The Pulsar producer beside pulsar-perf",
-                              tool="pulsar-perf"))
+                              tool="pulsar-perf", faults=faults, fault_what=fault_what))
     print(f"page: {args.html} (pulsar-perf's output: {args.html.with_suffix('.log')})")
     return 0
 

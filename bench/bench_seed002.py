@@ -642,7 +642,9 @@ def _svg_chart(title: str, sweep: Sequence[Row], value: Callable[[Figures], floa
 
 def page(rows: Sequence[Row], sweep: Sequence[Row], header: str,
          title: str = "Seed 002's benchmark on this machine", tool: str = "Kafka tool",
-         faults: Sequence[tuple[str, dict[str, Phase]]] = ()) -> str:
+         faults: Sequence[tuple[str, dict[str, Phase]]] = (),
+         fault_what: str = "acks=all, RF 3; the leader of partition 0 killed -9 at a third of the row, "
+                           "started again at two thirds") -> str:
     """The self-contained HTML page: the table, and the size sweep's two charts."""
     def cells(f: Figures) -> str:
         return "".join(f"<td>{_fmt(v, d)}</td>" for v, d in ((f.rate, 0), (f.mbps, 1), (f.p50, 1), (f.p99, 1),
@@ -655,8 +657,7 @@ def page(rows: Sequence[Row], sweep: Sequence[Row], header: str,
                     f"{cells(r.tool)}<td>{_fmt(ratio(r.harness.rate, r.tool.rate), 2)}</td></tr>")
     body.append("</table>")
     if faults:
-        body.append("<h2>A fault in the middle of a row</h2><p>acks=all, RF 3; the leader of partition 0 "
-                    "killed -9 at a third of the row, started again at two thirds</p><table><tr>"
+        body.append(f"<h2>A fault in the middle of a row</h2><p>{html.escape(fault_what)}</p><table><tr>"
                     "<th>side</th><th>phase</th><th>rec/s</th><th>p50 ms</th><th>p99 ms</th><th>avg ms</th>"
                     "<th>max ms</th></tr>")
         for side, phases in faults:

@@ -263,7 +263,10 @@ def test_a_batch_of_sends_is_one_invokes_line_written_before_the_sends(tmp_path)
     with HistoryWriter(path, "p0") as hist:
         client = KafkaProducerClient(producer_config("127.0.0.1:1"), "t", hist)
         mids = client.send_batch(["k0", None, "k1"], value_size=20, partition=2)
-        assert mids == ["p0-1", "p0-2", "p0-3"] and len(client.producer) == 3
+        # all three were handed to librdkafka; its queue may also hold an event of its own
+        # (the refused connection's error, a log line): at least three, not exactly three
+        assert mids == ["p0-1", "p0-2", "p0-3"] and client.stats.sent == 3
+        assert len(client.producer) >= 3
         assert client.send_batch([None, None]) == ["p0-4", "p0-5"]
         hist.flush()
         lines = list(read_events(path, expand=False))
