@@ -375,6 +375,68 @@ class Harness:
         consumer.close()
         return trips
 
+    def open_loop(self, topic: str, rate: int, seconds: float,
+                  started: Callable[[], None] | None = None) -> list[tuple[float, float | None]]:
+        """Seed 002's producer and consumer together, open loop: one producer paced at
+        ``rate`` records/s of 100 B (acks=all) for ``seconds`` to every partition, and one
+        consumer of every partition (from their ends) in this thread. Per send: its invoke
+        time (wall clock, from the history) and its end-to-end latency in ms (the poll that
+        returned it minus the invoke, one clock), or None when it was not read before the
+        consumer gave up (30 s after the producer ended with nothing new); acknowledged
+        sends only. Unlike the closed
+        loop, a stall does not stop the sends: a fault's cost shows on every record sent
+        during it (no coordinated omission). ``started`` is called as the producer starts."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        from harness.clients.kafka import take
+        from harness.history import read_events
+
+        extra = {"enable.auto.commit": False}
+        consumer = Consumer(consumer_config(self.bootstrap, f"bench-{uuid.uuid4().hex[:6]}", extra=extra))
+        consumer.assign([TopicPartition(topic, p, -1) for p in range(PARTITIONS)])  # their ends
+        consumer.consume(1, 2.0)  # the first fetch: the ends are resolved before the producer starts
+        read: dict[bytes, float] = {}
+        path = self.tmp / f"ol-{uuid.uuid4().hex[:6]}.jsonl"
+        with HistoryWriter(path, "ol") as hist:
+            producer = KafkaProducerClient({**producer_config(self.bootstrap), "acks": "all"}, topic, hist)
+            sender = threading.Thread(target=producer.run, kwargs={"duration_s": seconds, "rate": rate,
+                                                                  "value_size": 100})
+            if started is not None:
+                started()
+            sender.start()
+            idle_until = None
+            try:
+                while True:
+                    now = time.monotonic()
+                    if not sender.is_alive():
+                        idle_until = idle_until or now + 30.0
+                        if now >= idle_until or len(read) >= producer.stats.ok:
+                            break
+                    for msg in take(consumer, 500, 0.2):
+                        value = msg.value()
+                        if msg.error() is None and value:
+                            got = time.time()
+                            mid = bytes(value).split(b"|", 1)[0]
+                            if mid not in read:
+                                read[mid] = got
+                                if idle_until is not None:
+                                    idle_until = time.monotonic() + 30.0
+            finally:
+                sender.join(seconds + 240)
+                producer.close()
+                consumer.close()
+        invoked: dict[str, float] = {}
+        acked: set[str] = set()
+        for e in read_events(path):
+            if e["type"] == "invoke" and e.get("mid") is not None:
+                invoked[str(e["mid"])] = float(e["t"])
+            elif e["type"] == "ok" and e.get("mid") is not None:
+                acked.add(str(e["mid"]))
+        # a send never acknowledged was not promised to anyone: not a record to wait for
+        trips = [(t, None if (at := read.get(mid.encode())) is None else (at - t) * 1000)
+                 for mid, t in invoked.items() if mid in acked]
+        return sorted(trips)
+
 
 def _threads(fn: Callable[[int], Figures], n: int) -> list[Figures]:
     if n == 1:
@@ -459,11 +521,27 @@ def e2e_fault_row(kafka: KafkaSystem, harness: Harness, topic: str,
     return "harness end-to-end", trip_phases(trips, times["kill"], times["restart"])
 
 
+def open_loop_fault_row(kafka: KafkaSystem, harness: Harness, topic: str, rate: int,
+                        seconds: float) -> tuple[str, dict[str, Phase]]:
+    """The producer and a consumer together, open loop (``Harness.open_loop``) at ``rate``
+    for ``seconds``; a third of the way in, the broker leading partition 0 is killed -9; at
+    two thirds it is started again. Harness side only, as the closed loop."""
+    times: dict[str, float] = {}
+    killer = threading.Thread(target=leader_fault(kafka, topic, seconds, times))
+    try:
+        trips = harness.open_loop(topic, rate, seconds, started=killer.start)
+    finally:
+        if killer.is_alive():
+            killer.join()
+    kafka.wait_ready()
+    return "harness prod+cons", trip_phases(trips, times["kill"], times["restart"])
+
+
 def trip_phases(trips: Sequence[tuple[float, float | None]], kill_t: float,
                 restart_t: float) -> dict[str, Phase]:
     """Per phase (by send time): records read per second of the phase, and the
-    end-to-end latency p50/p99/max in ms of those read (a record not read within the
-    loop's 30 s counts as its 30 s: the latency is at least that)."""
+    end-to-end latency p50/p99/max in ms of those read (a record never read counts as
+    30 s, the loops' bound: the latency is at least that)."""
     if not trips:
         return {p: Phase() for p in PHASES}
     start, end = trips[0][0], trips[-1][0] + 1e-6
@@ -755,6 +833,8 @@ def main(argv: list[str] | None = None) -> int:
                 faults.extend(fault_row(kafka, tools, harness, topic(3), topic(3), args.fault_rate,
                                         args.fault_seconds))
                 faults.append(e2e_fault_row(kafka, harness, topic(3), args.fault_seconds))
+                faults.append(open_loop_fault_row(kafka, harness, topic(3), args.fault_rate,
+                                                  args.fault_seconds))
                 print(fault_table(faults), flush=True)
             if args.sizes:
                 for size in SIZES:

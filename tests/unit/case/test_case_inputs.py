@@ -89,12 +89,12 @@ def _cpu_seconds(text: str, runs: int = 3) -> float:
     gc.disable()
     try:
         for _ in range(runs):
-            start = time.process_time()
+            start = time.thread_time()
             try:
                 load_case_text(text)
             except CaseError:
                 pass
-            best = min(best, time.process_time() - start)
+            best = min(best, time.thread_time() - start)
     finally:
         gc.enable()
     return best
@@ -120,10 +120,11 @@ def test_a_syntax_error_at_the_end_of_a_file_under_the_limit(unit: str) -> None:
     # an error this far into a file is worded by libyaml.
     body = unit * ((MAX_CASE_BYTES - 200) // len(unit))
     text = HEAD + "steps:\n" + body + "  - kill9: a: b\n"
-    start = time.process_time()
     with pytest.raises(CaseError) as info:
         load_case_text(text)
-    assert time.process_time() - start < 3.0
+    # timed as the other bound is (collector off, least of 3): a full collection of the long
+    # session's heap is not this parse's cost
+    assert _cpu_seconds(text) < 3.0
     assert info.value.line == text.count("\n")
     assert info.value.reason.startswith("invalid YAML: ")
     # Early in a file, the error reads as the documentation shows it, whichever the parser.
