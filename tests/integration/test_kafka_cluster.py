@@ -93,8 +93,8 @@ def test_paused_follower_leaves_and_rejoins_isr(kafka: KafkaSystem, nemesis: Nem
     topic = _topic(kafka)
     follower = kafka.followers(topic)[0]
     fid = kafka.broker_id(follower)
+    t0 = time.monotonic()  # before the pause: Kafka's lag clock starts at the last fetch before it
     nemesis.pause(follower)
-    t0 = time.monotonic()
     with HistoryWriter(tmp_path / "p0.jsonl", "p0") as hist:
         producer = KafkaProducerClient(producer_config(kafka.spec.bootstrap), topic, hist)
         # keep appending so the follower falls behind; bounded in count and time

@@ -51,11 +51,12 @@ def test_killing_the_harness_keeps_history_and_leaves_nothing_behind(tmp_path: P
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         found = list(tmp_path.glob("*/history/load.jsonl"))
-        if found and sum(1 for _ in read_events(found[0])) > 1000:
+        # enough of both on disk (acks lag the sends on a loaded machine: count them)
+        if found and sum(1 for e in read_events(found[0]) if e["type"] == "ok") > 450:
             history = found[0]
             break
         time.sleep(1)
-    assert history is not None, "the run never produced 1000 history events"
+    assert history is not None, "the run never recorded 450 acknowledgements"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
     owner_label = {LABEL_OWNER: f"pid:{os.uname().nodename}:{proc.pid}"}
@@ -64,7 +65,7 @@ def test_killing_the_harness_keeps_history_and_leaves_nothing_behind(tmp_path: P
     events = list(read_events(history))  # a torn last line is skipped, never an error
     invoked = [e for e in events if e["type"] == "invoke"]
     acked = [e for e in events if e["type"] == "ok"]
-    assert len(invoked) > 450 and len(acked) > 400  # >1000 events were on disk before the kill
+    assert len(invoked) > 450 and len(acked) > 400  # >450 acks were on disk before the kill
     assert [e["mid"] for e in invoked] == [f"load-{i}" for i in range(1, len(invoked) + 1)]
 
     # the next run removes the dead run's containers before it starts
