@@ -1,7 +1,7 @@
 """The harness's instrumented Pulsar producer beside Pulsar's own ``pulsar-perf produce``,
 on the same cluster, row by row (issue 16: seed 002's table for Pulsar).
 
-    python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3] [--sizes]
+    python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3] [--reps 1] [--sizes]
                                       [--fault [--fault-rate 2000] [--fault-seconds 90]]
                                       [--html reports/bench-pulsar-perf.html]
 
@@ -21,6 +21,9 @@ listeners (a multi-host service URL, as the harness's clients use), with an unbo
 (``-r 10000000``), ``-m`` records and ``-n`` producers;
 other settings are pulsar-perf's defaults (batching on, 1 ms publish delay). ``--sizes``
 adds a size sweep (10 B to 100 KB, one producer; each step at most ``--sweep-mb`` MB).
+
+``--reps N`` runs each row (not the sweep, not the fault row) N times, each on a fresh topic,
+and prints the medians with the spread of records/s (as bench_seed002.py's ``--reps``).
 
 Figures: records/s from the first send to the last acknowledgement (pulsar-perf's
 "Aggregated throughput stats", whose elapsed time starts with its producers); MB/s as 2^20
@@ -72,6 +75,7 @@ from bench_seed002 import (  # noqa: E402
     docker_time,
     fault_table,
     harness_phases,
+    median_of,
     page,
     ratio,
     table,
@@ -290,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--rows", nargs="*", default=list(ROWS), choices=ROWS)
     ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
+    ap.add_argument("--reps", type=int, default=1, help="run each row this many times; medians")
     ap.add_argument("--sweep-mb", type=int, default=50, help="at most this many MB per sweep step")
     ap.add_argument("--html", type=Path, default=Path("reports/bench-pulsar-perf.html"))
     ap.add_argument("--fault", action="store_true",
@@ -300,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.records < 1000:
         ap.error("--records must be at least 1000")
+    if args.reps < 1:
+        ap.error("--reps must be at least 1")
     if args.fault and not (30 <= args.fault_seconds <= 600 and 1 <= args.fault_rate <= 50_000):
         ap.error("--fault-seconds must be 30 to 600 (three phases of 10-s windows), --fault-rate 1 to 50000")
     cluster = Cluster.named(Engine(), "pulsar")
@@ -324,8 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             print(table([]).replace("kafka", "tool "), flush=True)
             for name, size, copies in (("p1", 100, 1), ("p1-1k", 1000, 1), ("p3", 100, 3)):
                 if name in args.rows:
-                    h = harness.produce(topic(), n, size, copies)
-                    k = perf.produce(topic(), n, size, copies)
+                    h = median_of([harness.produce(topic(), n, size, copies) for _ in range(args.reps)])
+                    k = median_of([perf.produce(topic(), n, size, copies) for _ in range(args.reps)])
                     rows.append(Row(name, f"{copies} producer(s), {size} B", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
             if args.sizes:
@@ -343,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             cluster.down()
     load_after = os.getloadavg()
     header = (f"pulsar ({cluster.version}), pulsar-perf {perf.version}, {n} records a row, "
+              f"{args.reps} run(s) a row (medians), "
               f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before, {load_after[0]:.2f} "
               f"after; {time.strftime('%Y-%m-%d %H:%M')}")
     print(header)

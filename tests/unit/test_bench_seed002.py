@@ -124,6 +124,10 @@ def test_repeated_rows_report_medians_and_the_spread() -> None:
     assert bench.median_of(runs[:1]) is runs[0]
     unmeasured = bench.median_of([bench.Figures(note="did not end"), bench.Figures(note="did not end")])
     assert unmeasured.rate is None and unmeasured.note == "no run of 2 measured; did not end"
+    # an end-to-end row measures latency, not a rate: the median of the runs that measured it
+    e2e = bench.median_of([bench.Figures(10, p50=1.0, p99=8.0), bench.Figures(10, p50=3.0, p99=9.0),
+                           bench.Figures(note="only 3 of 10 read in time")])
+    assert (e2e.p50, e2e.p99) == (2.0, 8.5) and e2e.note == "median of 2 runs; only 3 of 10 read in time"
 
 
 def test_a_fault_row_splits_each_side_into_phases(tmp_path: Path) -> None:
