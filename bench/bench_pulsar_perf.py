@@ -1,7 +1,8 @@
 """The harness's instrumented Pulsar producer beside Pulsar's own ``pulsar-perf produce``,
 on the same cluster, row by row (issue 16: seed 002's table for Pulsar).
 
-    python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3] [--reps 1] [--sizes]
+    python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3 p1-java]
+                                      [--reps 1] [--sizes]
                                       [--fault [--fault-rate 2000] [--fault-seconds 90]]
                                       [--html reports/bench-pulsar-perf.html]
 
@@ -10,6 +11,8 @@ Rows (each on a fresh non-partitioned persistent topic, ``--records`` records):
   p1      one producer, 100-byte records
   p1-1k   one producer, 1 KB records (pulsar-perf's default size)
   p3      three producers on one topic at once (their records/s summed)
+  p1-java one producer, 100-byte records, the harness's Java driver (the cases'
+          ``client: {driver: java}``) at an unbounded rate
 
 Harness side: ``PulsarProducerClient`` of harness/clients/pulsar.py (the Python client,
 batching on, as in the cases), writing its history to a temporary file; three producers are
@@ -25,11 +28,12 @@ adds a size sweep (10 B to 100 KB, one producer; each step at most ``--sweep-mb`
 ``--reps N`` runs each row (not the sweep, not the fault row) N times, each on a fresh topic,
 and prints the medians with the spread of records/s (as bench_seed002.py's ``--reps``).
 
-Figures: records/s from the first send to the last acknowledgement (pulsar-perf's
-"Aggregated throughput stats", whose elapsed time starts with its producers); MB/s as 2^20
-bytes per second of record values (pulsar-perf prints Mbit/s of 2^20 bits: divided by 8);
-pulsar-perf's publish latency p50/p99/p99.9 (ms, "Aggregated latency stats"); the harness
-measures its send-to-ack latency in the checker, not here.
+Figures: records/s from the first send to the last acknowledgement, on both sides (for
+pulsar-perf, from the time stamps of its log lines; not its closing summary, which is wrong
+for runs shorter than 10 s: parse_pulsar_perf_run); MB/s as 2^20 bytes per second of
+record values (pulsar-perf prints Mbit/s of 2^20 bits: divided by 8); pulsar-perf's publish
+latency p50/p99/p99.9 (ms, "Aggregated latency stats"); the harness measures its send-to-ack
+latency in the checker, not here.
 
 ``--fault`` adds a row with a fault in the middle (the Kafka bench's ``--fault`` for Pulsar):
 each side in turn sends 100-byte records at ``--fault-rate`` records/s for ``--fault-seconds``
@@ -89,19 +93,17 @@ from harness.errors import HarnessError  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
 from harness.systems.pulsar import PulsarSystem  # noqa: E402
 
-ROWS = ("p1", "p1-1k", "p3")
+ROWS = ("p1", "p1-1k", "p3", "p1-java")
 TOOL_TIMEOUT_S = 600.0
 PERF_DIR = IMAGES_DIR / "pulsar-perf"
 #: Maven Central has no pulsar-testclient 4.0.7 (compose/images/pulsar-perf/pom.xml): the nearest
 PERF_VERSION = "4.0.6"
 
-_THROUGHPUT = re.compile(r"Aggregated throughput stats --- (\d+) records sent --- ([\d.]+) msg/s --- "
-                         r"([\d.]+) Mbit/s")
 _LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean:\s*[\d.]+ ms - med:\s*([\d.]+) - "
                       r"95pct:\s*[\d.]+ - 99pct:\s*([\d.]+) - 99\.9pct:\s*([\d.]+)")
 
 
-_PERIODIC = re.compile(r"^(\S+) Throughput produced:\s*\d+ msg ---\s*([\d.]+) msg/s "
+_PERIODIC = re.compile(r"^(\S+) Throughput produced:\s*(\d+) msg ---\s*([\d.]+) msg/s ---\s*([\d.]+) Mbit/s "
                        r".*Latency: mean:\s*([\d.]+) ms - med:\s*([\d.]+) - 95pct:\s*[\d.]+ "
                        r"- 99pct:\s*([\d.]+) .*- Max:\s*([\d.]+)\s*$")
 #: pulsar-perf prints a line every 10 s (PerformanceProducer's reporting loop)
@@ -121,7 +123,7 @@ def perf_phases(logs: str, kill_t: float, restart_t: float) -> dict[str, Phase]:
             continue
         middle = at - WINDOW_S / 2
         phase = "before" if middle < kill_t else "during" if middle < restart_t else "after"
-        windows[phase].append((float(m.group(2)), float(m.group(3)), float(m.group(5)), float(m.group(6))))
+        windows[phase].append((float(m.group(3)), float(m.group(5)), float(m.group(7)), float(m.group(8))))
     out = {}
     for p, ws in windows.items():
         lat = [w for w in ws if w[0] > 0]  # a window with no acknowledgement prints zeros: no latency
@@ -132,18 +134,34 @@ def perf_phases(logs: str, kill_t: float, restart_t: float) -> dict[str, Phase]:
     return out
 
 
-def parse_pulsar_perf(text: str) -> Figures:
-    """pulsar-perf produce's two closing lines: records, msg/s, Mbit/s (of 2^20 bits) and
-    the publish latency percentiles (ms; None when it recorded none). Its count of records
-    sent can pass ``-m``: sends in flight when it reaches the number are counted too."""
-    tp = _THROUGHPUT.findall(text)
-    if not tp:
-        raise ValueError(f"no pulsar-perf throughput summary in: {text[-300:]!r}")
-    n, rate, mbit = tp[-1]
+def parse_pulsar_perf_run(text: str, records: int, size: int) -> Figures:
+    """A counted pulsar-perf run's figures (``-m records``, its log time-stamped by Docker):
+    records/s from its "Created N producers" line to its DONE line, which it prints when
+    ``records`` sends have been acknowledged (it counts a send at its acknowledgement), so
+    from its first send to its ``records``-th acknowledgement, as the harness's side is
+    timed; MB/s from that and ``size``; the latency from its "Aggregated latency stats"
+    (every acknowledgement after its 1 s warm-up).
+
+    Not its "Aggregated throughput stats": it keeps sending while acknowledgements are in
+    flight (146,435 to 202,440 records acknowledged for ``-m 100000``, measured), and its
+    elapsed time runs to the next wake-up of its 10-s reporting loop, so a run shorter than
+    10 s was divided by 10 s (every 100,000-record row measured 10.0 s: the figures of
+    sessions 14 to 19 before this parser). PerformanceProducer's source has both."""
+    created = done = None
+    for line in text.splitlines():
+        stamp, _, rest = line.strip().partition(" ")
+        if created is None and rest.startswith("Created ") and rest.endswith(" producers"):
+            created = docker_time(stamp)
+        elif done is None and "DONE (reached the maximum number" in rest:
+            done = docker_time(stamp)
+    if created is None or done is None or done <= created:
+        raise ValueError(f"pulsar-perf's output has no 'Created N producers' and DONE lines to time its run: "
+                         f"{text[-300:]!r}")
+    took = done - created
     lat = [tuple(float(v) for v in found) for found in _LATENCY.findall(text)]
     # all zero: nothing recorded (pulsar-perf records latencies after its 1 s warm-up only)
     p50, p99, p999 = lat[-1] if lat and any(lat[-1]) else (None, None, None)
-    return Figures(int(n), float(rate), float(mbit) / 8, p50, p99, p999)
+    return Figures(records, records / took, records * size / MB / took, p50, p99, p999)
 
 
 class PulsarPerf:
@@ -169,8 +187,7 @@ class PulsarPerf:
 
     def _run(self, args: list[str], what: str, started: Callable[[], None] | None = None) -> str:
         """pulsar-perf produce with ``args`` in a helper container, to its end (bounded);
-        ``started`` called once its producers are created. Its log, time-stamped when
-        ``started`` is given."""
+        ``started`` called once its producers are created. Its log, time-stamped."""
         cmd = ["java", "-Xmx1g", "-cp", "/opt/perf/jars/*:/opt/pulsar/libs/*",
                "-Dlog4j2.configurationFile=/opt/perf/conf/log4j2.properties",
                "org.apache.pulsar.testclient.PulsarPerfTestTool", "/opt/perf/conf/client.conf",
@@ -188,7 +205,7 @@ class PulsarPerf:
                 started()
             while time.monotonic() < deadline and box.status not in ("exited", "dead"):
                 time.sleep(0.5)
-            out = box.logs(timestamps=started is not None)
+            out = box.logs(timestamps=True)
             if box.status not in ("exited", "dead"):
                 raise RuntimeError(f"pulsar-perf did not end in {TOOL_TIMEOUT_S:.0f}s: {out[-500:]}")
         finally:
@@ -200,9 +217,12 @@ class PulsarPerf:
         return out
 
     def produce(self, topic: str, records: int, size: int, producers: int = 1) -> Figures:
+        """``records`` at an unbounded rate, timed from its log (parse_pulsar_perf_run). A
+        count, not a duration, bounds what the bookies store: 30 s unbounded at 1 KB wrote
+        about 4 GB a bookie here and filled the disk."""
         out = self._run(["-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
                          PulsarSystem.topic_name(topic)], f"-m {records} -s {size} -n {producers}")
-        figures = parse_pulsar_perf(out)
+        figures = parse_pulsar_perf_run(out, records, size)
         if producers > 1:
             figures.note = f"{producers} at once"
         return figures
@@ -240,6 +260,30 @@ class Harness:
                 return Figures(st.ok, note=f"only {st.ok} of {records} acknowledged")
             return Figures(records, records / st.seconds, records * size / MB / st.seconds)
         return _summed(_threads(one, copies))
+
+    def produce_java(self, cluster: Cluster, topic: str, records: int, size: int) -> Figures:
+        """The harness's Java producer (harness/clients/java/PulsarProducer.java, the one
+        the cases' ``client: {driver: java}`` runs, history written per send), ``records``
+        at an unbounded rate; records/s from its first send to its last acknowledgement,
+        read from its history (its JVM's start and javac are not counted)."""
+        from harness.clients.pulsar import PulsarJavaProducer
+        from harness.history import read_events
+
+        run_dir = self.tmp / f"java-{uuid.uuid4().hex[:6]}"
+        program = PulsarJavaProducer(cluster, run_dir, topic, "pj", ClientSpec())
+        program.run(count=records, value_size=size, max_s=TOOL_TIMEOUT_S)
+        first = last = None
+        ok = 0
+        for e in read_events(program.history):
+            if e["type"] == "invoke" and first is None:
+                first = float(e["t"])
+            elif e["type"] == "ok":
+                ok += 1
+                last = float(e["t"]) if last is None else max(last, float(e["t"]))
+        if first is None or last is None or last <= first:
+            return Figures(ok, note="nothing acknowledged")
+        took = last - first
+        return Figures(ok, ok / took, ok * size / MB / took, note="Java driver")
 
 
 def owner_fault(pulsar: PulsarSystem, topic: str, seconds: float,
@@ -335,6 +379,11 @@ def main(argv: list[str] | None = None) -> int:
                     k = median_of([perf.produce(topic(), n, size, copies) for _ in range(args.reps)])
                     rows.append(Row(name, f"{copies} producer(s), {size} B", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
+            if "p1-java" in args.rows:
+                h = median_of([harness.produce_java(cluster, topic(), n, 100) for _ in range(args.reps)])
+                k = median_of([perf.produce(topic(), n, 100) for _ in range(args.reps)])
+                rows.append(Row("p1-java", "1 producer, 100 B, the harness's Java driver", h, k, 100))
+                print(table([rows[-1]]).splitlines()[1], flush=True)
             if args.sizes:
                 for size in SIZES:
                     count = max(1000, min(n, args.sweep_mb * 1_000_000 // size))

@@ -1,4 +1,4 @@
-"""bench/bench_pulsar_perf.py: reading pulsar-perf's closing lines (SHORT as pulsar-testclient
+"""bench/bench_pulsar_perf.py: reading pulsar-perf's output (SHORT's lines as pulsar-testclient
 4.0.6 printed them on this machine, its trailing space included)."""
 
 from __future__ import annotations
@@ -25,22 +25,6 @@ LONG = """Aggregated throughput stats --- 100452 records sent --- 11574.120 msg/
 Aggregated latency stats --- Latency: mean: 150.210 ms - med: 141.900 - 95pct: 180.100 - 99pct: 193.800 \
 - 99.9pct: 220.500 - 99.99pct: 230.000 - 99.999pct: 231.000 - Max: 231.500
 """
-
-
-def test_the_closing_lines_give_records_rate_mb_and_latency() -> None:
-    got = bench.parse_pulsar_perf(LONG)
-    assert (got.records, got.rate, got.p50, got.p99, got.p999) == (100452, 11574.12, 141.9, 193.8, 220.5)
-    assert got.mbps == pytest.approx(88.303 / 8)
-
-
-def test_no_latency_recorded_is_none_not_zero() -> None:
-    got = bench.parse_pulsar_perf(SHORT)
-    assert (got.records, got.rate) == (6643, 663.978) and got.p50 is None and got.p99 is None
-
-
-def test_no_summary_is_an_error() -> None:
-    with pytest.raises(ValueError, match="no pulsar-perf throughput summary"):
-        bench.parse_pulsar_perf("Exception in thread main")
 
 
 # pulsar-perf's 10-s lines, time-stamped by Docker, as 4.0.6 printed them on this machine
@@ -86,3 +70,38 @@ def test_the_ten_second_lines_fall_in_the_phase_of_their_middle() -> None:
     assert during.rate == 0.0 and during.p99 is None and during.max is None and during.avg is None
     # no 10-s line at all (a row shorter than one window): empty phases, not an error
     assert bench.perf_phases("Created 1 producers\n", t, t + 1)["during"].rate is None
+
+
+# a counted run as 4.0.6 printed it here (-m 100000 -s 100), time-stamped by Docker; its
+# summary says 146,435 records in 10.0 s, but the 100,000th acknowledgement came 4.5 s after
+# its producer was created
+COUNTED = """2026-11-25T20:15:00.100000000Z Started performance test thread 0
+2026-11-25T20:15:00.500000000Z Created 1 producers
+2026-11-25T20:15:05.000000000Z ------------- DONE (reached the maximum number: [100000] of production) \
+--------------
+2026-11-25T20:15:10.600000000Z Aggregated throughput stats --- 146435 records sent --- 14632.468 msg/s --- \
+11.164 Mbit/s\x20
+2026-11-25T20:15:10.610000000Z Aggregated latency stats --- Latency: mean:  94.800 ms - med:  95.656 - \
+95pct: 112.190 - 99pct: 112.562 - 99.9pct: 112.749 - 99.99pct: 112.754 - 99.999pct: 113.360 - Max: 113.360
+"""
+
+
+def test_a_counted_run_is_timed_from_its_producers_to_its_last_acknowledgement() -> None:
+    got = bench.parse_pulsar_perf_run(COUNTED, 100_000, 100)
+    assert got.records == 100_000 and got.rate == pytest.approx(100_000 / 4.5)
+    assert got.mbps == pytest.approx(100_000 * 100 / 2**20 / 4.5)
+    assert (got.p50, got.p99, got.p999) == (95.656, 112.562, 112.749)
+
+
+def test_no_latency_recorded_is_none_not_zero() -> None:
+    head = "\n".join(COUNTED.splitlines()[:4])  # all but its latency line
+    got = bench.parse_pulsar_perf_run(f"{head}\n2026-11-25T20:15:10Z {SHORT.splitlines()[3]}\n", 100_000, 100)
+    assert got.p50 is None and got.p99 is None and got.rate == pytest.approx(100_000 / 4.5)
+
+
+def test_a_run_without_its_start_and_done_lines_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no 'Created N producers' and DONE lines"):
+        bench.parse_pulsar_perf_run("2026-11-25T19:44:05Z Exception in thread main\n", 100, 100)
+    unstamped = "Created 1 producers\n------------- DONE (reached the maximum number: [5000] of production)\n"
+    with pytest.raises(ValueError, match="to time its run"):
+        bench.parse_pulsar_perf_run(unstamped, 5000, 100)
