@@ -80,6 +80,7 @@ from bench_seed002 import (  # noqa: E402
     fault_table,
     harness_phases,
     median_of,
+    paced_with_fault,
     page,
     ratio,
     table,
@@ -315,20 +316,14 @@ def fault_row(pulsar: PulsarSystem, perf: PulsarPerf, harness: Harness, topic: C
         times: dict[str, float] = {}
         fault = owner_fault(pulsar, name, seconds, times)
         if side == "harness":
-            path = harness.tmp / f"fault-{uuid.uuid4().hex[:6]}.jsonl"
-            killer = threading.Thread(target=fault)
-            with HistoryWriter(path, "fault") as hist:
-                client = PulsarProducerClient(harness.service_url, name, hist, ClientSpec())
-                try:
-                    killer.start()
-                    client.run(duration_s=seconds, rate=rate, value_size=100)
-                finally:
-                    client.close()
-                    killer.join()
-            out.append((side, harness_phases(path, times["kill"], times["restart"])))
+            def client(hist: HistoryWriter, topic: str = name) -> PulsarProducerClient:
+                return PulsarProducerClient(harness.service_url, topic, hist, ClientSpec())
+            phases = harness_phases(paced_with_fault(harness.tmp, client, fault, rate, seconds),
+                                    times["kill"], times["restart"])
         else:
-            logs = perf.produce_with_fault(name, rate, seconds, fault)
-            out.append((side, perf_phases(logs, times["kill"], times["restart"])))
+            phases = perf_phases(perf.produce_with_fault(name, rate, seconds, fault), times["kill"],
+                                 times["restart"])
+        out.append((side, phases))
         pulsar.wait_ready()
     return out
 

@@ -63,6 +63,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.backend.cluster import Cluster
 from harness.backend.docker import Engine
@@ -478,6 +479,24 @@ def leader_fault(kafka: KafkaSystem, topic: str, seconds: float, times: dict[str
     return fault
 
 
+def paced_with_fault(tmp: Path, client_for: Callable[[HistoryWriter], Any], fault: Callable[[], None],
+                     rate: int, seconds: float) -> Path:
+    """A harness producer (``client_for(history)``) paced at ``rate`` records of 100 B for
+    ``seconds``, with ``fault`` started in a thread as it starts; its history's path."""
+    path = tmp / f"fault-{uuid.uuid4().hex[:6]}.jsonl"
+    killer = threading.Thread(target=fault)
+    with HistoryWriter(path, "fault") as hist:
+        client = client_for(hist)
+        try:
+            killer.start()
+            client.run(duration_s=seconds, rate=rate, value_size=100)
+        finally:
+            client.close()
+            if killer.ident is not None:
+                killer.join()
+    return path
+
+
 def fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic_h: str, topic_k: str, rate: int,
               seconds: float) -> list[tuple[str, dict[str, Phase]]]:
     """Each side in turn: acks=all at ``rate`` for ``seconds``; a third of the way in, the
@@ -489,15 +508,11 @@ def fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic_h: str, 
         # the tool's fault is called at its first 5-s line, about 5 s after it began sending
         fault = leader_fault(kafka, topic, seconds, times, lead=0.0 if side == "harness" else 5.0)
         if side == "harness":
-            path = harness.tmp / f"fault-{uuid.uuid4().hex[:6]}.jsonl"
-            killer = threading.Thread(target=fault)
-            with HistoryWriter(path, "fault") as hist:
-                conf = {**producer_config(harness.bootstrap), "acks": "all"}
-                client = KafkaProducerClient(conf, topic, hist)
-                killer.start()
-                client.run(duration_s=seconds, rate=rate, value_size=100)
-                client.close()
-            killer.join()
+            conf = {**producer_config(harness.bootstrap), "acks": "all"}
+            def client(hist: HistoryWriter, conf: dict[str, Any] = conf,
+                       topic: str = topic) -> KafkaProducerClient:
+                return KafkaProducerClient(conf, topic, hist)
+            path = paced_with_fault(harness.tmp, client, fault, rate, seconds)
             out.append((side, harness_phases(path, times["kill"], times["restart"])))
         else:
             logs = tools.produce_with_fault(topic, rate, seconds, fault)
