@@ -55,7 +55,10 @@ failed send):
     (batch fields there: ``subscription``, ``subscription_type``). A list is null
     when every element is null (``keys`` of unkeyed records). A ``polls`` event
     means exactly its ``poll`` events, in list order, all with the batch's
-    stamp; :func:`read_events` expands it (:data:`POLLS_FIELDS`).
+    stamp; :func:`read_events` expands it (:data:`POLLS_FIELDS`). The stamp is
+    taken when the call returns, and the Kafka consumer's call returns as soon
+    as a record is there (``harness.clients.kafka.take``), so it is when the
+    batch's first record arrived, not when a full batch did.
 ``reset``
     The consumer saw its position move other than forward by one: ``topic``,
     ``partition``, ``reason`` (``offset-out-of-range``, ``truncation``,
