@@ -44,7 +44,9 @@ history); pulsar-perf's 10-s lines (``-r`` rate, ``-time`` seconds), each placed
 its middle falls in by Docker's time stamps: the mean of their msg/s and of their mean
 latencies, the largest of their p99s (a window's percentile cannot be merged with another's:
 the largest is a bound, not the phase's p99) and of their maxima. pulsar-perf's clock starts
-at its "Created N producers" line.
+at its "Created N producers" line. Then the harness's producer and a consumer together, open
+loop, under the same fault: per phase of send time, records received per second and the
+end-to-end latency p50/p99/max (harness side only).
 
 Traffic stays between this process and the cluster's containers (loopback ports) and
 inside the cluster's network; every loop is bounded in records and time.
@@ -76,6 +78,7 @@ from bench_seed002 import (  # noqa: E402
     Row,
     _summed,
     _threads,
+    acked_trips,
     docker_time,
     fault_table,
     harness_phases,
@@ -84,6 +87,7 @@ from bench_seed002 import (  # noqa: E402
     page,
     ratio,
     table,
+    trip_phases,
 )
 from harness.backend.cluster import Cluster  # noqa: E402
 from harness.backend.docker import Engine  # noqa: E402
@@ -262,6 +266,58 @@ class Harness:
             return Figures(records, records / st.seconds, records * size / MB / st.seconds)
         return _summed(_threads(one, copies))
 
+    def open_loop(self, topic: str, rate: int, seconds: float,
+                  started: Callable[[], None] | None = None) -> list[tuple[float, float | None]]:
+        """The producer and a consumer together, open loop (bench_seed002's Harness.open_loop
+        for Pulsar): one producer paced at ``rate`` records/s of 100 B for ``seconds``, one
+        consumer (an exclusive subscription from the earliest message) in this thread. Per
+        acknowledged send: its invoke time and its end-to-end latency in ms (the receive
+        that returned it minus the invoke, one clock), or None when it was not received
+        before the consumer gave up (30 s after the producer ended with nothing new).
+        ``started`` is called as the producer starts."""
+        import pulsar
+
+        from harness.clients.pulsar import client_for
+
+        client = client_for(self.service_url)
+        consumer = client.subscribe(PulsarSystem.topic_name(topic), f"bench-{uuid.uuid4().hex[:6]}",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        read: dict[bytes, float] = {}
+        path = self.tmp / f"ol-{uuid.uuid4().hex[:6]}.jsonl"
+        try:
+            with HistoryWriter(path, "ol") as hist:
+                producer = PulsarProducerClient(self.service_url, topic, hist, ClientSpec())
+                sender = threading.Thread(target=producer.run, kwargs={"duration_s": seconds, "rate": rate,
+                                                                      "value_size": 100})
+                if started is not None:
+                    started()
+                sender.start()
+                idle_until: float | None = None
+                try:
+                    while True:
+                        now = time.monotonic()
+                        if not sender.is_alive():
+                            idle_until = idle_until or now + 30.0
+                            if now >= idle_until or len(read) >= producer.stats.ok:
+                                break
+                        try:
+                            msg = consumer.receive(timeout_millis=200)
+                        except pulsar.Timeout:
+                            continue
+                        got = time.time()
+                        consumer.acknowledge(msg)
+                        mid = bytes(msg.data()).split(b"|", 1)[0]
+                        if mid not in read:
+                            read[mid] = got
+                            if idle_until is not None:
+                                idle_until = time.monotonic() + 30.0
+                finally:
+                    sender.join(seconds + 240)
+                    producer.close()
+        finally:
+            client.close()
+        return acked_trips(path, read)
+
     def produce_java(self, cluster: Cluster, topic: str, records: int, size: int) -> Figures:
         """The harness's Java producer (harness/clients/java/PulsarProducer.java, the one
         the cases' ``client: {driver: java}`` runs, history written per send), ``records``
@@ -328,6 +384,23 @@ def fault_row(pulsar: PulsarSystem, perf: PulsarPerf, harness: Harness, topic: C
     return out
 
 
+def open_loop_fault_row(pulsar: PulsarSystem, harness: Harness, topic: str, rate: int,
+                        seconds: float) -> tuple[str, dict[str, Phase]]:
+    """The producer and a consumer together, open loop, at ``rate`` for ``seconds``; a
+    third of the way in, the topic's owner is killed -9; at two thirds it is started again.
+    Per phase of send time: records received per second and the end-to-end latency (harness
+    side only: pulsar-perf's producer prints no end-to-end latency)."""
+    times: dict[str, float] = {}
+    killer = threading.Thread(target=owner_fault(pulsar, topic, seconds, times))
+    try:
+        trips = harness.open_loop(topic, rate, seconds, started=killer.start)
+    finally:
+        if killer.ident is not None:
+            killer.join()
+    pulsar.wait_ready()
+    return "harness prod+cons", trip_phases(trips, times["kill"], times["restart"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=100_000)
@@ -388,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(table([sweep[-1]]).splitlines()[1], flush=True)
             if args.fault:
                 faults.extend(fault_row(pulsar, perf, harness, topic, args.fault_rate, args.fault_seconds))
+                faults.append(open_loop_fault_row(pulsar, harness, topic(), args.fault_rate,
+                                                  args.fault_seconds))
                 print(fault_table(faults), flush=True)
     finally:
         if not reused:

@@ -392,7 +392,6 @@ class Harness:
         from confluent_kafka import Consumer, TopicPartition
 
         from harness.clients.kafka import take
-        from harness.history import read_events
 
         extra = {"enable.auto.commit": False}
         consumer = Consumer(consumer_config(self.bootstrap, f"bench-{uuid.uuid4().hex[:6]}", extra=extra))
@@ -428,17 +427,25 @@ class Harness:
                 sender.join(seconds + 240)
                 producer.close()
                 consumer.close()
-        invoked: dict[str, float] = {}
-        acked: set[str] = set()
-        for e in read_events(path):
-            if e["type"] == "invoke" and e.get("mid") is not None:
-                invoked[str(e["mid"])] = float(e["t"])
-            elif e["type"] == "ok" and e.get("mid") is not None:
-                acked.add(str(e["mid"]))
-        # a send never acknowledged was not promised to anyone: not a record to wait for
-        trips = [(t, None if (at := read.get(mid.encode())) is None else (at - t) * 1000)
-                 for mid, t in invoked.items() if mid in acked]
-        return sorted(trips)
+        return acked_trips(path, read)
+
+
+def acked_trips(history: Path, read: dict[bytes, float]) -> list[tuple[float, float | None]]:
+    """An open loop's records: per acknowledged send of the producer's ``history``, its
+    invoke time and its end-to-end latency in ms (``read``: id -> when it was read, one
+    clock), or None when it was never read; by invoke time. A send never acknowledged was
+    not promised to anyone: not a record to wait for."""
+    from harness.history import read_events
+
+    invoked: dict[str, float] = {}
+    acked: set[str] = set()
+    for e in read_events(history):
+        if e["type"] == "invoke" and e.get("mid") is not None:
+            invoked[str(e["mid"])] = float(e["t"])
+        elif e["type"] == "ok" and e.get("mid") is not None:
+            acked.add(str(e["mid"]))
+    return sorted((t, None if (at := read.get(mid.encode())) is None else (at - t) * 1000)
+                  for mid, t in invoked.items() if mid in acked)
 
 
 def _threads(fn: Callable[[int], Figures], n: int) -> list[Figures]:

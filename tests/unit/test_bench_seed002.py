@@ -176,3 +176,20 @@ def test_end_to_end_round_trips_split_into_phases_by_send_time() -> None:
     assert got["during"].rate == 1.5 and got["during"].p50 == 1500.0 and got["during"].max == 30_000.0
     assert got["after"].p50 == 2.0 and round(got["after"].rate or 0, 2) == round(4 / 1.5, 2)
     assert all(p.rate is None for p in bench.trip_phases([], t0, t0 + 1).values())
+
+
+def test_an_open_loop_keeps_acknowledged_sends_with_their_latency(tmp_path: Path) -> None:
+    import json
+
+    t0 = 1_700_000_000.0
+    lines = [{"type": "invoke", "client": "p", "t": t0 + i, "mid": f"p-{i}"} for i in range(4)]
+    lines += [{"type": "ok", "client": "p", "t": t0 + i + 0.01, "mid": f"p-{i}"} for i in (0, 1, 3)]
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    # p-2 never acknowledged: not waited for; p-3 acknowledged and never read: None
+    got = bench.acked_trips(path, {b"p-0": t0 + 0.005, b"p-1": t0 + 3.5})
+    assert [t - t0 for t, _ in got] == [0.0, 1.0, 3.0]
+    assert [None if ms is None else round(ms, 3) for _, ms in got] == [5.0, 2500.0, None]
+    # by phase: the unread one counts as the loops' 30 s bound
+    phases = bench.trip_phases(got, t0 + 0.5, t0 + 2.0)
+    assert phases["during"].p50 == 2500.0 and phases["after"].max == 30_000.0
