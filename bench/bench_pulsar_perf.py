@@ -78,7 +78,6 @@ from bench_seed002 import (  # noqa: E402
     Row,
     _summed,
     _threads,
-    acked_trips,
     docker_time,
     fault_table,
     harness_phases,
@@ -86,6 +85,7 @@ from bench_seed002 import (  # noqa: E402
     paced_with_fault,
     page,
     ratio,
+    run_open_loop,
     table,
     trip_phases,
 )
@@ -282,41 +282,20 @@ class Harness:
         client = client_for(self.service_url)
         consumer = client.subscribe(PulsarSystem.topic_name(topic), f"bench-{uuid.uuid4().hex[:6]}",
                                     initial_position=pulsar.InitialPosition.Earliest)
-        read: dict[bytes, float] = {}
-        path = self.tmp / f"ol-{uuid.uuid4().hex[:6]}.jsonl"
+
+        def receive() -> list[bytes]:
+            try:
+                msg = consumer.receive(timeout_millis=200)
+            except pulsar.Timeout:
+                return []
+            consumer.acknowledge(msg)
+            return [bytes(msg.data())]
+
         try:
-            with HistoryWriter(path, "ol") as hist:
-                producer = PulsarProducerClient(self.service_url, topic, hist, ClientSpec())
-                sender = threading.Thread(target=producer.run, kwargs={"duration_s": seconds, "rate": rate,
-                                                                      "value_size": 100})
-                if started is not None:
-                    started()
-                sender.start()
-                idle_until: float | None = None
-                try:
-                    while True:
-                        now = time.monotonic()
-                        if not sender.is_alive():
-                            idle_until = idle_until or now + 30.0
-                            if now >= idle_until or len(read) >= producer.stats.ok:
-                                break
-                        try:
-                            msg = consumer.receive(timeout_millis=200)
-                        except pulsar.Timeout:
-                            continue
-                        got = time.time()
-                        consumer.acknowledge(msg)
-                        mid = bytes(msg.data()).split(b"|", 1)[0]
-                        if mid not in read:
-                            read[mid] = got
-                            if idle_until is not None:
-                                idle_until = time.monotonic() + 30.0
-                finally:
-                    sender.join(seconds + 240)
-                    producer.close()
+            return run_open_loop(self.tmp, lambda hist: PulsarProducerClient(
+                self.service_url, topic, hist, ClientSpec()), receive, rate, seconds, started)
         finally:
             client.close()
-        return acked_trips(path, read)
 
     def produce_java(self, cluster: Cluster, topic: str, records: int, size: int) -> Figures:
         """The harness's Java producer (harness/clients/java/PulsarProducer.java, the one

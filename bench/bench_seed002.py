@@ -386,9 +386,9 @@ class Harness:
         time (wall clock, from the history) and its end-to-end latency in ms (the poll that
         returned it minus the invoke, one clock), or None when it was not read before the
         consumer gave up (30 s after the producer ended with nothing new); acknowledged
-        sends only. Unlike the closed
-        loop, a stall does not stop the sends: a fault's cost shows on every record sent
-        during it (no coordinated omission). ``started`` is called as the producer starts."""
+        sends only (run_open_loop). Unlike the closed loop, a stall does not stop the
+        sends: a fault's cost shows on every record sent during it (no coordinated
+        omission). ``started`` is called as the producer starts."""
         from confluent_kafka import Consumer, TopicPartition
 
         from harness.clients.kafka import take
@@ -397,37 +397,56 @@ class Harness:
         consumer = Consumer(consumer_config(self.bootstrap, f"bench-{uuid.uuid4().hex[:6]}", extra=extra))
         consumer.assign([TopicPartition(topic, p, -1) for p in range(PARTITIONS)])  # their ends
         consumer.consume(1, 2.0)  # the first fetch: the ends are resolved before the producer starts
-        read: dict[bytes, float] = {}
-        path = self.tmp / f"ol-{uuid.uuid4().hex[:6]}.jsonl"
-        with HistoryWriter(path, "ol") as hist:
-            producer = KafkaProducerClient({**producer_config(self.bootstrap), "acks": "all"}, topic, hist)
-            sender = threading.Thread(target=producer.run, kwargs={"duration_s": seconds, "rate": rate,
-                                                                  "value_size": 100})
-            if started is not None:
-                started()
-            sender.start()
-            idle_until = None
-            try:
-                while True:
-                    now = time.monotonic()
-                    if not sender.is_alive():
-                        idle_until = idle_until or now + 30.0
-                        if now >= idle_until or len(read) >= producer.stats.ok:
-                            break
-                    for msg in take(consumer, 500, 0.2):
-                        value = msg.value()
-                        if msg.error() is None and value:
-                            got = time.time()
-                            mid = bytes(value).split(b"|", 1)[0]
-                            if mid not in read:
-                                read[mid] = got
-                                if idle_until is not None:
-                                    idle_until = time.monotonic() + 30.0
-            finally:
-                sender.join(seconds + 240)
-                producer.close()
-                consumer.close()
-        return acked_trips(path, read)
+
+        def receive() -> list[bytes]:
+            return [bytes(v) for m in take(consumer, 500, 0.2) if m.error() is None and (v := m.value())]
+
+        try:
+            conf = {**producer_config(self.bootstrap), "acks": "all"}
+            return run_open_loop(self.tmp, lambda hist: KafkaProducerClient(conf, topic, hist), receive,
+                                 rate, seconds, started)
+        finally:
+            consumer.close()
+
+
+def run_open_loop(tmp: Path, producer_for: Callable[[HistoryWriter], Any], receive: Callable[[], list[bytes]],
+                  rate: int, seconds: float,
+                  started: Callable[[], None] | None) -> list[tuple[float, float | None]]:
+    """The open loop of both benches: a producer (``producer_for(history)``) paced at
+    ``rate`` records of 100 B for ``seconds`` in a thread, and ``receive`` (the values read
+    now, bounded in time) called in this thread until every acknowledged send was read or
+    30 s passed after the producer ended with nothing new; ``started`` is called as the
+    producer starts. Per acknowledged send, its invoke time and end-to-end latency
+    (acked_trips; a value's read time is when ``receive`` returned it)."""
+    read: dict[bytes, float] = {}
+    path = tmp / f"ol-{uuid.uuid4().hex[:6]}.jsonl"
+    with HistoryWriter(path, "ol") as hist:
+        producer = producer_for(hist)
+        sender = threading.Thread(target=producer.run, kwargs={"duration_s": seconds, "rate": rate,
+                                                              "value_size": 100})
+        if started is not None:
+            started()
+        sender.start()
+        idle_until: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if not sender.is_alive():
+                    idle_until = idle_until or now + 30.0
+                    if now >= idle_until or len(read) >= producer.stats.ok:
+                        break
+                values = receive()
+                got = time.time()
+                for value in values:
+                    mid = value.split(b"|", 1)[0]
+                    if mid not in read:
+                        read[mid] = got
+                        if idle_until is not None:
+                            idle_until = time.monotonic() + 30.0
+        finally:
+            sender.join(seconds + 240)
+            producer.close()
+    return acked_trips(path, read)
 
 
 def acked_trips(history: Path, read: dict[bytes, float]) -> list[tuple[float, float | None]]:
