@@ -246,3 +246,42 @@ def test_a_halted_broker_with_a_leaderless_partition_still_times_out() -> None:
     with pytest.raises(WaitTimeout):
         recovery._wait_converged(run, 1.0)
     assert not run.recovery.observations
+
+
+class NamedNotServing(FakeSystem):
+    """ZooKeeper names kafka-2 the leader; kafka-2 serves only once a controller election
+    has sent it a LeaderAndIsr with its current epoch (CI, 3.9.2: it had rejected the
+    stuck controller's for a minute)."""
+
+    def leader_of(self, topic: str, partition: int) -> Any:
+        from harness.systems.base import Leader
+        return Leader(2, "kafka-2")
+
+    def leader_ref(self, node: Any) -> int:
+        return 2
+
+    def serves_as_leader(self, node: Any, topic: str, partition: int) -> bool:
+        return self.elections > 0
+
+
+def _leader_is_run(system: FakeSystem) -> Any:
+    from harness.run.roles import LeaderWatch
+    run = _run(system)
+    run.watch = LeaderWatch.__new__(LeaderWatch)
+    run.watch.observe = lambda partition, leader: None  # type: ignore[method-assign]
+    run.resolver = SimpleNamespace(resolve=lambda selector: SimpleNamespace(name="kafka-2"))
+    return run
+
+
+def test_await_leader_is_unsticks_a_controller_whose_leader_does_not_serve() -> None:
+    from harness.run.awaits import AWAITS
+    system = NamedNotServing("kafka-2 did not take the controller's LeaderAndIsr")
+    run = _leader_is_run(system)
+    seen = AWAITS["leader_is"](run, {"partition": 0, "target": "old-leader"}, 6.0)
+    assert seen["leader"] == "kafka-2" and system.elections == 1
+    assert "kafka-2 leading" in run.recovery.actions[0]
+    # no problem found: no election, and the timeout names what was awaited
+    healthy = NamedNotServing(None)
+    with pytest.raises(WaitTimeout, match="partition 0: kafka-2 leading"):
+        AWAITS["leader_is"](_leader_is_run(healthy), {"partition": 0, "target": "x"}, 1.5)
+    assert healthy.elections == 0
