@@ -57,6 +57,8 @@ class PartitionState:
 
 # A ZooKeeper-mode controller broken until it fails over logs this (kafka.controller, 3.9).
 _BROKEN_BATCH = "batch is not empty while creating a new one"
+#: the name of every probe topic (:meth:`KafkaSystem.controller_problem`) starts so
+PROBE_PREFIX = "__chaos_probe_"
 _ELECTED = "successfully elected as the controller"
 
 
@@ -361,9 +363,10 @@ class KafkaSystem:
             return None
         import secrets
 
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import NewTopic
 
-        name = f"__chaos_probe_{secrets.token_hex(4)}"
+        name = f"{PROBE_PREFIX}{secrets.token_hex(4)}"
         ids = sorted(n.node_id for n in self.spec.nodes_of("broker"))
         fut = self.admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[ids])],
                                        request_timeout=15)[name]
@@ -387,13 +390,18 @@ class KafkaSystem:
             wait_until(every_broker_has_it, timeout=timeout, interval=0.5,
                        what=f"every broker to create the probe topic {name}")
         except WaitTimeout:
+            # Left in place: a stuck controller does not finish deleting it (the broker that
+            # rejects its LeaderAndIsr rejects its StopReplica too; waiting for that would eat
+            # the await's time), and the remedy, a forced election, must not find a deletion
+            # in flight (see delete_topics). The next probe that passes deletes it.
             return (f"{', '.join(missing)} did not take the controller's LeaderAndIsr for a "
                     f"probe topic in {timeout:.0f}s (a controller on stale broker epochs?)")
-        finally:
-            try:
-                self.delete_topics([name])
-            except AdminError:
-                pass  # a leftover probe topic is harmless: topics() hides "__" names
+        try:
+            leftovers = [t for t in self.admin.list_topics(timeout=10).topics
+                         if t.startswith(PROBE_PREFIX) and t != name]
+            self.delete_topics([name, *sorted(leftovers)])
+        except (AdminError, KafkaException):
+            pass  # a leftover probe topic is harmless: topics() hides "__" names
         return None
 
     def _kraft_quorum_leader(self) -> ControllerState:
