@@ -224,8 +224,11 @@ class PulsarPerf:
     def produce(self, topic: str, records: int, size: int, producers: int = 1) -> Figures:
         """``records`` at an unbounded rate, timed from its log (parse_pulsar_perf_run). A
         count, not a duration, bounds what the bookies store: 30 s unbounded at 1 KB wrote
-        about 4 GB a bookie here and filled the disk."""
+        about 4 GB a bookie here and filled the disk. ``-ml``: the client's memory limit, as
+        the Java and C++ clients have by default (64 MB); pulsar-perf's own default is none,
+        and at 10 KB it ran out of direct memory (1 GiB) with its sends outrunning the acks."""
         out = self._run(["-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
+                         "-ml", "64M",
                          PulsarSystem.topic_name(topic)], f"-m {records} -s {size} -n {producers}")
         figures = parse_pulsar_perf_run(out, records, size)
         if producers > 1:
