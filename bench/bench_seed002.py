@@ -41,7 +41,15 @@ records/s and latency: the harness's send-to-ack p50/p99/max from its history, t
 prints per window), placed by Docker's time stamps. Then the end-to-end loop (acks=all,
 one record at a time) for as long, with the same fault: per phase of send time, records
 read per second and end-to-end p50/p99/max (the harness only: EndToEndLatency prints no
-figure per phase).
+figure per phase). Then the producer and a consumer together, open loop. Then the
+one-consumer row under a fault: a topic filled with ``--fault-consume-records`` (10M),
+each side in turn reads it from the start; the fault follows what was read (a reader has
+no schedule): the broker leading partition 0 killed -9 when a third of the records have
+been read, started again at two thirds (and not before 9 s: a ZooKeeper-mode broker
+started while its killed self's session lives exits at once). Per phase, records read per
+second, the records and the phase's length: the harness's from its history's ``polls``
+lines, ConsumerPerformance's from its ``--show-detailed-stats`` lines (one a second at
+most), placed by Docker's stamps.
 
 Traffic stays between this process and the cluster's containers (loopback ports) and
 inside the cluster's network; every loop is bounded in records and time.
@@ -74,6 +82,9 @@ from harness.systems.kafka import KafkaSystem
 MB = float(1 << 20)
 PARTITIONS = 6
 TOOL_TIMEOUT_S = 600.0
+#: the least time a consumer row's broker stays down: the ZooKeeper session timeout (6 s,
+#: compose/images/kafka/entrypoint.sh) and a margin
+MIN_DOWN_S = 9.0
 SIZES = (10, 100, 1000, 10_000, 100_000)
 ROWS = ("p1-rf1", "p1-rf3", "p1-rf3-all", "p3-rf3", "c1", "c3", "e2e")
 INTERNAL_PORT = 9094  # the brokers' listener on the cluster network (compose/, entrypoint.sh)
@@ -241,6 +252,40 @@ class Tools:
             except Exception:  # noqa: BLE001 (gone already)
                 pass
 
+
+    def consume_with_fault(self, topic: str, records: int,
+                           fault: Callable[[Callable[[], int | None], Callable[[], bool]], None]) -> str:
+        """ConsumerPerformance reading ``records`` of ``topic`` with detailed stats each
+        second; ``fault(count, alive)`` runs beside it (``count()``: the records its last line
+        says it read). Its log, time-stamped."""
+        group = f"bench-{uuid.uuid4().hex[:6]}"
+        cmd = ["java", "-Xmx1g", "-cp", "/opt/kafka/libs/*", "org.apache.kafka.tools.ConsumerPerformance",
+               "--bootstrap-server", self.brokers, "--topic", topic, "--messages", str(records),
+               "--group", group, "--timeout", "60000", "--show-detailed-stats",
+               "--reporting-interval", "1000"]
+        box = self.cluster.run_helper(f"bench-cfault-{uuid.uuid4().hex[:6]}", cmd, role="bench", mounts={},
+                                      working_dir="/tmp")
+        seen: list[int | None] = [None]
+
+        def count() -> int | None:
+            for line in reversed(box.logs(tail=5).splitlines()):
+                m = _CONSUMER_TOTAL.match(line.strip())
+                if m:
+                    seen[0] = int(m.group(1))
+                    break
+            return seen[0]
+
+        try:
+            fault(count, lambda: box.status not in ("exited", "dead"))
+            deadline = time.monotonic() + TOOL_TIMEOUT_S
+            while time.monotonic() < deadline and box.status not in ("exited", "dead"):
+                time.sleep(0.5)
+            return box.logs(timestamps=True)
+        finally:
+            try:
+                box.remove()
+            except Exception:  # noqa: BLE001 (gone already)
+                pass
 
 def median_of(runs: Sequence[Figures]) -> Figures:
     """One row's figures over repeated runs: the median of each figure (over the runs that
@@ -580,6 +625,134 @@ def open_loop_fault_row(kafka: KafkaSystem, harness: Harness, topic: str, rate: 
     return "harness prod+cons", trip_phases(trips, times["kill"], times["restart"])
 
 
+def at_count(count: Callable[[], int | None], target: float, alive: Callable[[], bool],
+             deadline: float) -> bool:
+    """Waits until ``count()`` reaches ``target`` (True), or the reader ends or the deadline
+    passes (False)."""
+    while time.monotonic() < deadline:
+        n = count()
+        if n is not None and n >= target:
+            return True
+        if not alive():
+            return False
+        time.sleep(0.01)
+    return False
+
+
+def read_fault(kafka: KafkaSystem, topic: str, records: int, count: Callable[[], int | None],
+               alive: Callable[[], bool], times: dict[str, float]) -> None:
+    """The fault of a consumer row, driven by what was read (a reader has no schedule):
+    when a third of ``records`` have been read, the broker leading partition 0 of ``topic``
+    is killed -9; at two thirds it is started again (at the reader's end, if it ends first),
+    but not before :data:`MIN_DOWN_S` (a ZooKeeper-mode broker started again while its
+    killed self's session lives exits at once: NodeExists on ``/brokers/ids/<id>``).
+    ``times`` gets when (``kill``, ``restart``)."""
+    node = kafka.leader(topic, 0)
+    if node is None:
+        raise RuntimeError(f"{topic}-0 has no leader")
+    deadline = time.monotonic() + TOOL_TIMEOUT_S
+    at_count(count, records / 3, alive, deadline)
+    times["kill"] = time.time()
+    node.container.kill()
+    try:
+        at_count(count, 2 * records / 3, alive, deadline)
+        time.sleep(max(0.0, times["kill"] + MIN_DOWN_S - time.time()))
+    finally:
+        times["restart"] = time.time()
+        node.container.start()
+
+
+def polled_phases(history: Path, kill_t: float, restart_t: float, start: float) -> dict[str, Phase]:
+    """Per phase (before the kill, until the restart, after), from a consumer's history: the
+    records of the ``polls`` lines recorded in the phase over its length (``start``: when the
+    reader began)."""
+    import json
+
+    polls: list[tuple[float, int]] = []
+    with open(history, encoding="utf-8") as f:
+        for line in f:
+            if '"polls"' not in line:
+                continue
+            e = json.loads(line)
+            if e.get("type") == "polls":
+                polls.append((float(e["t"]), len(e.get("offsets") or ())))
+    end = max((t for t, _ in polls), default=start) + 1e-6
+    return _count_phases(polls, start, kill_t, restart_t, end)
+
+
+def _count_phases(counts: Sequence[tuple[float, int]], start: float, kill_t: float, restart_t: float,
+                  end: float) -> dict[str, Phase]:
+    """Records per second of each phase, from (time, records) points."""
+    bounds = {"before": (start, kill_t), "during": (kill_t, restart_t), "after": (restart_t, end)}
+    out = {}
+    for name, (lo, hi) in bounds.items():
+        n = sum(c for t, c in counts if lo <= t < hi)
+        out[name] = Phase(rate=n / (hi - lo) if hi > lo else None, records=n, seconds=max(hi - lo, 0.0))
+    return out
+
+
+_DETAIL = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d+, \d+, [\d.]+, [\d.]+, (\d+), "
+#: a ``--show-detailed-stats`` line: its time, its id, MB read, MB/s, records read (so far), ...
+_CONSUMER_DETAIL = re.compile(r"^(\S+) " + _DETAIL)
+_CONSUMER_TOTAL = re.compile("^" + _DETAIL)
+
+
+def consumer_detail_counts(logs: str) -> list[tuple[float, int]]:
+    """ConsumerPerformance's ``--show-detailed-stats`` lines (Docker-stamped): (the line's
+    time, the records read since the line before). A line is printed only when records come
+    in, at most once per reporting interval: a stall is a longer gap, not a zero line."""
+    out: list[tuple[float, int]] = []
+    last = 0
+    for line in logs.splitlines():
+        m = _CONSUMER_DETAIL.match(line.strip())
+        if not m:
+            continue
+        at = docker_time(m.group(1))
+        total = int(m.group(2))
+        if at is None:
+            continue
+        out.append((at, total - last))
+        last = total
+    return out
+
+
+def consumer_fault_row(kafka: KafkaSystem, tools: Tools, harness: Harness, topic: str,
+                       records: int) -> list[tuple[str, dict[str, Phase]]]:
+    """One consumer reads ``records`` of a filled topic from the beginning, each side in turn
+    (seed 002's one-consumer row), with a fault in the middle (:func:`read_fault`). Per
+    phase: records read per second. Harness: from its history's ``polls`` lines; the tool:
+    from its detailed-stats lines (one a second at most), placed by Docker's stamps."""
+    out = []
+    # the harness
+    times: dict[str, float] = {}
+    path = harness.tmp / f"cfault-{uuid.uuid4().hex[:6]}.jsonl"
+    with HistoryWriter(path, "cfault") as hist:
+        client = KafkaConsumerClient(harness.bootstrap, topic, hist)
+        reader = threading.Thread(target=client.read_all, args=(PARTITIONS,),
+                                  kwargs={"phase": "run", "timeout_s": TOOL_TIMEOUT_S, "idle_s": 30.0})
+        start = time.time()
+        reader.start()
+        try:
+            read_fault(kafka, topic, records, lambda: client.stats.polled, reader.is_alive, times)
+        finally:
+            reader.join(TOOL_TIMEOUT_S)
+    out.append(("harness consumer", polled_phases(path, times["kill"], times["restart"], start)))
+    kafka.wait_ready()
+    # ConsumerPerformance
+    times = {}
+    logs = tools.consume_with_fault(topic, records, lambda count, alive: read_fault(
+        kafka, topic, records, count, alive, times))
+    counts = consumer_detail_counts(logs)
+    if counts:
+        first = counts[0][0] - 1.0  # its first line covers about its first reporting interval
+        out.append(("ConsumerPerformance", _count_phases(counts, first, times["kill"], times["restart"],
+                                                         counts[-1][0] + 1e-6)))
+    else:
+        out.append(("ConsumerPerformance", {p: Phase() for p in PHASES}))
+    kafka.wait_ready()
+    return out
+
+
 def trip_phases(trips: Sequence[tuple[float, float | None]], kill_t: float,
                 restart_t: float) -> dict[str, Phase]:
     """Per phase (by send time): records read per second of the phase, and the
@@ -615,6 +788,9 @@ class Phase:
     p99: float | None = None
     max: float | None = None
     avg: float | None = None
+    #: a consumer row's: the records read in the phase, and its length
+    records: int | None = None
+    seconds: float | None = None
 
 
 def harness_phases(history: Path, kill_t: float, restart_t: float) -> dict[str, Phase]:
@@ -680,12 +856,14 @@ def tool_phases(logs: str, kill_t: float, restart_t: float) -> dict[str, Phase]:
 
 
 def fault_table(rows: Sequence[tuple[str, dict[str, Phase]]]) -> str:
-    out = [f"{'side':<22} {'phase':<7} {'rec/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'avg ms':>8} {'max ms':>9}"]
+    out = [f"{'side':<22} {'phase':<7} {'rec/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'avg ms':>8} {'max ms':>9}"
+           f" {'records':>10} {'s':>6}"]
     for side, phases in rows:
         for name in PHASES:
             ph = phases.get(name, Phase())
             out.append(f"{side:<22} {name:<7} {_fmt(ph.rate):>9} {_fmt(ph.p50, 1):>8} {_fmt(ph.p99, 1):>8} "
-                       f"{_fmt(ph.avg, 1):>8} {_fmt(ph.max, 1):>9}")
+                       f"{_fmt(ph.avg, 1):>8} {_fmt(ph.max, 1):>9} {_fmt(ph.records):>10} "
+                       f"{_fmt(ph.seconds, 1):>6}")
     return "\n".join(out)
 
 
@@ -816,6 +994,10 @@ def main(argv: list[str] | None = None) -> int:
                          "partition 0 killed -9 at a third and started again at two thirds")
     ap.add_argument("--fault-rate", type=int, default=5000)
     ap.add_argument("--fault-seconds", type=float, default=60.0)
+    ap.add_argument("--fault-consume-records", type=int, default=10_000_000,
+                    help="with --fault: the one-consumer row reads this many records of 100 B (0: "
+                         "no such row), the leader of partition 0 killed -9 at a third of them and "
+                         "started again at two thirds")
     ap.add_argument("--java-batch-bytes", type=int, default=1_000_000,
                     help="ProducerPerformance's batch.size (default librdkafka's 1000000; Java's own: 16384)")
     args = ap.parse_args(argv)
@@ -879,6 +1061,10 @@ def main(argv: list[str] | None = None) -> int:
                 faults.append(e2e_fault_row(kafka, harness, topic(3), args.fault_seconds))
                 faults.append(open_loop_fault_row(kafka, harness, topic(3), args.fault_rate,
                                                   args.fault_seconds))
+                if args.fault_consume_records:
+                    filled, many = topic(3), args.fault_consume_records
+                    tools.produce(filled, many, 100, "1")
+                    faults.extend(consumer_fault_row(kafka, tools, harness, filled, many))
                 print(fault_table(faults), flush=True)
             if args.sizes:
                 for size in SIZES:

@@ -193,3 +193,50 @@ def test_an_open_loop_keeps_acknowledged_sends_with_their_latency(tmp_path: Path
     # by phase: the unread one counts as the loops' 30 s bound
     phases = bench.trip_phases(got, t0 + 0.5, t0 + 2.0)
     assert phases["during"].p50 == 2500.0 and phases["after"].max == 30_000.0
+
+
+# ConsumerPerformance --show-detailed-stats --reporting-interval 1000 (Kafka 3.9.2, this
+# machine), with Docker's stamps as the bench reads them
+CONSUMER_DETAIL = """2026-11-25T23:27:39.000000000Z time, threadId, data.consumed.in.MB, MB.sec, \
+data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+2026-11-25T23:27:39.720000000Z 2026-11-25 23:27:39:719, 0, 11.3621, 11.3281, 119140, 118783.6491, 707, \
+296, 38.3854, 402500.0000
+2026-11-25T23:27:40.725000000Z 2026-11-25 23:27:40:724, 0, 210.2853, 197.9335, 2205001, 2075483.5821, \
+0, 1005, 197.9335, 2075483.5821
+2026-11-25T23:27:44.999000000Z 2026-11-25 23:27:44:998, 0, 284.3701, 1.6924, 2981837, 17745.8292, 0, \
+1019, 1.6924, 17745.8292
+"""
+
+
+def test_consumer_detail_lines_give_the_records_read_since_the_line_before() -> None:
+    counts = bench.consumer_detail_counts(CONSUMER_DETAIL)
+    assert [c for _, c in counts] == [119140, 2205001 - 119140, 2981837 - 2205001]
+    assert counts[0][0] == pytest.approx(bench.docker_time("2026-11-25T23:27:39.72Z"))
+    # the live count reads the same lines without stamps
+    assert bench._CONSUMER_TOTAL.match(CONSUMER_DETAIL.splitlines()[2].split(" ", 1)[1])
+
+
+def test_a_consumer_row_splits_the_records_read_into_phases() -> None:
+    counts = [(10.5, 100), (11.5, 300), (12.5, 50), (14.0, 10), (15.5, 200)]
+    phases = bench._count_phases(counts, 10.0, 12.0, 14.0, 16.0)
+    assert (phases["before"].records, phases["during"].records, phases["after"].records) == (400, 50, 210)
+    assert phases["before"].rate == pytest.approx(200.0) and phases["during"].seconds == pytest.approx(2.0)
+    assert "records" in bench.fault_table([("ConsumerPerformance", phases)])
+
+
+def test_the_read_fault_waits_for_a_count_and_stops_when_the_reader_ends() -> None:
+    seen = iter([None, 5, 20, 40])
+    assert bench.at_count(lambda: next(seen), 30, lambda: True, deadline=bench.time.monotonic() + 5)
+    assert not bench.at_count(lambda: 1, 30, lambda: False, deadline=bench.time.monotonic() + 5)
+
+
+def test_the_harness_consumer_phases_count_its_polls_lines(tmp_path: Path) -> None:
+    history = tmp_path / "c.jsonl"
+    history.write_text(
+        '{"type":"meta","client":"c","t":1.0}\n'
+        '{"type":"polls","client":"c","t":1.5,"phase":"run","topic":"t","partitions":[0,0],"offsets":[0,1]}\n'
+        '{"type":"polls","client":"c","t":2.5,"phase":"run","topic":"t","partitions":[1],"offsets":[0]}\n'
+        '{"type":"polls","client":"c","t":3.5,"phase":"run","topic":"t","partitions":[0,1,1],"offsets":[2,1,2]}\n')
+    phases = bench.polled_phases(history, kill_t=2.0, restart_t=3.0, start=1.0)
+    assert [phases[p].records for p in bench.PHASES] == [2, 1, 3]
+    assert phases["before"].rate == pytest.approx(2.0)
