@@ -243,15 +243,10 @@ class Tools:
                     raise RuntimeError(f"ProducerPerformance ended early: {box.logs()[-500:]}")
                 time.sleep(0.2)
             fault()
-            while time.monotonic() < deadline and box.status not in ("exited", "dead"):
-                time.sleep(0.5)
-            return box.logs(timestamps=True)
-        finally:
-            try:
-                box.remove()
-            except Exception:  # noqa: BLE001 (gone already)
-                pass
-
+        except BaseException:
+            _removed(box)
+            raise
+        return _ended(box)
 
     def consume_with_fault(self, topic: str, records: int,
                            fault: Callable[[Callable[[], int | None], Callable[[], bool]], None]) -> str:
@@ -277,15 +272,29 @@ class Tools:
 
         try:
             fault(count, lambda: box.status not in ("exited", "dead"))
-            deadline = time.monotonic() + TOOL_TIMEOUT_S
-            while time.monotonic() < deadline and box.status not in ("exited", "dead"):
-                time.sleep(0.5)
-            return box.logs(timestamps=True)
-        finally:
-            try:
-                box.remove()
-            except Exception:  # noqa: BLE001 (gone already)
-                pass
+        except BaseException:
+            _removed(box)
+            raise
+        return _ended(box)
+
+
+def _ended(box: Any) -> str:
+    """A helper container's stamped log once it has ended (bounded); it is removed."""
+    try:
+        deadline = time.monotonic() + TOOL_TIMEOUT_S
+        while time.monotonic() < deadline and box.status not in ("exited", "dead"):
+            time.sleep(0.5)
+        return str(box.logs(timestamps=True))
+    finally:
+        _removed(box)
+
+
+def _removed(box: Any) -> None:
+    try:
+        box.remove()
+    except Exception:  # noqa: BLE001 (gone already)
+        pass
+
 
 def median_of(runs: Sequence[Figures]) -> Figures:
     """One row's figures over repeated runs: the median of each figure (over the runs that
