@@ -12,6 +12,7 @@ any time, any number of times (it is the runner's cleanup step).
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable
@@ -20,9 +21,11 @@ from typing import Any
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from ..backend.cluster import Cluster, Node
-from ..errors import BackendError, FaultError
+from ..errors import BackendError, FaultError, HarnessError
 from ..history import Recorder
 from ..wait import wait_until
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Nemesis", "FAULTS", "DIRECTIONS"]
 
@@ -42,6 +45,8 @@ class Nemesis:
         self.down: dict[str, None] = {}
         self.partitioned: set[str] = set()
         self.last_freeze_attempts = 0
+        #: the system's :meth:`~harness.systems.base.StartGate.before_start`, if it has one
+        self.before_start: Callable[[Node], dict[str, Any] | None] | None = None
 
     # -- bookkeeping -------------------------------------------------------------
     def _record(self, action: str, node: Node | None, role: str | None = None, **detail: Any) -> None:
@@ -96,12 +101,28 @@ class Nemesis:
         self.down[node.name] = None
         self.partitioned.discard(node.name)
 
-    def start(self, node: Node) -> None:
+    def start(self, node: Node) -> dict[str, Any] | None:
+        """Starts a stopped ``node`` once the system lets it (:attr:`before_start`); what
+        that waited for goes into the fault's detail."""
+        waited = None
         if node.container.status not in ("running", "paused"):
+            waited = self._gate(node)
             node.container.start()
         wait_until(lambda: node.container.status == "running", timeout=30,
                    what=f"{node.name} running after start")
         self.down.pop(node.name, None)
+        return waited
+
+    def _gate(self, node: Node) -> dict[str, Any] | None:
+        """The system's wait before ``node`` starts; a wait that fails (ZooKeeper down, its
+        bound passed) is logged and the node is started anyway, as before gates existed."""
+        if self.before_start is None:
+            return None
+        try:
+            return self.before_start(node)
+        except HarnessError as exc:
+            log.warning("starting %s without waiting: %s", node.name, exc)
+            return {"start_gate": str(exc)[:200]}
 
     def pause(self, node: Node) -> None:
         """Freezes ``node``'s cgroup.
@@ -180,6 +201,7 @@ class Nemesis:
                 if status == "running":
                     _flush_chain(n.container.pid)
                 elif start_down and status in ("exited", "created"):
+                    self._gate(n)
                     n.container.start()
             except (BackendError, FaultError) as exc:
                 problems.append(f"{n.name}: {exc}")

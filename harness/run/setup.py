@@ -29,6 +29,7 @@ def setup(ctx: RunContext) -> None:
     from ..backend.docker import Engine
     from ..faults import Nemesis
     from ..systems import open_system
+    from ..systems.base import StartGate
     from .recovery import collect_once, heal_quietly
     from .roles import LeaderWatch, Resolver
     from .workloads import Workloads, output_topics
@@ -60,6 +61,8 @@ def setup(ctx: RunContext) -> None:
     log.info("cluster ready (%.1fs)", time.monotonic() - t0)
     ctx.stack.callback(collect_once, ctx)
     ctx.nemesis = Nemesis(cluster, ctx.events)
+    if isinstance(system, StartGate):
+        ctx.nemesis.before_start = system.before_start
     ctx.stack.callback(heal_quietly, ctx)
     for mark in system.create_case_topic(ctx.topic, case.topic):
         ctx.events.mark(mark.label, mark.detail)

@@ -162,6 +162,14 @@ class ControllerRemedy(Protocol):
 
 
 @runtime_checkable
+class StartGate(Protocol):
+    def before_start(self, node: Node) -> dict[str, Any] | None:
+        """Called before a stopped ``node`` is started: waits until it can start (the
+        system's own bound), and says what it waited for (None: nothing)."""
+        ...
+
+
+@runtime_checkable
 class Controlled(Protocol):
     """A cluster with one elected controller whose elections are counted by an epoch."""
 

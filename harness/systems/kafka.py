@@ -57,6 +57,9 @@ class PartitionState:
 
 # A ZooKeeper-mode controller broken until it fails over logs this (kafka.controller, 3.9).
 _BROKEN_BATCH = "batch is not empty while creating a new one"
+#: the longest a start waits for ZooKeeper to expire a killed broker's session (6 s here:
+#: compose/images/kafka/entrypoint.sh)
+OLD_SESSION_WAIT_S = 30.0
 #: the name of every probe topic (:meth:`KafkaSystem.controller_problem`) starts so
 PROBE_PREFIX = "__chaos_probe_"
 _ELECTED = "successfully elected as the controller"
@@ -314,6 +317,28 @@ class KafkaSystem:
             raise AdminError("a forced controller election is for ZooKeeper mode only")
         zk_call(zk_port(self.spec), "/controller",
                 lambda zk: zk.delete("/controller"))
+
+    def before_start(self, node: Node) -> dict[str, Any] | None:
+        """ZooKeeper mode, a broker: waits (up to :data:`OLD_SESSION_WAIT_S`) until ZooKeeper
+        has expired the session of the broker's killed self, whose ephemeral
+        ``/brokers/ids/<id>`` it still holds. A broker started before that stops at once
+        ("Fatal error during KafkaServer startup", NodeExists: seen on 3.9.2 when a bench
+        restarted a broker 2 s after its kill -9; the session is 6 s here). Returns how long
+        it waited, or None when the registration was already gone (a clean stop removes it)."""
+        if self.spec.mode != "zk" or node.spec.kind != "broker":
+            return None
+        path = f"/brokers/ids/{node.spec.node_id}"
+        port = zk_port(self.spec)
+
+        def gone() -> bool:
+            return not zk_call(port, path, lambda zk: zk.exists(path))
+
+        t0 = time.monotonic()
+        if gone():
+            return None
+        wait_until(gone, timeout=OLD_SESSION_WAIT_S, interval=0.2, max_interval=0.5,
+                   what=f"ZooKeeper to expire {node.name}'s old session ({path})")
+        return {"waited_for_old_session_s": round(time.monotonic() - t0, 1)}
 
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit).

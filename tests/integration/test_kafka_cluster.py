@@ -135,6 +135,24 @@ def test_kill_controller_moves_controller(kafka: KafkaSystem, nemesis: Nemesis) 
         assert after.epoch is not None and before.epoch is not None and after.epoch > before.epoch
 
 
+def test_a_broker_started_right_after_its_kill_waits_out_its_old_session(
+        kafka: KafkaSystem, nemesis: Nemesis) -> None:
+    """ZooKeeper mode: started at once after kill -9, a 3.9.2 broker finds its killed self's
+    registration and stops ("NodeExists"); the start gate waits until ZooKeeper has expired
+    that session (6 s here). KRaft mode: no such wait."""
+    node = next(n for n in kafka.brokers() if n.spec.node_id != kafka.controller().broker)
+    nemesis.before_start = kafka.before_start
+    nemesis.kill9(node)
+    waited = nemesis.start(node)
+    if kafka.spec.mode == "zk":
+        assert waited is not None and 1.0 <= waited["waited_for_old_session_s"] <= 30.0
+    else:
+        assert waited is None
+    time.sleep(10)  # a broker that found its old registration has exited by now
+    assert node.container.status == "running"
+    kafka.wait_ready(timeout=90)
+
+
 def test_controller_probe_names_a_broker_that_does_not_take_leader_and_isr(
         kafka: KafkaSystem, nemesis: Nemesis) -> None:
     if kafka.spec.mode != "zk":
