@@ -58,8 +58,8 @@ from harness.check.lines import (
 )
 from harness.history import BATCH_EVENTS, CLIENT_TYPES, TXN_ACTIONS, TXN_STATUSES
 
-__all__ = ["EVENTS_SCHEMA", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA", "kernel", "place_dir",
-           "place_pair", "plan"]
+__all__ = ["EVENTS_SCHEMA", "IDS_SCHEMA", "MAX_BUCKETS", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA",
+           "bucket_of", "kernel", "place_dir", "place_pair", "plan"]
 
 # Event type codes.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = range(9)
@@ -140,24 +140,26 @@ def plan(history: Sequence[str], replicas: Sequence[str],
     return out
 
 
-def kernel(out_dir: str) -> Any:
+def kernel(out_dir: str, ids_dir: str | None = None, buckets: int = 1) -> Any:
     """The ``mapInArrow`` function for task rows of :data:`TASK_SCHEMA`: each split's
-    events go to a Parquet file in ``out_dir``; its names and its count of lines and
-    skipped lines (:data:`RESULT_SCHEMA`) come back."""
+    events go to Parquet files in ``out_dir`` (and, with ``ids_dir``, its events of the
+    per-id step to ``ids_dir``'s ``buckets``: :mod:`harness.check.mids`); its names and
+    its count of lines and skipped lines (:data:`RESULT_SCHEMA`) come back."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for task in batch.to_pylist():
-                yield from _ingest_split(out_dir, **task).to_batches()
+                yield from _ingest_split(out_dir, ids_dir, buckets, **task).to_batches()
 
     return run
 
 
-def _ingest_split(out_dir: str, path: str, file: int, replicas: bool, start: int, stop: int) -> pa.Table:
+def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, file: int, replicas: bool,
+                  start: int, stop: int) -> pa.Table:
     name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
     names = []
     lines = skipped = copies = 0
-    with _Writers(out_dir, name) as writers:
+    with _Writers(out_dir, name, ids_dir, buckets) as writers:
         for base, block in _blocks(path, start, stop):
             table, refused = _parse(block, base, replicas)
             events, unknown = _events(table, file, replicas)
@@ -182,22 +184,27 @@ class _Writers:
     """One split's Parquet writers, opened as rows come: ``o/`` (always, so that every
     split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``."""
 
-    def __init__(self, out_dir: str, name: str) -> None:
-        self.out_dir, self.name = out_dir, name
+    def __init__(self, out_dir: str, name: str, ids_dir: str | None = None, buckets: int = 1) -> None:
+        self.out_dir, self.name, self.ids_dir, self.buckets = out_dir, name, ids_dir, buckets
         self.open: dict[str, pq.ParquetWriter] = {}
         self._writer(OTHER)
 
-    def _writer(self, where: str) -> pq.ParquetWriter:
-        writer = self.open.get(where)
+    def _writer(self, where: str, root: str | None = None) -> pq.ParquetWriter:
+        root = root or self.out_dir
+        key = os.path.join(root, where)
+        writer = self.open.get(key)
         if writer is None:
-            directory = os.path.join(self.out_dir, where)
-            os.makedirs(directory, exist_ok=True)
-            writer = self.open[where] = pq.ParquetWriter(os.path.join(directory, self.name), EVENTS_SCHEMA,
-                                                         compression="lz4", use_dictionary=_DICTIONARY)
+            os.makedirs(key, exist_ok=True)
+            ids = root != self.out_dir
+            writer = self.open[key] = pq.ParquetWriter(
+                os.path.join(key, self.name), IDS_SCHEMA if ids else EVENTS_SCHEMA, compression="lz4",
+                use_dictionary=_IDS_DICTIONARY if ids else _DICTIONARY)
         return writer
 
     def write(self, events: pa.Table) -> None:
         code = _filled(events["code"], -1)
+        if self.ids_dir is not None:
+            self._write_ids(events, code)
         located = _valid(events["pl"]) & _valid(events["topic_h"])
         placed = located & ((code == POLL) | ((code == REPLICA) & _valid(events["mid"])))
         reset = code == RESET
@@ -225,6 +232,21 @@ class _Writers:
             where = os.path.join(PLACED, place_dir(int(topic_h[lo]), int(part[lo])))
             self._writer(where).write_table(taken.slice(lo, hi - lo))
 
+    def _write_ids(self, events: pa.Table, code: np.ndarray) -> None:
+        """The per-id step's events (an id, a client event or poll code), narrow, by bucket."""
+        assert self.ids_dir is not None
+        rows = np.flatnonzero(_valid(events["mid"]) & (code >= 0) & (code <= POLL))
+        if not rows.size:
+            return
+        bucket = bucket_of(events["mid"].take(pa.array(rows)), self.buckets)
+        if self.buckets > 1:  # a radix sort on 16-bit keys (MAX_BUCKETS)
+            order = np.argsort(bucket.astype(np.int16), kind="stable")
+            rows, bucket = rows[order], bucket[order]
+        taken = events.select(IDS_SCHEMA.names).take(pa.array(rows))
+        change = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
+        for lo, hi in zip([0, *change], [*change, len(bucket)], strict=False):
+            self._writer(str(int(bucket[lo])), self.ids_dir).write_table(taken.slice(lo, hi - lo))
+
     def __enter__(self) -> _Writers:
         return self
 
@@ -232,6 +254,16 @@ class _Writers:
         for writer in self.open.values():
             writer.close()
 
+
+#: the columns of the per-id step's buckets (:mod:`harness.check.mids`)
+IDS_SCHEMA = pa.schema([EVENTS_SCHEMA.field(n) for n in (
+    "mid", "code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "seq", "t", "due", "tx_h",
+    "src")])
+_IDS_DICTIONARY = [n for n in _DICTIONARY if n in IDS_SCHEMA.names]
+#: the most id buckets (:func:`bucket_of`)
+MAX_BUCKETS = 1 << 14
+_PAD, _EMPTY = pa.scalar(bytes(16), pa.binary()), pa.scalar(b"", pa.binary())
+_MIX_1, _MIX_2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
 
 _NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
                            ("rc", pa.bool_())])
@@ -444,6 +476,27 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
                ks_key=_masked(key, ks_mask), due=_due(table, code_line, line, index))
     return pa.table(out, schema=EVENTS_SCHEMA), skipped
+
+
+def bucket_of(mid: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+    """Each id's bucket in [0, buckets) (at most :data:`MAX_BUCKETS`), the same in every task and process: a
+    multiplicative hash of its last 16 bytes (ids differ most at their end: a counter),
+    read as two words after a padding of zeros. ``mid`` has no nulls."""
+    n = len(mid)
+    if not 1 <= buckets <= MAX_BUCKETS:
+        raise ValueError(f"{buckets} buckets: 1 to {MAX_BUCKETS}")
+    if buckets == 1 or not n:
+        return np.zeros(n, np.int64)
+    if isinstance(mid, pa.ChunkedArray):
+        mid = mid.combine_chunks()
+    padded = pc.binary_join_element_wise(_PAD, mid.cast(pa.binary()), _EMPTY)
+    tail = pc.binary_slice(padded, start=-16)  # 16 bytes each, one after the other
+    first = int(np.frombuffer(tail.buffers()[1], np.int32)[tail.offset])
+    data = np.frombuffer(tail.buffers()[2], np.uint8)[first: first + 16 * n]
+    words = data.view(np.uint64).reshape(n, 2)
+    h = (words[:, 0] * _MIX_1) ^ (words[:, 1] * _MIX_2)
+    h ^= h >> np.uint64(29)
+    return ((h * _MIX_1 >> np.uint64(32)) % np.uint64(buckets)).astype(np.int64)
 
 
 def _due(table: pa.Table, code_line: np.ndarray, line: np.ndarray, index: np.ndarray) -> pa.Array:

@@ -288,10 +288,10 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
                                 else pa.array(given[name], schema.field(name).type) for name in schema.names},
                                schema=schema))
 
-    emit(INVOKE_BINS, np.unique(np.floor(inv / BIN_S)))
+    emit(INVOKE_BINS, _distinct(np.floor(inv / BIN_S)))
     acked = np.isfinite(ack)
     if by_pair and acked.any():
-        emit(ACK_BINS, np.unique(np.floor(ack[acked] / BIN_S)), pair=True)
+        emit(ACK_BINS, _distinct(np.floor(ack[acked] / BIN_S)), pair=True)
     phase = np.zeros(len(inv), np.int64)
     if start is not None:
         phase[inv >= start] = 1
@@ -319,25 +319,24 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
     return pa.concat_tables(tables).combine_chunks().to_batches()[0]
 
 
-def _group(keys: Any, buckets: Any, values: Any) -> tuple[Any, Any, Any, Any]:
-    """Count and max of ``values`` per distinct (key, bucket): one stable sort of a
-    combined code (keys and buckets are coded densely first: a client's key is a hash)."""
-    import numpy as np
+def _distinct(values: Any) -> Any:
+    """The distinct values (a hash set, no sort; gather sorts the few left)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    ukeys, kcode = np.unique(keys, return_inverse=True)
-    zero = buckets == ZERO_BUCKET
-    low = int(buckets[~zero].min()) if (~zero).any() else 0
-    bcode = np.where(zero, 0, buckets - low + 1)
-    width = int(bcode.max()) + 1
-    code = kcode.reshape(-1).astype(np.int64) * width + bcode
-    order = np.argsort(code, kind="stable")
-    sorted_code = code[order]
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_code)) + 1))
-    firsts = sorted_code[starts]
-    n = np.diff(np.concatenate((starts, [len(sorted_code)]))).astype(np.int64)
-    mx = np.maximum.reduceat(values[order], starts)
-    bc = firsts % width
-    return ukeys[firsts // width], np.where(bc == 0, ZERO_BUCKET, bc - 1 + low), n, mx
+    return pc.unique(pa.array(values, pa.float64())).to_numpy()
+
+
+def _group(keys: Any, buckets: Any, values: Any) -> tuple[Any, Any, Any, Any]:
+    """Count and max of ``values`` per distinct (key, bucket), in no particular order:
+    Arrow's hash aggregate (no sort; the values are finite)."""
+    import pyarrow as pa
+
+    table = pa.table({"k": pa.array(keys, pa.int64()), "b": pa.array(buckets, pa.int64()),
+                      "v": pa.array(values, pa.float64())})
+    out = table.group_by(["k", "b"], use_threads=False).aggregate([("v", "count"), ("v", "max")])
+    return (out["k"].to_numpy(), out["b"].to_numpy(), out["v_count"].to_numpy(),
+            out["v_max"].to_numpy())
 
 
 def gather(out: Any, topics: Mapping[int, str]) -> tuple[list[int], dict[tuple[str, int], list[int]],

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.check import ingest
+from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
 from harness.check.inputs import require_lines, run_files
 from harness.check.result import MAX_EXAMPLES, MAX_TRANSACTIONS, CheckResult, example, make_result
@@ -90,7 +91,13 @@ _SEQ_KINDS = ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "int-nonmon
               "int-nonmonotonic-poll", "int-poll-skip", "silent-reread")
 _SEND_KINDS = ("nonmonotonic-send", "int-nonmonotonic-send")
 
-_BYPASS_PARTIAL = "spark.sql.execution.bypassPartialAggregation"
+#: input (JSON lines) per bucket of the per-id step: a task holds its bucket's events (at
+#: 10M records, 128 MiB of input are about 2.9M events)
+MIDS_BUCKET_BYTES = 128 << 20
+# The per-id table as read back: the kernel's columns, its directories' last (Spark's order).
+_DDL = {"int64": "long", "int32": "int", "double": "double", "string": "string"}
+_MIDS_SCHEMA = ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in sorted(
+    mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
 
 _session_lock = threading.Lock()
 _run_lock = threading.Lock()
@@ -244,9 +251,9 @@ def _register_kernels() -> None:
     # NumPy and PyArrow (PySpark's own SQL extra), not this package.
     from pyspark import cloudpickle
 
-    from harness.check import ingest, lines, placed
+    from harness.check import ingest, lines, mids, placed
 
-    for module in (ingest, lines, placed):
+    for module in (ingest, lines, mids, placed):
         cloudpickle.register_pickle_by_value(module)
 
 
@@ -391,24 +398,31 @@ class _Job:
         self.F = F
         self.scratch = scratch
         self.inputs = inputs
+        #: the per-id step's buckets: about one per MIDS_BUCKET_BYTES of input, in rounds of
+        #: as many as this machine has cores when the executors are on it (no round half idle)
+        size = sum(os.path.getsize(p) for p in (*inputs.history, *inputs.replicas))
+        buckets = math.ceil(size / MIDS_BUCKET_BYTES)
+        cores = (os.cpu_count() or 1) if inputs.local else 1
+        if buckets > 1:
+            buckets = math.ceil(buckets / cores) * cores
+        self.buckets = max(1, min(ingest.MAX_BUCKETS, buckets))
+        #: from step 3: how many ids were sent in a transaction, and the least and greatest
+        #: finite first-invoke time (None: none)
+        self.tx_ids = 0
+        self.inv_span: tuple[float, float] | None = None
 
     # -- helpers ---------------------------------------------------------------
 
-    def _stage(self, name: str, df: DataFrame, dictionary: Sequence[str] = (),
-               partition_by: Sequence[str] = ()) -> DataFrame:
+    def _stage(self, name: str, df: DataFrame, dictionary: Sequence[str] = ()) -> DataFrame:
         """Write ``df`` as Parquet in the scratch directory and read it back.
 
         Dictionaries do not pay for mostly distinct values (ids, positions, seq): only the
         ``dictionary`` columns (a few distinct values: names, codes, flags) get one.
-        ``partition_by``: a directory per value of these columns (Hive's layout), read
-        back with their types.
         """
         path = str(self.scratch / name)
         writer = df.write.option("parquet.enable.dictionary", "false")
         for col in dictionary:
             writer = writer.option(f"parquet.enable.dictionary#{col}", "true")
-        if partition_by:
-            writer = writer.partitionBy(*partition_by)
         writer.parquet(path)
         return self.spark.read.schema(df.schema).parquet(path)
 
@@ -444,7 +458,8 @@ class _Job:
         out.mkdir()
         tasks = ingest.plan(self.inputs.history, self.inputs.replicas)
         splits = self.spark.createDataFrame(tasks, ingest.TASK_SCHEMA)
-        names = splits.mapInArrow(ingest.kernel(str(out)), ingest.RESULT_SCHEMA).collect()
+        run = ingest.kernel(str(out), str(self.scratch / "ids"), self.buckets)
+        names = splits.mapInArrow(run, ingest.RESULT_SCHEMA).collect()
         return self.spark.read.option("recursiveFileLookup", "true").parquet(str(out)), names
 
     # -- 2. names --------------------------------------------------------------
@@ -465,78 +480,19 @@ class _Job:
 
     # -- 3. per message id -----------------------------------------------------
 
-    def _mids(self, events: DataFrame, names: _Names, copies: bool) -> DataFrame:
-        F = self.F
-        code, seq = F.col("code"), F.col("seq")
-        poll, rec = code == POLL, self._has("flags", ROW_REC)
-        rc = F.col("client_h").isin(sorted(names.rc_clients)) if names.rc_clients else F.lit(False)
-        flags = self._bits({F_INV: code == INVOKE, F_OK: code == OK, F_FAIL: code == FAIL,
-                            F_INFO: code == INFO, F_RUN: poll & ~rec, F_REC: poll & rec,
-                            F_ABORTED: code.isin(OK, FAIL) & self._has("flags", ROW_ABORTED),
-                            F_RC_READ: poll & rc, F_RU_READ: poll & ~rc, F_REC_RC: poll & rec & rc})
-        first_invoke, first_ok = F.when(code == INVOKE, seq), F.when(code == OK, seq)
-        binding = F.when(poll & F.col("pl").isNotNull() & F.col("topic_h").isNotNull(),
-                         self._binding("topic_h", "part", "pl", "pe", "pb"))
-        agg = (events.where(F.col("mid").isNotNull() & (code <= POLL)).groupBy("mid").agg(
-            F.bit_or(flags).alias("f"),
-            F.min(first_invoke).alias("inv_seq"),
-            F.min_by("client_h", first_invoke).alias("inv_client"),
-            F.min_by("topic_h", first_invoke).alias("inv_topic"),
-            F.min_by("client_h", first_ok).alias("ack_client"),
-            F.min_by("topic_h", first_ok).alias("ack_topic0"),
-            *[F.min_by(c, first_ok).alias(f"ack_{c}") for c in ("part", "pl", "pe", "pb")],
-            F.min(binding).alias("bmin"), F.max(binding).alias("bmax"),
-            # times (latency): first invoke, first ack, first run-phase poll
-            F.min(F.when(code == INVOKE, F.col("t"))).alias("inv_t"),
-            F.min_by("due", first_invoke).alias("due_t"),
-            F.min(F.when(code == OK, F.col("t"))).alias("ack_t"),
-            F.min(F.when(poll & ~rec, F.col("t"))).alias("poll_t"),
-            # transactions: the id's (its first invoke's), the first read_committed poll
-            F.min_by("tx_h", first_invoke).alias("tx_h"),
-            F.min(F.when(poll & rc, F.col("t"))).alias("rc_t")))
-        # A copier's send: the input id it copies (its first invoke's), joined on apart: a
-        # string in the aggregate's buffer makes it a sort aggregate, every event sorted by
-        # id (at 10M records 41-46 s instead of 29-31 s; tests/unit/check/test_check_mids_plan.py).
-        if copies:
-            sources = events.where((code == INVOKE) & F.col("src").isNotNull()).select(
-                "mid", seq.alias("inv_seq"), "src")
-            agg = agg.join(sources, ["mid", "inv_seq"], "left")
-        else:
-            agg = agg.withColumn("src", F.lit(None).cast(_S))
-        # ok events need not name their topic: an ack binds the topic of its invoke.
-        agg = agg.withColumn("ack_topic", F.coalesce("ack_topic0", "inv_topic"))
-        ack = F.when(F.col("ack_pl").isNotNull() & F.col("ack_topic").isNotNull(),
-                     self._binding("ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"))
-        bmin = F.col("bmin")
-        dup = (bmin != F.col("bmax")) | (bmin.isNotNull() & ack.isNotNull() & (ack != bmin))
-        # An id's events are in different files (producer, consumers, recovery): a map-side
-        # partial aggregate hardly reduces the rows (38M to 28M at 10M records) and costs more
-        # than it saves (47 -> 29 CPU-s at 10M): the rows go to the shuffle as they are. (A
-        # Spark without this setting ignores it.)
-        # Staged in a directory per (ack topic, ack partition): step 4 reads a partition's
-        # acks from its own directory; a task writes its partitions' files at once (no sort).
-        with self._conf({_BYPASS_PARTIAL: "true", "spark.sql.maxConcurrentOutputFileWriters": "64"}):
-            return self._stage("mids", agg.select(
-                "mid", F.col("f").bitwiseOR(self._bits({F_DUP: dup})).alias("f"), "inv_seq",
-                "inv_client", "ack_client", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb",
-                "inv_t", "due_t", "ack_t", "poll_t", "tx_h", "rc_t", "src"),
-                partition_by=("ack_topic", "ack_part"))
-
-    @contextlib.contextmanager
-    def _conf(self, settings: Mapping[str, str]) -> Iterator[None]:
-        """Spark SQL settings for the duration of one step."""
-        conf = self.spark.conf
-        before: dict[str, str | None] = {key: conf.get(key, None) for key in settings}
-        for key, value in settings.items():
-            conf.set(key, value)
-        try:
-            yield
-        finally:
-            for key, old in before.items():
-                if old is None:
-                    conf.unset(key)
-                else:
-                    conf.set(key, old)
+    def _mids(self, names: _Names) -> DataFrame:
+        """Step 3 in the Python workers (:mod:`harness.check.mids`): one task per id
+        bucket the ingest wrote aggregates its ids and writes them in a directory per
+        (ack topic, ack partition), read back from there."""
+        out = self.scratch / "mids"
+        out.mkdir()
+        tasks = self.spark.createDataFrame([(b,) for b in range(self.buckets)], mids_kernel.TASK_SCHEMA)
+        run = mids_kernel.kernel(str(self.scratch / "ids"), str(out), names.rc_clients)
+        stats = tasks.mapInArrow(run, mids_kernel.RESULT_SCHEMA).collect()
+        self.tx_ids = sum(r.tx_ids for r in stats)
+        finite = [r for r in stats if r.inv_lo is not None]
+        self.inv_span = (min(r.inv_lo for r in finite), max(r.inv_hi for r in finite)) if finite else None
+        return self.spark.read.schema(_MIDS_SCHEMA).parquet(str(out))
 
     def _bits(self, conditions: Mapping[int, Column]) -> Column:
         F = self.F
@@ -544,11 +500,6 @@ class _Job:
         for bit, cond in conditions.items():
             out = out.bitwiseOR(F.when(cond, bit).otherwise(0))
         return out
-
-    def _binding(self, *cols: str) -> Column:
-        """A (topic, partition, position) binding as one hash: distinct bindings of one id
-        collide with probability 2^-64, which could only hide a duplicate."""
-        return self.F.xxhash64(*cols)
 
     # -- 4. anomalies -----------------------------------------------------------
 
@@ -654,7 +605,7 @@ class _Job:
         F = self.F
         x = self.scratch / "events" / ingest.TXNS
         sent = mids.where(F.col("tx_h").isNotNull())
-        if not x.is_dir() and not sent.limit(1).count():
+        if not x.is_dir() and not self.tx_ids:
             return None
 
         def ids(bits: int) -> Column:
@@ -868,7 +819,7 @@ class _Job:
         copies = any(r.copies for r in tallies)
         require_lines(self.inputs.run_dir, lines, skipped)
         names = self._names(name_rows)
-        mids = self._mids(events, names, copies)
+        mids = self._mids(names)
         txns = self._transactions(events, mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
@@ -881,27 +832,23 @@ class _Job:
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
         anomalies = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
         result = make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
-        return dataclasses.replace(result, latency=self._latency(mids, names),
+        return dataclasses.replace(result, latency=self._latency(names),
                                    transactions=self._transaction_list(txns, names))
 
     # -- 6. latency and availability (harness.check.latency) ----------------------
 
-    def _latency(self, mids: DataFrame, names: _Names) -> dict[str, Any] | None:
+    def _latency(self, names: _Names) -> dict[str, Any] | None:
         """Send and end-to-end latency percentiles (run, windows, phases) and availability
-        per fault: the invoke time span of the per-id table, then one ``mapInArrow`` task
+        per fault: the invoke time span of the per-id table (step 3's), then one ``mapInArrow`` task
         per directory of it (``harness.check.latency.kernel``: NumPy bucket counts and time
         bins), handed to the driver as Arrow and summed there (``latency.gather``)."""
         from harness.check import latency as lat
 
-        F = self.F
-        inv = F.col("inv_t")
-        b = F.floor(inv / lat.BIN_S).cast(_L)
-        span = (mids.where(inv.isNotNull() & ~F.isnan(inv) & (F.abs(inv) < float("inf")))
-                .agg(F.min(b).alias("lo"), F.max(b).alias("hi")).first())
-        if span is None or span.lo is None:
+        if self.inv_span is None:  # no finite first-invoke time (step 3's tasks tell)
             return None
-        t0 = span.lo * lat.BIN_S
-        window_s = lat.window_for(span.hi * lat.BIN_S - t0)
+        lo, hi = (math.floor(t / lat.BIN_S) for t in self.inv_span)
+        t0 = lo * lat.BIN_S
+        window_s = lat.window_for(hi * lat.BIN_S - t0)
         faults = lat.faults_of(self.inputs.run_dir)
         out = (self.spark.createDataFrame(self._mids_dirs(), lat.TASK_SCHEMA)
                .mapInArrow(lat.kernel(t0, window_s, faults.start, faults.end), lat.OUT_SCHEMA).toArrow())
