@@ -16,6 +16,9 @@ position, replica records with an id and a position), one directory per
 without a shuffle (like a table partitioned on write); ``r/`` the resets; ``x/`` the
 ``txn`` events (their ``tx``, its hash ``tx_h`` and ``txa``, the action and status:
 :func:`txa`); ``o/`` all other events. Invokes carry their ``tx`` and ``tx_h`` too, and a copier's ``src``.
+With an ids directory, the events of the per-id step (an id, a code up to ``POLL``) are
+written once more, narrow (:data:`IDS_SCHEMA`), to ``<ids dir>/<bucket>/`` by
+:func:`bucket_of` (:mod:`harness.check.mids`).
 Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 

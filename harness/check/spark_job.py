@@ -10,15 +10,17 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    pb)`` (``harness.history.position_key``), row flags, ``seq``, the event's place
    in file order, and for Key_Shared run polls their time, subscription and key.
    Polls and replica records are written in one directory per (topic, partition),
-   resets in one of their own. The tasks also count the history lines and those they
-   skip (``harness.check.lines``); no history line read is a CheckError. (The inputs
-   are validated before Spark starts: ``harness.check.inputs``.)
+   resets in one of their own, and the events of step 3 again by id bucket. The
+   tasks also count the history lines and those they skip (``harness.check.lines``);
+   no history line read is a CheckError. (The inputs are validated before Spark
+   starts: ``harness.check.inputs``.)
 2. names: the client and topic names behind the hashes, the read_committed
    clients and the polled partitions, from the distinct rows the ingest tasks
    return.
-3. per message id (hash aggregate, fixed-width buffers only, no map-side partial
-   aggregate): outcome and read flags, first invoke, first ack, and whether the
-   id sits at more than one position.
+3. per message id, in the Python workers (``harness.check.mids``, one task per id
+   bucket the ingest wrote, so no shuffle): outcome and read flags, first invoke,
+   first ack, and whether the id sits at more than one position; written in a
+   directory per (ack topic, ack partition).
 4. anomalies: id anomalies are filters of step 3. One task per (topic, partition)
    reads its polls and replica records (its directory from step 1: no shuffle), its
    acks (step 3) and resets, and runs the NumPy kernel of
