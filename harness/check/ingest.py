@@ -18,14 +18,15 @@ without a shuffle (like a table partitioned on write); ``r/`` the resets; ``x/``
 :func:`txa`); ``o/`` all other events. Invokes carry their ``tx`` and ``tx_h`` too, and a copier's ``src``.
 With an ids directory, the events of the per-id step (an id, a code up to ``POLL``) are
 written once more, narrow (:data:`IDS_SCHEMA`), to ``<ids dir>/<bucket>/`` by
-:func:`bucket_of` (:mod:`harness.check.mids`).
+:func:`bucket_of` (:mod:`harness.check.mids`), and the client events among them that
+are not polls and have no transaction are left out of ``o/``.
 Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
 A task also counts its split's history lines and the lines it skips (not read, of an
-unknown type, a batch whose columns differ in length: :mod:`harness.check.lines`) and its
-sends that copy an input record (with a ``src``), and returns the three numbers in one row
-of its result, with the names.
+unknown type, a batch whose columns differ in length: :mod:`harness.check.lines`), its
+sends that copy an input record (with a ``src``) and its Key_Shared run polls (with a
+``ks_t``), and returns the four numbers in one row of its result, with the names.
 
 ``seq``, an event's place in file order, is ``file index << 50 | (byte offset of its
 line + its index in the batch)``: a batch of k events takes more than k bytes, so
@@ -109,9 +110,9 @@ _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags"
 #: one row per task: its split, and what it read
 TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
 #: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
-#: (``lines`` and ``skipped`` null), and one row of its history lines and skipped lines (the rest null)
+#: (``lines`` and the other counts null), and one row of its counts (the rest null)
 RESULT_SCHEMA = ("client_h long, client string, topic_h long, topic string, polled long, rc boolean, "
-                 "lines long, skipped long, copies long")
+                 "lines long, skipped long, copies long, keyed long")
 _NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
 _KNOWN_TYPES = pa.array(sorted(CLIENT_TYPES), pa.string())
 # Where a task writes: see the module docstring.
@@ -161,7 +162,7 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
                   start: int, stop: int) -> pa.Table:
     name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
     names = []
-    lines = skipped = copies = 0
+    lines = skipped = copies = keyed = 0
     with _Writers(out_dir, name, ids_dir, buckets) as writers:
         for base, block in _blocks(path, start, stop):
             table, refused = _parse(block, base, replicas)
@@ -169,6 +170,7 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
             lines += table.num_rows + refused
             skipped += refused + unknown
             copies += events.num_rows - events.column("src").null_count
+            keyed += events.num_rows - events.column("ks_t").null_count
             if events.num_rows:
                 writers.write(events)
                 names.append(_names(events))
@@ -178,9 +180,10 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
              if names else _NAMES_SCHEMA.empty_table())
     nulls = pa.nulls(found.num_rows, _L)
     tally = pa.table({**{k: [None] for k in _NAME_KEYS}, "lines": [lines], "skipped": [skipped],
-                      "copies": [copies]}, schema=_RESULT_SCHEMA)
+                      "copies": [copies], "keyed": [keyed]}, schema=_RESULT_SCHEMA)
     return pa.concat_tables([found.append_column("lines", nulls).append_column("skipped", nulls)
-                             .append_column("copies", nulls).cast(_RESULT_SCHEMA), tally])
+                             .append_column("copies", nulls).append_column("keyed", nulls)
+                             .cast(_RESULT_SCHEMA), tally])
 
 
 class _Writers:
@@ -206,13 +209,18 @@ class _Writers:
 
     def write(self, events: pa.Table) -> None:
         code = _filled(events["code"], -1)
-        if self.ids_dir is not None:
-            self._write_ids(events, code)
         located = _valid(events["pl"]) & _valid(events["topic_h"])
         placed = located & ((code == POLL) | ((code == REPLICA) & _valid(events["mid"])))
         reset = code == RESET
         txn = code == TXN
         other = ~placed & ~reset & ~txn
+        if self.ids_dir is not None:
+            in_ids = _valid(events["mid"]) & (code >= 0) & (code <= POLL)
+            self._write_ids(events, np.flatnonzero(in_ids))
+            # A client event (invoke, ok, fail, info) with an id and no transaction is in
+            # its bucket only: the later steps read those there. (Polls are read in place,
+            # and a transaction's sends name it: those are in both.)
+            other &= ~(in_ids & (code < POLL) & ~_valid(events["tx_h"]))
         if other.all():
             self._writer(OTHER).write_table(events)
             return
@@ -235,10 +243,10 @@ class _Writers:
             where = os.path.join(PLACED, place_dir(int(topic_h[lo]), int(part[lo])))
             self._writer(where).write_table(taken.slice(lo, hi - lo))
 
-    def _write_ids(self, events: pa.Table, code: np.ndarray) -> None:
-        """The per-id step's events (an id, a client event or poll code), narrow, by bucket."""
+    def _write_ids(self, events: pa.Table, rows: np.ndarray) -> None:
+        """The per-id step's events (``rows``: an id, a client event or poll code), narrow,
+        by bucket."""
         assert self.ids_dir is not None
-        rows = np.flatnonzero(_valid(events["mid"]) & (code >= 0) & (code <= POLL))
         if not rows.size:
             return
         bucket = bucket_of(events["mid"].take(pa.array(rows)), self.buckets)
@@ -271,7 +279,7 @@ _MIX_1, _MIX_2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
 _NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
                            ("rc", pa.bool_())])
 _RESULT_SCHEMA = (_NAMES_SCHEMA.append(pa.field("lines", _L)).append(pa.field("skipped", _L))
-                  .append(pa.field("copies", _L)))
+                  .append(pa.field("copies", _L)).append(pa.field("keyed", _L)))
 
 
 def _names(events: pa.Table) -> pa.Table:

@@ -98,6 +98,7 @@ _SEND_KINDS = ("nonmonotonic-send", "int-nonmonotonic-send")
 MIDS_BUCKET_BYTES = 128 << 20
 # The per-id table as read back: the kernel's columns, its directories' last (Spark's order).
 _DDL = {"int64": "long", "int32": "int", "double": "double", "string": "string"}
+_IDS_SCHEMA = ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in ingest.IDS_SCHEMA)
 _MIDS_SCHEMA = ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in sorted(
     mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
 
@@ -506,7 +507,7 @@ class _Job:
     # -- 4. anomalies -----------------------------------------------------------
 
     def _anomalies(self, events: DataFrame, mids: DataFrame, names: _Names,
-                   txns: DataFrame | None, copies: bool) -> list[Row]:
+                   txns: DataFrame | None, copies: bool, keyed: bool) -> list[Row]:
         from pyspark.sql import Window
 
         F = self.F
@@ -514,8 +515,9 @@ class _Job:
         with_tx = self._with_tx(mids, txns)
         rows = (self._mid_rows(with_tx)
                 .unionByName(self._placed_rows(self._by_pair(names), ranks))
-                .unionByName(self._key_order_rows(events, ranks))
                 .unionByName(self._count_rows(with_tx)))
+        if keyed:  # Key_Shared run polls (the ingest counts them)
+            rows = rows.unionByName(self._key_order_rows(events, ranks))
         if txns is not None:
             rows = rows.unionByName(self._txn_rows(txns))
         if copies:
@@ -819,13 +821,14 @@ class _Job:
         tallies = [r for r in name_rows if r.lines is not None]
         lines, skipped = sum(r.lines for r in tallies), sum(r.skipped for r in tallies)
         copies = any(r.copies for r in tallies)
+        keyed = any(r.keyed for r in tallies)
         require_lines(self.inputs.run_dir, lines, skipped)
         names = self._names(name_rows)
         mids = self._mids(names)
         txns = self._transactions(events, mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
-        for row in sorted(self._anomalies(events, mids, names, txns, copies), key=lambda r: r.rn):
+        for row in sorted(self._anomalies(events, mids, names, txns, copies, keyed), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
         details = self._details(events, mids, firsts)
@@ -900,9 +903,17 @@ class _Job:
 
         wanted = (F.col("mid").isin(ids) | F.col("seq").isin(seqs)
                   | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE)))
-        found = events.where(wanted).select(
-            "code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
-            "seq", "node", "t")
+        columns = ("code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
+                   "seq", "node", "t")
+        found = events.where(wanted).select(*columns)
+        buckets = self.scratch / "ids"
+        if seqs and buckets.is_dir():  # sends without a transaction are in the id buckets only
+            names = {c: F.lit(None).cast(_S).alias(c) for c in ("client", "topic", "node")}
+            sends = (self.spark.read.schema(_IDS_SCHEMA).option("recursiveFileLookup", "true")
+                     .parquet(str(buckets))
+                     .where(F.col("seq").isin(seqs) & (F.col("code") < POLL) & F.col("tx_h").isNull())
+                     .select(*[names.get(c, F.col(c)) for c in columns]))
+            found = found.unionByName(sends)
         acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(
             "mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb")
         return _Details(found.collect(), acks.collect())

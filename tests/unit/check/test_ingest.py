@@ -288,3 +288,43 @@ print(sum(b.num_rows for b in run([pa.RecordBatch.from_pylist([task])])), "harne
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[1] == "False"
     assert pq.read_table(out).num_rows == len(_expected(history))
+
+
+def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path: Path) -> None:
+    """With id buckets: every event with an id and a code up to POLL is in its id's bucket
+    (all of an id's in one); the client events among them without a transaction are in no
+    other file; everything else is where it is without buckets. The task counts its
+    Key_Shared run polls."""
+    history = tmp_path / "h.jsonl"
+    history.write_text("\n".join([
+        '{"type":"invokes","client":"p","topic":"t","mids":["a","b","c"],"t":1.0}',
+        '{"type":"invoke","client":"q","topic":"t","mid":"x","tx":"T1","t":1.5}',
+        '{"type":"oks","client":"p","topic":"t","mids":["a","b"],"partitions":[0,1],"offsets":[0,0],"t":2.0}',
+        '{"type":"fail","client":"p","topic":"t","mid":"c","t":2.1}',
+        '{"type":"polls","client":"k","topic":"t","partition":0,"mids":["a","b"],"offsets":[0,1],"t":3.0}',
+        '{"type":"poll","client":"k","topic":"t","partition":1,"mid":"z","offset":5,"t":3.5,'
+        '"subscription":"s","subscription_type":"Key_Shared","key":"k1"}',
+        '{"type":"reset","client":"k","topic":"t","partition":0,"t":4.0}',
+        '{"type":"meta","client":"k","t":0.5}',
+    ]) + "\n")
+    out, ids = tmp_path / "events", tmp_path / "ids"
+    out.mkdir()
+    run = ingest.kernel(str(out), str(ids), 4)
+    task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
+                    strict=True))
+    (tally,) = [r for b in run([pa.RecordBatch.from_pylist([task])]) for r in b.to_pylist()
+                if r["lines"] is not None]
+    assert tally["keyed"] == 1 and tally["lines"] == 8
+    events = [(r["code"], r["mid"]) for r in _read_layout(out)]
+    bucketed: dict[str, set[str]] = {}
+    for path in ids.rglob("*.parquet"):
+        for r in pq.read_table(path).to_pylist():
+            bucketed.setdefault(r["mid"], set()).add(path.parent.name)
+            assert r["code"] <= ingest.POLL
+    assert all(len(b) == 1 for b in bucketed.values()) and set(bucketed) == {"a", "b", "c", "x", "z"}
+    # sends without a transaction: buckets only; the transaction's send, polls, the rest: events
+    assert sorted(events, key=str) == sorted([
+        (ingest.INVOKE, "x"), (ingest.POLL, "a"), (ingest.POLL, "b"), (ingest.POLL, "z"),
+        (ingest.RESET, None), (ingest.META, None)], key=str)
+    rows = sum(pq.read_table(p).num_rows for p in ids.rglob("*.parquet"))
+    assert rows == 3 + 1 + 2 + 1 + 2 + 1  # invokes, the tx invoke, oks, fail, polls, poll
