@@ -69,10 +69,12 @@ _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = (
     ingest.INVOKE, ingest.OK, ingest.FAIL, ingest.INFO, ingest.POLL, ingest.RESET, ingest.META,
     ingest.REPLICA, ingest.TXN)
-ROW_REC, ROW_ABORTED, ROW_RC = ingest.ROW_REC, ingest.ROW_ABORTED, ingest.ROW_RC
-# Per-id flags.
+ROW_REC = ingest.ROW_REC
+# Per-id flags: those of the per-id step.
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP, F_RU_READ, F_REC_RC = (
-    1 << i for i in range(11))
+    mids_kernel.F_INV, mids_kernel.F_OK, mids_kernel.F_FAIL, mids_kernel.F_INFO, mids_kernel.F_RUN,
+    mids_kernel.F_REC, mids_kernel.F_ABORTED, mids_kernel.F_RC_READ, mids_kernel.F_DUP, mids_kernel.F_RU_READ,
+    mids_kernel.F_REC_RC)
 # A transaction's state (per id: its transaction's), docs/checker.md "Transactions".
 TS_NONE, TS_COMMITTED, TS_SEEN, TS_ABORTED, TS_UNKNOWN = range(5)
 TS_NAMES = {TS_COMMITTED: "committed", TS_SEEN: "seen-committed", TS_ABORTED: "aborted",
@@ -496,13 +498,6 @@ class _Job:
         finite = [r for r in stats if r.inv_lo is not None]
         self.inv_span = (min(r.inv_lo for r in finite), max(r.inv_hi for r in finite)) if finite else None
         return self.spark.read.schema(_MIDS_SCHEMA).parquet(str(out))
-
-    def _bits(self, conditions: Mapping[int, Column]) -> Column:
-        F = self.F
-        out = F.lit(0)
-        for bit, cond in conditions.items():
-            out = out.bitwiseOR(F.when(cond, bit).otherwise(0))
-        return out
 
     # -- 4. anomalies -----------------------------------------------------------
 
@@ -1029,7 +1024,7 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
 def _hive_value(name: str) -> int | None:
     """The value of a Hive-style directory name ``column=value`` of a long column."""
     value = name.split("=", 1)[1]
-    return None if value == "__HIVE_DEFAULT_PARTITION__" else int(value)
+    return None if value == mids_kernel.HIVE_NULL else int(value)
 
 
 def _none_first(item: tuple[Any, ...]) -> tuple[Any, ...]:
