@@ -5,9 +5,10 @@ The ingest (:mod:`harness.check.ingest`) writes the rows this step reads (the ev
 with an id and a client event or poll code) a second time, narrow and split by a hash
 of their id into buckets: ``<ids dir>/<bucket>/<ingest split>.parquet``. So all events
 of one id are in one bucket, and a task aggregates its bucket on its own: the shuffle
-is the ingest's write. The aggregate is NumPy over the bucket sorted by (id, ``seq``):
-a group's first invoke or first ack is its first such row in that order, a minimum a
-``reduceat``. Spark's hash aggregate did the same work row by row (at 10M records
+is the ingest's write. The aggregate is NumPy over the bucket's rows, with no sort: Arrow's
+dictionary encoding numbers the ids, and a group's first invoke or first ack is its such
+row of least ``seq``, a minimum an unbuffered ufunc reduction (``minimum.at``), as are
+its flags and least times. Spark's hash aggregate did the same work row by row (at 10M records
 about 24 s of a 58-s check; this kernel: see docs/checker.md).
 
 What each output column is (one row per id): :data:`MIDS_SCHEMA` and

@@ -388,7 +388,8 @@ def _silent_rereads(v: Columns, ok: Columns, rows: np.ndarray, first: np.ndarray
     back[1:] = key[1:] <= np.maximum.accumulate(key)[:-1]
     if not back.any():
         return none, none
-    keep = np.isin(key, key[back])
+    wanted = np.unique(key[back])  # few: a binary search for each key, not a sort of all
+    keep = wanted[np.minimum(np.searchsorted(wanted, key), wanted.size - 1)] == key
     polls, key = polls[keep], key[keep]
     mh = v["mh"][at[polls]]
     order = np.lexsort([polls, mh, key])  # the same read together, in file order

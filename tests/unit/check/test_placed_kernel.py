@@ -106,6 +106,9 @@ def test_a_record_read_again_without_a_reset_is_a_silent_reread() -> None:
     assert kinds(log + first + again) == {"silent-reread": 3, "nonmonotonic-poll": 1}
     rereads = [r for r in run(log + first + again) if r[0] == "silent-reread"]
     assert [(r[6], r[8], r[9]) for r in rereads] == [(0, 10, 0), (1, 11, 1), (2, 12, 2)]
+    # reads past the reread (above every offset read twice) and below it: none of them a reread
+    past = [row(TAG_POLL, o, 100 + o, seq=20 + o) for o in range(3, 6)]
+    assert kinds(recovered(6) + first + again + past) == {"silent-reread": 3, "nonmonotonic-poll": 1}
     reset = [row(TAG_RESET, None, None, seq=5, grp=RUN)]
     assert kinds(log + first + reset + again) == {}
     other = [row(TAG_POLL, o, 100 + o, client=2, seq=10 + o) for o in range(3)]
