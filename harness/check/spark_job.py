@@ -54,6 +54,19 @@ from harness.check import ingest
 from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
 from harness.check.inputs import require_lines, run_files
+from harness.check.mids import (  # per-id flags: those of the per-id step
+    F_ABORTED,
+    F_DUP,
+    F_FAIL,
+    F_INFO,
+    F_INV,
+    F_OK,
+    F_RC_READ,
+    F_REC,
+    F_REC_RC,
+    F_RU_READ,
+    F_RUN,
+)
 from harness.check.result import MAX_EXAMPLES, MAX_TRANSACTIONS, CheckResult, example, make_result
 from harness.errors import CheckError
 
@@ -70,11 +83,6 @@ INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = (
     ingest.INVOKE, ingest.OK, ingest.FAIL, ingest.INFO, ingest.POLL, ingest.RESET, ingest.META,
     ingest.REPLICA, ingest.TXN)
 ROW_REC = ingest.ROW_REC
-# Per-id flags: those of the per-id step.
-F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP, F_RU_READ, F_REC_RC = (
-    mids_kernel.F_INV, mids_kernel.F_OK, mids_kernel.F_FAIL, mids_kernel.F_INFO, mids_kernel.F_RUN,
-    mids_kernel.F_REC, mids_kernel.F_ABORTED, mids_kernel.F_RC_READ, mids_kernel.F_DUP, mids_kernel.F_RU_READ,
-    mids_kernel.F_REC_RC)
 # A transaction's state (per id: its transaction's), docs/checker.md "Transactions".
 TS_NONE, TS_COMMITTED, TS_SEEN, TS_ABORTED, TS_UNKNOWN = range(5)
 TS_NAMES = {TS_COMMITTED: "committed", TS_SEEN: "seen-committed", TS_ABORTED: "aborted",
@@ -100,9 +108,15 @@ _SEND_KINDS = ("nonmonotonic-send", "int-nonmonotonic-send")
 MIDS_BUCKET_BYTES = 128 << 20
 # The per-id table as read back: the kernel's columns, its directories' last (Spark's order).
 _DDL = {"int64": "long", "int32": "int", "double": "double", "string": "string"}
-_IDS_SCHEMA = ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in ingest.IDS_SCHEMA)
-_MIDS_SCHEMA = ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in sorted(
-    mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
+
+
+def _ddl(fields: Iterable[Any]) -> str:
+    """Spark's DDL schema string of Arrow fields."""
+    return ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in fields)
+
+
+_IDS_SCHEMA = _ddl(ingest.IDS_SCHEMA)
+_MIDS_SCHEMA = _ddl(sorted(mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
 
 _session_lock = threading.Lock()
 _run_lock = threading.Lock()
