@@ -63,7 +63,7 @@ from harness.check.lines import (
 from harness.history import BATCH_EVENTS, CLIENT_TYPES, TXN_ACTIONS, TXN_STATUSES
 
 __all__ = ["EVENTS_SCHEMA", "IDS_SCHEMA", "MAX_BUCKETS", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA",
-           "bucket_of", "kernel", "place_dir", "place_pair", "plan"]
+           "bucket_of", "kernel", "line_split", "place_dir", "place_pair", "plan", "split_name"]
 
 # Event type codes.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = range(9)
@@ -144,6 +144,28 @@ def plan(history: Sequence[str], replicas: Sequence[str],
     return out
 
 
+def split_name(replicas: bool, file: int, start: int) -> str:
+    """The name of the files a split (:func:`plan`) writes, in each directory it writes to."""
+    return f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
+
+
+def line_split(path: str, offset: int, split_bytes: int | None = None) -> int:
+    """The start of the split (:func:`plan`) that reads the line under way at byte
+    ``offset`` of ``path``: a split reads the lines that start in it, after a \\n (so a
+    ``seq``'s offset, which may pass the end of its batch line's split, still finds it)."""
+    split_bytes = split_bytes or SPLIT_BYTES
+    with open(path, "rb") as fh:
+        end = offset
+        while end > 0:  # back to the \n before offset
+            begin = max(0, end - BLOCK_BYTES)
+            fh.seek(begin)
+            at = fh.read(end - begin).rfind(b"\n")
+            if at >= 0:
+                return (begin + at + 1) // split_bytes * split_bytes
+            end = begin
+    return 0
+
+
 def kernel(out_dir: str, ids_dir: str | None = None, buckets: int = 1) -> Any:
     """The ``mapInArrow`` function for task rows of :data:`TASK_SCHEMA`: each split's
     events go to Parquet files in ``out_dir`` (and, with ``ids_dir``, its events of the
@@ -160,7 +182,7 @@ def kernel(out_dir: str, ids_dir: str | None = None, buckets: int = 1) -> Any:
 
 def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, file: int, replicas: bool,
                   start: int, stop: int) -> pa.Table:
-    name = f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
+    name = split_name(replicas, file, start)
     names = []
     lines = skipped = copies = keyed = 0
     with _Writers(out_dir, name, ids_dir, buckets) as writers:

@@ -328,3 +328,34 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
         (ingest.RESET, None), (ingest.META, None)], key=str)
     rows = sum(pq.read_table(p).num_rows for p in ids.rglob("*.parquet"))
     assert rows == 3 + 1 + 2 + 1 + 2 + 1  # invokes, the tx invoke, oks, fail, polls, poll
+
+
+@pytest.mark.parametrize("split_bytes", [1 << 20, 97, 31, 5])
+def test_a_seq_names_the_split_that_wrote_it(tmp_path: Path, split_bytes: int) -> None:
+    """The split :func:`ingest.line_split` finds from an event's ``seq`` is the one whose
+    files hold the event: batch lines longer than a split (a ``seq`` then passes into a
+    later split), \\r and \\r\\n line ends, blank lines. The details step reads only those
+    files for its example sends."""
+    history = tmp_path / "h.jsonl"
+    long_batch, other_batch = (json.dumps({"type": "invokes", "client": "p", "topic": "t",
+                                           "mids": [f"{m}{i}" for i in range(40)]}) for m in "mn")
+    history.write_bytes("\n".join([
+        '{"type":"invoke","client":"p","topic":"t","mid":"a"}', long_batch, "",
+        '{"type":"invoke","client":"p","topic":"t","mid":"b"}\r{"type":"invoke","client":"p","topic":"t",'
+        '"mid":"c"}\r\n{"type":"fail","client":"p","topic":"t","mid":"b"}', other_batch,
+        '{"type":"polls","client":"k","topic":"t","partition":0,"mids":["a","b"],"offsets":[0,1]}',
+    ]).encode() + b"\n")
+    out, ids = tmp_path / "events", tmp_path / "ids"
+    out.mkdir()
+    run = ingest.kernel(str(out), str(ids), 3)
+    for task in ingest.plan([str(history)], [], split_bytes):
+        row = dict(zip(("path", "file", "replicas", "start", "stop"), task, strict=True))
+        list(run([pa.RecordBatch.from_pylist([row])]))
+    mask = (1 << ingest.OFFSET_BITS) - 1
+    seen = 0
+    for path in [*ids.rglob("*.parquet"), *out.rglob("*.parquet")]:
+        for seq in pq.read_table(path, columns=["seq"])["seq"].to_pylist():
+            start = ingest.line_split(str(history), seq & mask, split_bytes)
+            assert path.name == ingest.split_name(False, seq >> ingest.OFFSET_BITS, start), (seq, path)
+            seen += 1
+    assert seen == 1 + 40 + 3 + 40 + 2 * 2  # polls: in their bucket and in their place
