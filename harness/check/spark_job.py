@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from harness.check import ingest
 from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
@@ -116,6 +118,7 @@ def _ddl(fields: Iterable[Any]) -> str:
 
 
 _IDS_SCHEMA = _ddl(ingest.IDS_SCHEMA)
+_EVENTS_SCHEMA = _ddl(ingest.EVENTS_SCHEMA)
 _MIDS_SCHEMA = _ddl(sorted(mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
 
 _session_lock = threading.Lock()
@@ -840,7 +843,7 @@ class _Job:
         for row in sorted(self._anomalies(events, mids, names, txns, copies, keyed), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
-        details = self._details(events, mids, firsts)
+        details = self._details(mids, names, firsts)
         examples = {kind: [_example(kind, ex, names, details) for ex in exs]
                     for kind, exs in firsts.items() if not kind.startswith("count:")}
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
@@ -891,13 +894,18 @@ class _Job:
             "max_unavailable_s": max(measured) if measured else None,
         }
 
-    def _details(self, events: DataFrame, mids: DataFrame, firsts: Mapping[str, list[Row]]) -> _Details:
-        """The events of the example ids and positions that need more than the anomaly row."""
+    def _details(self, mids: DataFrame, names: _Names, firsts: Mapping[str, list[Row]]) -> _Details:
+        """The events of the example ids, sends and positions that need more than the
+        anomaly row, read where the ingest put them, not from the whole events table: an
+        id's polls in its id's bucket, a ``seq``'s event in its split's bucket files, a
+        position's polls and replica records in its (topic, partition)'s directory."""
         F = self.F
         ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read", "precommitted-read")
                       for ex in firsts.get(kind, [])})
-        places = sorted({_place(ex) for kind in _POS_KINDS for ex in firsts.get(kind, [])})
-        seqs = sorted({s for kind in _SEQ_KINDS for ex in firsts.get(kind, []) for s in (ex.seq, ex.seq2)})
+        places = sorted({_place(ex) for kind in _POS_KINDS for ex in firsts.get(kind, [])
+                         if ex.topic is not None and ex.part is not None})
+        seqs = sorted({s for kind in _SEQ_KINDS for ex in firsts.get(kind, []) for s in (ex.seq, ex.seq2)
+                       if s is not None})
         if not ids and not places and not seqs:
             return _Details([], [])
 
@@ -905,37 +913,72 @@ class _Job:
             cond = F.lit(False)
             for place in places:
                 match = F.lit(True)
-                for col, value in zip(cols, place, strict=False):
+                for col, value in zip(cols, place, strict=True):
                     match = match & (F.col(col) == value)
                 cond = cond | match
             return cond
 
-        wanted = (F.col("mid").isin(ids) | F.col("seq").isin(seqs)
-                  | (F.col("code").isin(POLL, REPLICA) & at(*_PLACE)))
-        columns = ("code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
-                   "seq", "node", "t")
-        found = events.where(wanted).select(*columns)
+        found: list[Row] = []
         buckets = self.scratch / "ids"
+        if ids and buckets.is_dir():
+            wanted = {int(b) for b in ingest.bucket_of(pa.array(ids, pa.string()), self.buckets)}
+            dirs = [str(buckets / str(b)) for b in sorted(wanted) if (buckets / str(b)).is_dir()]
+            if dirs:
+                found += (self.spark.read.schema(_IDS_SCHEMA).parquet(*dirs)
+                          .where(F.col("mid").isin(ids) & (F.col("code") == POLL)).collect())
         files = self._send_files(buckets, seqs) if seqs and buckets.is_dir() else []
-        if files:  # sends without a transaction are in the id buckets only
-            names = {c: F.lit(None).cast(_S).alias(c) for c in ("client", "topic", "node")}
-            sends = (self.spark.read.schema(_IDS_SCHEMA).parquet(*files)
-                     .where(F.col("seq").isin(seqs) & (F.col("code") < POLL) & F.col("tx_h").isNull())
-                     .select(*[names.get(c, F.col(c)) for c in columns]))
-            found = found.unionByName(sends)
+        if files:
+            found += (self.spark.read.schema(_IDS_SCHEMA).parquet(*files)
+                      .where(F.col("seq").isin(seqs)).collect())
+        placed = self.scratch / "events" / ingest.PLACED
+        pairs = sorted({placed / ingest.place_dir(t, p) for t, p, *_ in places})
+        dirs = [str(d) for d in pairs if d.is_dir()]
+        if dirs:
+            found += (self.spark.read.schema(_EVENTS_SCHEMA).parquet(*dirs)
+                      .where(F.col("code").isin(POLL, REPLICA) & at(*_PLACE)).collect())
         acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(
             "mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb")
-        return _Details(found.collect(), acks.collect())
-
+        return _Details([_Event.of(r, names) for r in found], acks.collect())
 
     def _send_files(self, buckets: Path, seqs: Sequence[int]) -> list[str]:
-        """The id-bucket files that may hold the sends of these ``seq``s: those their
+        """The id-bucket files that may hold the events of these ``seq``s: those their
         lines' splits wrote (a ``seq`` holds its file and the byte offset in it), in
         every bucket, not the whole directory (hundreds of thousands of files at 100M)."""
         mask = (1 << ingest.OFFSET_BITS) - 1
         names = {ingest.split_name(False, s >> ingest.OFFSET_BITS, ingest.line_split(
             self.inputs.history[s >> ingest.OFFSET_BITS], s & mask)) for s in seqs}
         return sorted(str(f) for name in names for f in buckets.glob(f"*/{name}"))
+
+
+@dataclass(frozen=True)
+class _Event:
+    """An event the details read: a row of the events or of an id bucket (which hold no
+    names: those come from their hashes). ``mid`` and ``seq`` are typed ``Any``: the
+    examples sort them where they are set (polls have both)."""
+
+    code: int
+    client: str | None
+    client_h: int | None
+    mid: Any
+    topic: str | None
+    topic_h: int | None
+    part: int | None
+    pl: int | None
+    pe: int | None
+    pb: int | None
+    flags: int
+    seq: Any
+    node: str | None
+    t: float | None
+
+    @classmethod
+    def of(cls, row: Row, names: _Names) -> _Event:
+        d = row.asDict()
+        client = d["client"] if "client" in d else names.clients.get(d["client_h"])
+        topic = d["topic"] if "topic" in d else names.topics.get(d["topic_h"])
+        return cls(code=d["code"], client=client, client_h=d["client_h"], mid=d["mid"], topic=topic,
+                   topic_h=d["topic_h"], part=d["part"], pl=d["pl"], pe=d["pe"], pb=d["pb"],
+                   flags=d["flags"], seq=d["seq"], node=d.get("node"), t=d["t"])
 
 
 class _Ranks:
@@ -962,7 +1005,7 @@ class _Ranks:
 
 @dataclass(frozen=True)
 class _Details:
-    events: list[Row]
+    events: list[_Event]
     acks: list[Row]
 
 
