@@ -13,7 +13,8 @@ about 24 s of a 58-s check; this kernel: see docs/checker.md).
 
 What each output column is (one row per id): :data:`MIDS_SCHEMA` and
 :func:`aggregate`. The task writes its rows as Parquet in Hive's layout, a directory
-per (ack topic, ack partition), the layout the anomaly step reads.
+per (ack topic, ack partition), the layout the anomaly step reads, one file per bucket in
+each (:func:`bucket_stem`): the details find an id's row in its bucket's files.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pyarrow.parquet as pq
 
 from harness.check.ingest import FAIL, IDS_SCHEMA, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC
 
-__all__ = ["MIDS_SCHEMA", "TASK_SCHEMA", "aggregate", "kernel"]
+__all__ = ["MIDS_SCHEMA", "TASK_SCHEMA", "aggregate", "bucket_stem", "kernel"]
 
 # Per-id flags (spark_job's F_*).
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP, F_RU_READ, F_REC_RC = (
@@ -50,7 +51,6 @@ _NO_SEQ = np.iinfo(np.int64).max
 _RESULT = pa.schema([("bucket", _L), ("ids", _L), ("tx_ids", _L), ("inv_lo", _D), ("inv_hi", _D)])
 #: Hive's directory name for a null partition value (Spark's and PyArrow's)
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-
 
 
 def kernel(ids_dir: str, out_dir: str, rc_clients: Iterable[int]) -> Any:
@@ -74,13 +74,18 @@ def _one_bucket(ids_dir: str, out_dir: str, bucket: int, rc: np.ndarray) -> pa.R
                                                     use_threads=False) for f in files), rc)
            if files else MIDS_SCHEMA.empty_table())
     if out.num_rows:
-        _write(out, out_dir, f"b{bucket:05d}")
+        _write(out, out_dir, bucket_stem(bucket))
     inv_t = out["inv_t"].to_numpy(zero_copy_only=False)  # nulls read as NaN
     finite = inv_t[np.isfinite(inv_t)]
     return pa.RecordBatch.from_pydict({
         "bucket": [bucket], "ids": [out.num_rows], "tx_ids": [len(out) - out["tx_h"].null_count],
         "inv_lo": [float(finite.min()) if finite.size else None],
         "inv_hi": [float(finite.max()) if finite.size else None]}, schema=_RESULT)
+
+
+def bucket_stem(bucket: int) -> str:
+    """The name (without ``.parquet``) of a bucket's file in each directory of the per-id table."""
+    return f"b{bucket:05d}"
 
 
 def _write(table: pa.Table, out_dir: str, stem: str) -> None:

@@ -843,7 +843,7 @@ class _Job:
         for row in sorted(self._anomalies(events, mids, names, txns, copies, keyed), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
-        details = self._details(mids, names, firsts)
+        details = self._details(names, firsts)
         examples = {kind: [_example(kind, ex, names, details) for ex in exs]
                     for kind, exs in firsts.items() if not kind.startswith("count:")}
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
@@ -894,11 +894,13 @@ class _Job:
             "max_unavailable_s": max(measured) if measured else None,
         }
 
-    def _details(self, mids: DataFrame, names: _Names, firsts: Mapping[str, list[Row]]) -> _Details:
-        """The events of the example ids, sends and positions that need more than the
-        anomaly row, read where the ingest put them, not from the whole events table: an
-        id's polls in its id's bucket, a ``seq``'s event in its split's bucket files, a
-        position's polls and replica records in its (topic, partition)'s directory."""
+    def _details(self, names: _Names, firsts: Mapping[str, list[Row]]) -> _Details:
+        """The events and acks of the example ids, sends and positions that need more than
+        the anomaly row, read where the ingest and the per-id step put them, not from the
+        whole tables: an id's polls in its id's bucket and its ack in its bucket's files of
+        the per-id table, a ``seq``'s event in its split's bucket files, a position's polls
+        and replica records in its (topic, partition)'s directory and its acks in that
+        pair's directory of the per-id table."""
         F = self.F
         ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read", "precommitted-read")
                       for ex in firsts.get(kind, [])})
@@ -920,9 +922,9 @@ class _Job:
 
         found: list[Row] = []
         buckets = self.scratch / "ids"
-        if ids and buckets.is_dir():
-            wanted = {int(b) for b in ingest.bucket_of(pa.array(ids, pa.string()), self.buckets)}
-            dirs = [str(buckets / str(b)) for b in sorted(wanted) if (buckets / str(b)).is_dir()]
+        id_buckets = sorted({int(b) for b in ingest.bucket_of(pa.array(ids, pa.string()), self.buckets)})
+        if buckets.is_dir():
+            dirs = [str(buckets / str(b)) for b in id_buckets if (buckets / str(b)).is_dir()]
             if dirs:
                 found += (self.spark.read.schema(_IDS_SCHEMA).parquet(*dirs)
                           .where(F.col("mid").isin(ids) & (F.col("code") == POLL)).collect())
@@ -936,9 +938,16 @@ class _Job:
         if dirs:
             found += (self.spark.read.schema(_EVENTS_SCHEMA).parquet(*dirs)
                       .where(F.col("code").isin(POLL, REPLICA) & at(*_PLACE)).collect())
-        acks = mids.where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])])).select(
-            "mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb")
-        return _Details([_Event.of(r, names) for r in found], acks.collect())
+        table = self.scratch / "mids"
+        files = sorted({*[str(f) for b in id_buckets
+                          for f in table.glob(f"*/*/{mids_kernel.bucket_stem(b)}.parquet")],
+                        *[str(f) for t, p, *_ in places
+                          for f in table.glob(f"ack_topic={t}/ack_part={p}/*.parquet")]})
+        acks = (self.spark.read.schema(_MIDS_SCHEMA).option("basePath", str(table)).parquet(*files)
+                .where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])]))
+                .select("mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb").collect()
+                if files else [])
+        return _Details([_Event.of(r, names) for r in found], acks)
 
     def _send_files(self, buckets: Path, seqs: Sequence[int]) -> list[str]:
         """The id-bucket files that may hold the events of these ``seq``s: those their
