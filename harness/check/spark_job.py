@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import shutil
@@ -920,24 +921,25 @@ class _Job:
                 cond = cond | match
             return cond
 
-        found: list[Row] = []
         buckets = self.scratch / "ids"
         id_buckets = sorted({int(b) for b in ingest.bucket_of(pa.array(ids, pa.string()), self.buckets)})
-        if buckets.is_dir():
-            dirs = [str(buckets / str(b)) for b in id_buckets if (buckets / str(b)).is_dir()]
-            if dirs:
-                found += (self.spark.read.schema(_IDS_SCHEMA).parquet(*dirs)
-                          .where(F.col("mid").isin(ids) & (F.col("code") == POLL)).collect())
-        files = self._send_files(buckets, seqs) if seqs and buckets.is_dir() else []
-        if files:
-            found += (self.spark.read.schema(_IDS_SCHEMA).parquet(*files)
-                      .where(F.col("seq").isin(seqs)).collect())
+        files = sorted({*[str(f) for b in id_buckets for f in (buckets / str(b)).glob("*.parquet")],
+                        *(self._send_files(buckets, seqs) if seqs and buckets.is_dir() else [])})
+        columns = ("code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
+                   "seq", "node", "t")
+        parts = []
+        if files:  # no names in the buckets: _Event.of finds them by their hashes
+            nulls = {c: F.lit(None).cast(_S).alias(c) for c in ("client", "topic", "node")}
+            parts.append(self.spark.read.schema(_IDS_SCHEMA).parquet(*files)
+                         .where((F.col("mid").isin(ids) & (F.col("code") == POLL)) | F.col("seq").isin(seqs))
+                         .select(*[nulls.get(c, F.col(c)) for c in columns]))
         placed = self.scratch / "events" / ingest.PLACED
         pairs = sorted({placed / ingest.place_dir(t, p) for t, p, *_ in places})
         dirs = [str(d) for d in pairs if d.is_dir()]
         if dirs:
-            found += (self.spark.read.schema(_EVENTS_SCHEMA).parquet(*dirs)
-                      .where(F.col("code").isin(POLL, REPLICA) & at(*_PLACE)).collect())
+            parts.append(self.spark.read.schema(_EVENTS_SCHEMA).parquet(*dirs)
+                         .where(F.col("code").isin(POLL, REPLICA) & at(*_PLACE)).select(*columns))
+        found = functools.reduce(lambda a, b: a.unionByName(b), parts).collect() if parts else []
         table = self.scratch / "mids"
         files = sorted({*[str(f) for b in id_buckets
                           for f in table.glob(f"*/*/{mids_kernel.bucket_stem(b)}.parquet")],
@@ -983,8 +985,8 @@ class _Event:
     @classmethod
     def of(cls, row: Row, names: _Names) -> _Event:
         d = row.asDict()
-        client = d["client"] if "client" in d else names.clients.get(d["client_h"])
-        topic = d["topic"] if "topic" in d else names.topics.get(d["topic_h"])
+        client = d["client"] if d["client"] is not None else names.clients.get(d["client_h"])
+        topic = d["topic"] if d["topic"] is not None else names.topics.get(d["topic_h"])
         return cls(code=d["code"], client=client, client_h=d["client_h"], mid=d["mid"], topic=topic,
                    topic_h=d["topic_h"], part=d["part"], pl=d["pl"], pe=d["pe"], pb=d["pb"],
                    flags=d["flags"], seq=d["seq"], node=d.get("node"), t=d["t"])
