@@ -2,42 +2,88 @@
 with what the checker's kernels import loaded before it forks its workers, so a
 worker started after the pool's idle time does not import NumPy and PyArrow again.
 
-Its workers keep the memory they free (glibc: no ``mmap`` for big blocks, no trim;
-mimalloc, Arrow's pool: no purge) for their next task. On a virtual machine whose free
-pages go back to the host (``virtio_balloon`` free page reporting), touching memory
-again costs far more than the first touch of a page still held: the workers' system
-time was 10 to 12 s of a 10M check's 75 CPU-s. A worker's memory goes back to the
-system when it exits (after Spark's idle time for workers)."""
+Its workers keep the memory they free for their next task (glibc: no ``mmap`` for big
+blocks, no trim, up to :func:`keep_bytes`; mimalloc, Arrow's pool: no purge). On a
+virtual machine whose free pages go back to the host (``virtio_balloon``
+free page reporting), touching memory again costs far more than touching a page still
+held: the workers' system time was 10 to 12 s of a 10M check's 75 CPU-s, 3.9 to 4.8 s
+with the memory kept. A worker that holds more than :func:`keep_bytes` after a task (a
+partition of a 100M history in the placed kernel: several GiB of NumPy columns) gives
+glibc's free memory back at once, so what it holds stays bounded; all of it goes back
+when the worker exits (after Spark's idle time for workers)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
+from typing import Any
 
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameters
+_libc: Any = None
+
+
+def keep_bytes() -> int:
+    """What a worker may hold after a task: an eighth of the machine's memory, 1 to 4
+    GiB (``$HARNESS_WORKER_KEEP_MB`` to change it; 0: give everything back)."""
+    given = os.environ.get("HARNESS_WORKER_KEEP_MB")
+    if given is not None and given.strip().isdigit():
+        return int(given) << 20
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1 << 30, min(4 << 30, total // 8))
 
 
 def _keep_freed_memory() -> None:
-    os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")  # read when PyArrow loads mimalloc
+    global _libc
+    # Never purged (read when PyArrow loads mimalloc): a delay of an hour, purged on
+    # request, still cost the workers twice the system time. What Arrow holds is bounded
+    # by the tasks' sizes (splits, id buckets, batches), not by the history.
+    os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
     if sys.platform.startswith("linux"):
         try:
-            mallopt = ctypes.CDLL(None).mallopt
-        except (OSError, AttributeError):  # not glibc
+            libc = ctypes.CDLL(None)
+            libc.mallopt, libc.malloc_trim  # noqa: B018 (glibc's, or not glibc)
+        except (OSError, AttributeError):
             return
-        mallopt(_M_MMAP_MAX, 0)
-        mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
+        libc.mallopt(_M_MMAP_MAX, 0)
+        libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
+        _libc = libc
 
 
-_keep_freed_memory()
+def _resident() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-import numpy  # noqa: E402, F401
-import pyarrow  # noqa: E402, F401
-import pyarrow.compute  # noqa: E402, F401
-import pyarrow.dataset  # noqa: E402, F401
-import pyarrow.json  # noqa: E402, F401
-import pyarrow.parquet  # noqa: E402, F401
-from pyspark import daemon  # noqa: E402
+
+def _release(limit: int) -> None:
+    """Give glibc's freed memory back to the system if the worker holds more than
+    ``limit`` (Arrow's pool keeps its own: ``release_unused`` is a no-op without purge)."""
+    if _libc is None or _resident() <= limit:
+        return
+    _libc.malloc_trim(0)
+
+
+def _worker(sock: Any, authenticated: bool) -> int:
+    """One task in a forked worker (PySpark's ``worker``), then :func:`_release`."""
+    try:
+        return _fork_worker(sock, authenticated)
+    finally:
+        _release(_limit)
+
+
+_fork_worker: Any = None
+_limit = 0
 
 if __name__ == "__main__":
+    _keep_freed_memory()  # before PyArrow loads mimalloc
+    import numpy  # noqa: F401
+    import pyarrow  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.dataset  # noqa: F401
+    import pyarrow.json  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+    from pyspark import daemon
+
+    _fork_worker, _limit = daemon.worker, keep_bytes()
+    daemon.worker = _worker
     daemon.manager()
