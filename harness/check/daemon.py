@@ -6,7 +6,7 @@ Its workers keep the memory they free for their next task (glibc: no ``mmap`` fo
 blocks, no trim, up to :func:`keep_bytes`; mimalloc, Arrow's pool: no purge). On a
 virtual machine whose free pages go back to the host (``virtio_balloon``
 free page reporting), touching memory again costs far more than touching a page still
-held: the workers' system time was 10 to 12 s of a 10M check's 75 CPU-s, 3.9 to 4.8 s
+held: the workers' system time was 10 to 12 s of a 10M check's 75 CPU-s, 3.3 to 4.8 s
 with the memory kept. A worker that holds more than :func:`keep_bytes` after a task (a
 partition of a 100M history in the placed kernel: several GiB of NumPy columns) gives
 glibc's free memory back at once, so what it holds stays bounded; all of it goes back

@@ -31,8 +31,9 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    (usually none; skipped by the Parquet statistics) go through two windows of their
    own (key-order). All anomaly rows and the outcome counts go through one window
    that keeps the total and the first examples of each kind.
-5. details: the few example ids and positions are looked up again for their
-   example fields (only when there are such anomalies).
+5. details: the few example ids, sends and positions are looked up again for their
+   example fields (only when there are such anomalies), in the files that hold them:
+   their id buckets, their splits' bucket files, their (topic, partition)'s directory.
 """
 
 from __future__ import annotations
