@@ -942,14 +942,14 @@ class _Job:
                          .where(F.col("code").isin(POLL, REPLICA) & at(*_PLACE)).select(*columns))
         found = functools.reduce(lambda a, b: a.unionByName(b), parts).collect() if parts else []
         table = self.scratch / "mids"
-        files = sorted({*[str(f) for b in id_buckets
-                          for f in table.glob(f"*/*/{mids_kernel.bucket_stem(b)}.parquet")],
-                        *[str(f) for t, p, *_ in places
-                          for f in table.glob(f"ack_topic={t}/ack_part={p}/*.parquet")]})
-        acks = (self.spark.read.schema(_MIDS_SCHEMA).option("basePath", str(table)).parquet(*files)
+        ack_files = sorted({*[str(f) for b in id_buckets
+                              for f in table.glob(f"*/*/{mids_kernel.bucket_stem(b)}.parquet")],
+                            *[str(f) for t, p, *_ in places
+                              for f in table.glob(f"ack_topic={t}/ack_part={p}/*.parquet")]})
+        acks = (self.spark.read.schema(_MIDS_SCHEMA).option("basePath", str(table)).parquet(*ack_files)
                 .where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])]))
                 .select("mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb").collect()
-                if files else [])
+                if ack_files else [])
         return _Details([_Event.of(r, names) for r in found], acks)
 
     def _send_files(self, buckets: Path, seqs: Sequence[int]) -> list[str]:
@@ -990,7 +990,7 @@ class _Event:
         topic = d["topic"] if d["topic"] is not None else names.topics.get(d["topic_h"])
         return cls(code=d["code"], client=client, client_h=d["client_h"], mid=d["mid"], topic=topic,
                    topic_h=d["topic_h"], part=d["part"], pl=d["pl"], pe=d["pe"], pb=d["pb"],
-                   flags=d["flags"], seq=d["seq"], node=d.get("node"), t=d["t"])
+                   flags=d["flags"], seq=d["seq"], node=d["node"], t=d["t"])
 
 
 class _Ranks:
