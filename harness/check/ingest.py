@@ -210,11 +210,15 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
 
 class _Writers:
     """One split's Parquet writers, opened as rows come: ``o/`` (always, so that every
-    split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``."""
+    split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``. A split's
+    rows of each id bucket are held until the split is read and written as one row group
+    (a block has a few thousand rows per bucket: a row group each cost more to write and
+    to read back than the rows)."""
 
     def __init__(self, out_dir: str, name: str, ids_dir: str | None = None, buckets: int = 1) -> None:
         self.out_dir, self.name, self.ids_dir, self.buckets = out_dir, name, ids_dir, buckets
         self.open: dict[str, pq.ParquetWriter] = {}
+        self.held: dict[int, list[pa.Table]] = {}
         self._writer(OTHER)
 
     def _writer(self, where: str, root: str | None = None) -> pq.ParquetWriter:
@@ -278,14 +282,19 @@ class _Writers:
         taken = events.select(IDS_SCHEMA.names).take(pa.array(rows))
         change = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
         for lo, hi in zip([0, *change], [*change, len(bucket)], strict=False):
-            self._writer(str(int(bucket[lo])), self.ids_dir).write_table(taken.slice(lo, hi - lo))
+            self.held.setdefault(int(bucket[lo]), []).append(taken.slice(lo, hi - lo))
 
     def __enter__(self) -> _Writers:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for writer in self.open.values():
-            writer.close()
+        try:
+            if exc[0] is None and self.ids_dir is not None:
+                for bucket in sorted(self.held):
+                    self._writer(str(bucket), self.ids_dir).write_table(pa.concat_tables(self.held.pop(bucket)))
+        finally:
+            for writer in self.open.values():
+                writer.close()
 
 
 #: the columns of the per-id step's buckets (:mod:`harness.check.mids`)

@@ -330,6 +330,29 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
     assert rows == 3 + 1 + 2 + 1 + 2 + 1  # invokes, the tx invoke, oks, fail, polls, poll
 
 
+def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A split read in many blocks writes each id bucket's rows as one row group, in
+    file order (a row group per block and bucket cost more than its rows)."""
+    monkeypatch.setattr(ingest, "BLOCK_BYTES", 128)  # about one line a block
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(f'{{"type":"invoke","client":"p","topic":"t","mid":"m{i}","t":{i}}}\n'
+                               for i in range(200)))
+    out, ids = tmp_path / "events", tmp_path / "ids"
+    out.mkdir()
+    run = ingest.kernel(str(out), str(ids), 8)
+    task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
+                    strict=True))
+    list(run([pa.RecordBatch.from_pylist([task])]))
+    files = sorted(ids.rglob("*.parquet"))
+    assert len(files) == 8  # 200 ids over 8 buckets: each has some
+    for path in files:
+        assert pq.ParquetFile(path).num_row_groups == 1
+        seqs = pq.read_table(path).column("seq").to_pylist()
+        assert seqs == sorted(seqs)
+    assert sorted(r for p in files for r in pq.read_table(p).column("mid").to_pylist()) == \
+        sorted(f"m{i}" for i in range(200))
+
+
 @pytest.mark.parametrize("split_bytes", [1 << 20, 97, 31, 5])
 def test_a_seq_names_the_split_that_wrote_it(tmp_path: Path, split_bytes: int) -> None:
     """The split :func:`ingest.line_split` finds from an event's ``seq`` is the one whose
