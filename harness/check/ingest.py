@@ -291,7 +291,8 @@ class _Writers:
         try:
             if exc[0] is None and self.ids_dir is not None:
                 for bucket in sorted(self.held):
-                    self._writer(str(bucket), self.ids_dir).write_table(pa.concat_tables(self.held.pop(bucket)))
+                    rows = pa.concat_tables(self.held.pop(bucket))
+                    self._writer(str(bucket), self.ids_dir).write_table(rows)
         finally:
             for writer in self.open.values():
                 writer.close()
