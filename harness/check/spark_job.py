@@ -307,6 +307,10 @@ def _driver_conf() -> dict[str, str]:
         "spark.driver.extraJavaOptions": " ".join(java),
         # Shuffle files of finished checks are removed when the driver collects garbage.
         "spark.cleaner.periodicGC.interval": "1min",
+        # Generated classes kept for the next check (Spark's default, 100, is fewer than a
+        # check generates: every check compiled about 30 again, in its tasks, and the JIT
+        # then compiled the new classes).
+        "spark.sql.codegen.cache.maxEntries": "2000",
     }
 
 
