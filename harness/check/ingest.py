@@ -211,9 +211,9 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
 class _Writers:
     """One split's Parquet writers, opened as rows come: ``o/`` (always, so that every
     split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``. A split's
-    rows of each id bucket are held until the split is read and written as one row group
-    (a block has a few thousand rows per bucket: a row group each cost more to write and
-    to read back than the rows)."""
+    rows of each id bucket are held until the split is read, then written as one row
+    group (a block has only a few thousand rows per bucket: a row group per block cost
+    more to write and to read back than its rows)."""
 
     def __init__(self, out_dir: str, name: str, ids_dir: str | None = None, buckets: int = 1) -> None:
         self.out_dir, self.name, self.ids_dir, self.buckets = out_dir, name, ids_dir, buckets
