@@ -226,9 +226,10 @@ def availability(faults: Faults, ack_bins: Mapping[tuple[str, int], Sequence[int
 
 #: the kernel's task rows: a directory of the per-id table (its ack topic and partition)
 TASK_SCHEMA = "topic_h long, part long, path string"
-#: what the kernel returns: ``s`` the set (:data:`INVOKE_BINS` ..), ``k`` its key (a time bin,
-#: a phase index, a window index or the producer's client hash), the ack topic and partition
-#: (ack bins and per producer and partition), the metric, the bucket, the count and the max
+#: what the kernel returns: ``s`` the set (:data:`INVOKE_BINS` ..), ``k`` its key (a phase
+#: index, a window index or the producer's client hash; for the time bins the first of a
+#: run of consecutive bins, ``n`` its length), the ack topic and partition (ack bins and
+#: per producer and partition), the metric, the bucket, the count and the max
 OUT_SCHEMA = "s int, k long, topic_h long, part long, m int, b long, n long, mx double"
 INVOKE_BINS, ACK_BINS, BY_PHASE, BY_WINDOW, BY_PAIR = range(5)
 PHASES = ("before", "during", "after")
@@ -237,10 +238,11 @@ PHASES = ("before", "during", "after")
 def kernel(t0: float, window_s: float, start: float | None, end: float | None) -> Any:
     """The ``mapInArrow`` function over task rows of :data:`TASK_SCHEMA`: per directory of
     the per-id table (one ack topic and partition, or the ids without an ack position),
-    the distinct invoke and ack time bins (units of :data:`BIN_S`) and the latencies'
-    bucket counts per phase, per window (of length ``window_s`` from ``t0``) and per
-    producer on that partition. ``start`` and ``end``: the phase ``during`` (None: no
-    fault; an open end: to the end of the run)."""
+    the distinct invoke and ack time bins (units of :data:`BIN_S`; only if the run has a
+    fault: the availability is all they are for) and the latencies' bucket counts per
+    phase, per window (of length ``window_s`` from ``t0``) and per producer on that
+    partition. ``start`` and ``end``: the phase ``during`` (None: no fault; an open end: to
+    the end of the run)."""
 
     def run(batches: Any) -> Any:
         for batch in batches:
@@ -278,7 +280,7 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
                         ("m", pa.int32()), ("b", pa.int64()), ("n", pa.int64()), ("mx", pa.float64())])
     tables = []
 
-    def emit(s: int, k: Any, m: int | None = None, b: Any = None, n: Any = None, mx: Any = None,
+    def emit(s: int, k: Any, n: Any = None, m: int | None = None, b: Any = None, mx: Any = None,
              pair: bool = False) -> None:
         size = len(k)
         given = {"s": np.full(size, s), "k": k, "topic_h": np.full(size, topic_h) if pair else None,
@@ -288,10 +290,11 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
                                 else pa.array(given[name], schema.field(name).type) for name in schema.names},
                                schema=schema))
 
-    emit(INVOKE_BINS, _distinct(np.floor(inv / BIN_S)))
-    acked = np.isfinite(ack)
-    if by_pair and acked.any():
-        emit(ACK_BINS, _distinct(np.floor(ack[acked] / BIN_S)), pair=True)
+    if start is not None:  # a fault: its availability
+        emit(INVOKE_BINS, *_runs(np.floor(inv / BIN_S)))
+        acked = np.isfinite(ack)
+        if by_pair and acked.any():
+            emit(ACK_BINS, *_runs(np.floor(ack[acked] / BIN_S)), pair=True)
     phase = np.zeros(len(inv), np.int64)
     if start is not None:
         phase[inv >= start] = 1
@@ -315,16 +318,42 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
             sets.append((BY_PAIR, clients[have][known], bucket[known], v[known]))
         for s, k, bk, vk in sets:
             keys, buckets, n, mx = _group(k, bk, vk)
-            emit(s, keys, m, buckets, n, mx, pair=s == BY_PAIR)
-    return pa.concat_tables(tables).combine_chunks().to_batches()[0]
+            emit(s, keys, n, m, buckets, mx, pair=s == BY_PAIR)
+    batches = pa.concat_tables(tables).combine_chunks().to_batches() if tables else []
+    return batches[0] if batches else None
 
 
-def _distinct(values: Any) -> Any:
-    """The distinct values (a hash set, no sort; gather sorts the few left)."""
+def _runs(bins: Any) -> tuple[Any, Any]:
+    """The distinct time bins as runs of consecutive ones: (first bins, lengths). A run's
+    bins are mostly all taken (a bin is 10 ms), so this is a few rows where the bins were
+    up to a million at 10M records (each one row to the driver, and a Python int there)."""
+    import numpy as np
+
+    distinct = _sorted_distinct(bins.astype(np.int64))
+    if not len(distinct):
+        return distinct, distinct
+    starts = np.flatnonzero(np.diff(distinct, prepend=distinct[0] - 2) != 1)
+    return distinct[starts], np.diff(np.append(starts, len(distinct)))
+
+
+def _bins(first: Any, length: Any) -> list[int]:
+    """The sorted distinct bins of runs (:func:`_runs`; runs of several tasks may overlap)."""
+    import numpy as np
+
+    if not len(first):
+        return []
+    before = np.repeat(np.cumsum(length) - length, length)
+    return _sorted_distinct(np.repeat(first, length) + (np.arange(int(length.sum())) - before)).tolist()
+
+
+def _sorted_distinct(values: Any) -> Any:
+    """The distinct int64 values, sorted: Arrow's hash set, then a sort of what is left
+    (NumPy's ``unique`` took 9 times as long on a million time bins)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    return pc.unique(pa.array(values, pa.float64())).to_numpy()
+    return np.sort(pc.unique(pa.array(values, pa.int64())).to_numpy())
 
 
 def _group(keys: Any, buckets: Any, values: Any) -> tuple[Any, Any, Any, Any]:
@@ -349,13 +378,16 @@ def gather(out: Any, topics: Mapping[int, str]) -> tuple[list[int], dict[tuple[s
     import pyarrow.compute as pc
 
     s = out["s"].to_numpy()
-    invokes = np.unique(out["k"].to_numpy()[s == INVOKE_BINS]).tolist()
+    k, n = out["k"].to_numpy(), out["n"].fill_null(0).to_numpy()
+    invokes = _bins(k[s == INVOKE_BINS], n[s == INVOKE_BINS])
     acks: dict[tuple[str, int], list[int]] = {}
-    bins = out.filter(pc.equal(out["s"], ACK_BINS)).group_by(["topic_h", "part", "k"]).aggregate([])
-    for topic_h, part, k in zip(*(bins[c].to_pylist() for c in ("topic_h", "part", "k")), strict=True):
-        acks.setdefault((topics.get(topic_h, str(topic_h)), part), []).append(k)
-    for values in acks.values():
-        values.sort()
+    ack_rows = np.flatnonzero(s == ACK_BINS)
+    pairs: dict[tuple[int, int], list[int]] = {}
+    for row, topic_h, part in zip(ack_rows.tolist(), out["topic_h"].take(ack_rows).to_pylist(),
+                                  out["part"].take(ack_rows).to_pylist(), strict=True):
+        pairs.setdefault((topic_h, part), []).append(row)
+    for (topic_h, part), rows in pairs.items():
+        acks[(topics.get(topic_h, str(topic_h)), part)] = _bins(k[rows], n[rows])
     groups: dict[str, dict[Any, Histograms]] = {"run": {}, "phase": {}, "window": {}, "pair": {}}
     hist = (out.filter(pc.greater_equal(out["s"], BY_PHASE))
             .group_by(["s", "k", "topic_h", "part", "m", "b"]).aggregate([("n", "sum"), ("mx", "max")]))

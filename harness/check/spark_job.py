@@ -31,16 +31,16 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
    (usually none; skipped by the Parquet statistics) go through two windows of their
    own (key-order). All anomaly rows and the outcome counts go through one window
    that keeps the total and the first examples of each kind.
-5. details: the few example ids, sends and positions are looked up again for their
-   example fields (only when there are such anomalies), in the files that hold them:
-   their id buckets, their splits' bucket files, their (topic, partition)'s directory.
+5. details (``harness.check.details``, PyArrow in this process, no Spark job): the few
+   example ids, sends and positions are looked up again for their example fields (only
+   when there are such anomalies), in the files that hold them: their id buckets, their
+   splits' bucket files, their (topic, partition)'s directory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import math
 import os
 import shutil
@@ -52,9 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from harness.check import ingest
+from harness.check import details, ingest
 from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
 from harness.check.inputs import require_lines, run_files
@@ -119,8 +117,6 @@ def _ddl(fields: Iterable[Any]) -> str:
     return ", ".join(f"{f.name} {_DDL[str(f.type)]}" for f in fields)
 
 
-_IDS_SCHEMA = _ddl(ingest.IDS_SCHEMA)
-_EVENTS_SCHEMA = _ddl(ingest.EVENTS_SCHEMA)
 _MIDS_SCHEMA = _ddl(sorted(mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
 
 _session_lock = threading.Lock()
@@ -883,8 +879,9 @@ class _Job:
                                   "topic": names.topics.get(topic_h, str(topic_h)), "partition": part,
                                   **hist.stats()})
         per_partition.sort(key=lambda p: (p["client"], p["topic"], p["partition"]))
-        all_acks = [b for values in acks.values() for b in values]
-        run_end = max([invokes[-1], *all_acks]) * lat.BIN_S
+        all_acks = [values[-1] for values in acks.values() if values]
+        # no fault, no time bins (the kernel's): nothing to measure
+        run_end = max([*invokes[-1:], *all_acks]) * lat.BIN_S if invokes else None
         availability = lat.availability(faults, acks, invokes, run_end)
         for fault in availability:
             fault["t"] = round(fault["t"] - t0, 3)
@@ -902,12 +899,8 @@ class _Job:
 
     def _details(self, names: _Names, firsts: Mapping[str, list[Row]]) -> _Details:
         """The events and acks of the example ids, sends and positions that need more than
-        the anomaly row, read where the ingest and the per-id step put them, not from the
-        whole tables: an id's polls in its id's bucket and its ack in its bucket's files of
-        the per-id table, a ``seq``'s event in its split's bucket files, a position's polls
-        and replica records in its (topic, partition)'s directory and its acks in that
-        pair's directory of the per-id table."""
-        F = self.F
+        the anomaly row, read by this process with PyArrow where the ingest and the per-id
+        step put them (:mod:`harness.check.details`; no Spark job for a handful of rows)."""
         ids = sorted({ex.mid for kind in ("duplicate", "unexpected", "aborted-read", "precommitted-read")
                       for ex in firsts.get(kind, [])})
         places = sorted({_place(ex) for kind in _POS_KINDS for ex in firsts.get(kind, [])
@@ -916,54 +909,8 @@ class _Job:
                        if s is not None})
         if not ids and not places and not seqs:
             return _Details([], [])
-
-        def at(*cols: str) -> Column:
-            cond = F.lit(False)
-            for place in places:
-                match = F.lit(True)
-                for col, value in zip(cols, place, strict=True):
-                    match = match & (F.col(col) == value)
-                cond = cond | match
-            return cond
-
-        buckets = self.scratch / "ids"
-        id_buckets = sorted({int(b) for b in ingest.bucket_of(pa.array(ids, pa.string()), self.buckets)})
-        files = sorted({*[str(f) for b in id_buckets for f in (buckets / str(b)).glob("*.parquet")],
-                        *(self._send_files(buckets, seqs) if seqs and buckets.is_dir() else [])})
-        columns = ("code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags",
-                   "seq", "node", "t")
-        parts = []
-        if files:  # no names in the buckets: _Event.of finds them by their hashes
-            nulls = {c: F.lit(None).cast(_S).alias(c) for c in ("client", "topic", "node")}
-            parts.append(self.spark.read.schema(_IDS_SCHEMA).parquet(*files)
-                         .where((F.col("mid").isin(ids) & (F.col("code") == POLL)) | F.col("seq").isin(seqs))
-                         .select(*[nulls.get(c, F.col(c)) for c in columns]))
-        placed = self.scratch / "events" / ingest.PLACED
-        pairs = sorted({placed / ingest.place_dir(t, p) for t, p, *_ in places})
-        dirs = [str(d) for d in pairs if d.is_dir()]
-        if dirs:
-            parts.append(self.spark.read.schema(_EVENTS_SCHEMA).parquet(*dirs)
-                         .where(F.col("code").isin(POLL, REPLICA) & at(*_PLACE)).select(*columns))
-        found = functools.reduce(lambda a, b: a.unionByName(b), parts).collect() if parts else []
-        table = self.scratch / "mids"
-        ack_files = sorted({*[str(f) for b in id_buckets
-                              for f in table.glob(f"*/*/{mids_kernel.bucket_stem(b)}.parquet")],
-                            *[str(f) for t, p, *_ in places
-                              for f in table.glob(f"ack_topic={t}/ack_part={p}/*.parquet")]})
-        acks = (self.spark.read.schema(_MIDS_SCHEMA).option("basePath", str(table)).parquet(*ack_files)
-                .where(F.col("mid").isin(ids) | at(*[f"ack_{c}" for c in ("topic", *_PLACE[1:])]))
-                .select("mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb").collect()
-                if ack_files else [])
+        found, acks = details.read(self.scratch, self.buckets, self.inputs.history, ids, places, seqs)
         return _Details([_Event.of(r, names) for r in found], acks)
-
-    def _send_files(self, buckets: Path, seqs: Sequence[int]) -> list[str]:
-        """The id-bucket files that may hold the events of these ``seq``s: those their
-        lines' splits wrote (a ``seq`` holds its file and the byte offset in it), in
-        every bucket, not the whole directory (hundreds of thousands of files at 100M)."""
-        mask = (1 << ingest.OFFSET_BITS) - 1
-        names = {ingest.split_name(False, s >> ingest.OFFSET_BITS, ingest.line_split(
-            self.inputs.history[s >> ingest.OFFSET_BITS], s & mask)) for s in seqs}
-        return sorted(str(f) for name in names for f in buckets.glob(f"*/{name}"))
 
 
 @dataclass(frozen=True)
@@ -988,8 +935,7 @@ class _Event:
     t: float | None
 
     @classmethod
-    def of(cls, row: Row, names: _Names) -> _Event:
-        d = row.asDict()
+    def of(cls, d: Mapping[str, Any], names: _Names) -> _Event:
         client = d["client"] if d["client"] is not None else names.clients.get(d["client_h"])
         topic = d["topic"] if d["topic"] is not None else names.topics.get(d["topic_h"])
         return cls(code=d["code"], client=client, client_h=d["client_h"], mid=d["mid"], topic=topic,
@@ -1022,14 +968,10 @@ class _Ranks:
 @dataclass(frozen=True)
 class _Details:
     events: list[_Event]
-    acks: list[Row]
+    acks: list[details.Ack]
 
 
-Place = tuple[int, int, int, int, int]
-_PLACE = ("topic_h", "part", "pl", "pe", "pb")
-
-
-def _place(ex: Row) -> Place:
+def _place(ex: Row) -> details.Place:
     return (ex.topic, ex.part, ex.pl, ex.pe, ex.pb)
 
 

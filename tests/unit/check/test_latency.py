@@ -186,3 +186,22 @@ def test_the_kernel_groups_counts_and_maxima_per_key_and_bucket() -> None:
     zero = np.array([ZERO_BUCKET] * 2, np.int64)
     only_zero = _group(np.array([1, 1], np.int64), zero, np.array([0.0, -1.0]))
     assert [a.tolist() for a in only_zero] == [[1], [ZERO_BUCKET], [2], [0.0]]
+
+
+def test_time_bins_travel_as_runs_and_come_back_whole() -> None:
+    """The kernel hands the driver its distinct time bins as runs of consecutive bins;
+    the driver's bins are the distinct bins of every task, sorted, whatever the overlap."""
+    import numpy as np
+
+    from harness.check.latency import _bins, _runs
+
+    first, length = _runs(np.array([5.0, 3.0, 4.0, 4.0, 9.0, 11.0, 10.0, 20.0]))
+    assert (first.tolist(), length.tolist()) == ([3, 9, 20], [3, 3, 1])
+    rng = np.random.default_rng(7)
+    tasks = [np.floor(rng.uniform(0, 3000, size=2000)) for _ in range(3)]
+    runs = [_runs(bins) for bins in tasks]
+    assert sum(len(f) for f, _ in runs) < sum(len(set(t.tolist())) for t in tasks)  # runs are fewer
+    merged = _bins(np.concatenate([f for f, _ in runs]), np.concatenate([n for _, n in runs]))
+    assert merged == sorted({int(b) for t in tasks for b in t})
+    assert _bins(np.array([], np.int64), np.array([], np.int64)) == []
+    assert _runs(np.array([], np.float64))[0].tolist() == []
