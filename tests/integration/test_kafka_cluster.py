@@ -24,6 +24,7 @@ from harness.wait import wait_until
 pytestmark = [pytest.mark.docker, pytest.mark.kafka]
 
 LAG_MS = 5000
+ZK_SESSION_S = 6.0  # zookeeper.session.timeout.ms of the images (compose/images/kafka)
 
 
 @pytest.fixture(scope="module", params=["kafka-zk", "kafka-kraft"])
@@ -143,13 +144,21 @@ def test_controller_probe_names_a_broker_that_does_not_take_leader_and_isr(
         return
     assert kafka.controller_problem() is None
     # a frozen broker cannot create the probe's log: the same symptom as a broker that
-    # rejects a stale controller's LeaderAndIsr (the freeze stays shorter than its ZK session)
+    # rejects a stale controller's LeaderAndIsr. The freeze must stay shorter than its ZK
+    # session (6 s): longer, and the broker registers again with a new epoch on its resume,
+    # which can leave 3.9's controller on the old one (the next probe then fails). A probe
+    # of 4 s froze the broker for 6.2 s (the topic's creation and the log checks around
+    # the wait), and a CI run failed that way; a probe of 1 s freezes it for about 3 s.
     ctl = kafka.controller().broker
     frozen = next(n for n in kafka.brokers() if n.spec.node_id != ctl)
     nemesis.pause(frozen)
-    problem = kafka.controller_problem(timeout=4)
+    t0 = time.monotonic()
+    problem = kafka.controller_problem(timeout=1)
     nemesis.resume(frozen)
+    frozen_s = time.monotonic() - t0
+    print(f"{frozen.name} frozen for {frozen_s:.2f}s")
     assert problem is not None and frozen.name in problem
+    assert frozen_s < ZK_SESSION_S, f"{frozen.name} was frozen {frozen_s:.1f}s, past its ZooKeeper session"
     # the failed probe's topic stays (a forced election must not find its deletion in
     # flight); the next probe that passes deletes it with its own
     assert kafka.controller_problem() is None
