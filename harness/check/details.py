@@ -41,7 +41,6 @@ PLACE = ("topic_h", "part", "pl", "pe", "pb")
 #: the event columns the examples read (an id bucket has no names: they are null there)
 COLUMNS = ("code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags", "seq",
            "node", "t")
-_ACK_COLUMNS = ["mid", "ack_topic", "ack_part", "ack_pl", "ack_pe", "ack_pb"]
 _HIVE = ds.HivePartitioning(pa.schema([("ack_topic", pa.int64()), ("ack_part", pa.int64())]),
                             null_fallback=mids_kernel.HIVE_NULL)
 
@@ -93,7 +92,7 @@ def read(scratch: Path, buckets: int, history: Sequence[str], ids: Sequence[str]
                              partition_base_dir=str(table_dir))
         found = _any([*([pc.field("mid").isin(ids)] if ids else []),
                       _at(places, tuple(f"ack_{c}" for c in ("topic", *PLACE[1:])))])
-        acks = [Ack(**row) for row in dataset.to_table(columns=_ACK_COLUMNS, filter=found).to_pylist()]
+        acks = [Ack(**row) for row in dataset.to_table(columns=list(Ack._fields), filter=found).to_pylist()]
     return events, acks
 
 
