@@ -8,7 +8,7 @@ records and acknowledgements at a position (``inconsistent-offsets``, ``replica-
 ``truncation-skip``). They are read where the ingest and the per-id step put them, never
 by a scan of a whole table:
 
-* an id's polls: its id bucket's files (``ingest.bucket_of``; Arrow IPC);
+* an id's polls: its id bucket's files (``ingest.bucket_of``);
 * a ``seq``'s event: the bucket files of the split that read its line (a ``seq`` holds
   the history file and the line's byte offset; ``ingest.line_split`` finds the split);
 * a position's polls and replica records: its (topic, partition)'s directory of the
@@ -64,14 +64,13 @@ def read(scratch: Path, buckets: int, history: Sequence[str], ids: Sequence[str]
     directory, ``buckets`` the ingest's count of id buckets."""
     id_buckets = sorted({int(b) for b in ingest.bucket_of(pa.array(ids, pa.string()), buckets)})
     bucket_dir = scratch / "ids"
-    pattern = f"*{ingest.IDS_SUFFIX}"
-    files = sorted({*[str(f) for b in id_buckets for f in (bucket_dir / str(b)).glob(pattern)],
+    files = sorted({*[str(f) for b in id_buckets for f in (bucket_dir / str(b)).glob("*.parquet")],
                     *(_send_files(bucket_dir, history, seqs) if seqs and bucket_dir.is_dir() else [])})
     events: list[dict[str, Any]] = []
     wanted = _any([*([(pc.field("mid").isin(ids)) & (pc.field("code") == ingest.POLL)] if ids else []),
                    *([pc.field("seq").isin(seqs)] if seqs else [])])
     if files:
-        table = ds.dataset(files, schema=ingest.IDS_SCHEMA, format="ipc").to_table(
+        table = ds.dataset(files, schema=ingest.IDS_SCHEMA, format="parquet").to_table(
             columns=[c for c in COLUMNS if c in ingest.IDS_SCHEMA.names], filter=wanted)
         events += [{c: row.get(c) for c in COLUMNS} for row in table.to_pylist()]
     placed = scratch / "events" / ingest.PLACED
@@ -121,5 +120,5 @@ def _send_files(bucket_dir: Path, history: Sequence[str], seqs: Sequence[int]) -
     every bucket, not the whole directory (hundreds of thousands of files at 100M)."""
     mask = (1 << ingest.OFFSET_BITS) - 1
     names = {ingest.split_name(False, s >> ingest.OFFSET_BITS, ingest.line_split(
-        history[s >> ingest.OFFSET_BITS], s & mask), ingest.IDS_SUFFIX) for s in seqs}
+        history[s >> ingest.OFFSET_BITS], s & mask)) for s in seqs}
     return sorted(str(f) for name in names for f in bucket_dir.glob(f"*/{name}"))

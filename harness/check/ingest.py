@@ -2,7 +2,8 @@
 Arrow work inside Spark tasks (``mapInArrow``; one task per file split).
 
 A task reads its split of a file in blocks of whole lines. A block is parsed by
-PyArrow's JSON reader with an explicit schema, which takes only well-typed lines:
+PyArrow's JSON reader, with the types it infers when they cast to the contract's
+(:func:`_read_inferred`), else with an explicit schema, which takes only well-typed lines:
 any line it refuses (not JSON, a number in a string field, a float offset, a list of
 strings where the contract allows anything...) sends the block's halves back to it,
 down to small groups that go through :mod:`harness.check.lines`, the contract's
@@ -19,10 +20,7 @@ without a shuffle (like a table partitioned on write); ``r/`` the resets; ``x/``
 With an ids directory, the events of the per-id step (an id, a code up to ``POLL``) are
 written once more, narrow (:data:`IDS_SCHEMA`), to ``<ids dir>/<bucket>/`` by
 :func:`bucket_of` (:mod:`harness.check.mids`), and the client events among them that
-are not polls and have no transaction are left out of ``o/``. The buckets are Arrow IPC
-files (zstd), not Parquet: only this package's PyArrow kernels read them, never Spark,
-and per 64 MiB split of a 10M-record history IPC took 0.13 s to write and 0.06 s to
-read back where Parquet took 0.35 s and 0.23 s (:func:`read_ids`).
+are not polls and have no transaction are left out of ``o/``.
 Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
@@ -65,9 +63,8 @@ from harness.check.lines import (
 )
 from harness.history import BATCH_EVENTS, CLIENT_TYPES, TXN_ACTIONS, TXN_STATUSES
 
-__all__ = ["EVENTS_SCHEMA", "IDS_SCHEMA", "IDS_SUFFIX", "MAX_BUCKETS", "MAX_FILES", "SPLIT_BYTES",
-           "TASK_SCHEMA",
-           "bucket_of", "kernel", "line_split", "place_dir", "place_pair", "plan", "read_ids", "split_name"]
+__all__ = ["EVENTS_SCHEMA", "IDS_SCHEMA", "MAX_BUCKETS", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA",
+           "bucket_of", "kernel", "line_split", "place_dir", "place_pair", "plan", "split_name"]
 
 # Event type codes.
 INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = range(9)
@@ -148,20 +145,9 @@ def plan(history: Sequence[str], replicas: Sequence[str],
     return out
 
 
-def split_name(replicas: bool, file: int, start: int, suffix: str = ".parquet") -> str:
-    """The name of the files a split (:func:`plan`) writes, in each directory it writes to
-    (``suffix``: :data:`IDS_SUFFIX` in an id bucket)."""
-    return f"{'r' if replicas else 'h'}{file:05d}-{start:015d}{suffix}"
-
-
-def read_ids(paths: Iterable[str]) -> pa.Table:
-    """Id-bucket files (:data:`IDS_SUFFIX`) as one table of :data:`IDS_SCHEMA`, in the
-    order given."""
-    tables = []
-    for path in paths:
-        with pa.OSFile(path) as source:
-            tables.append(pa.ipc.open_file(source).read_all())
-    return pa.concat_tables(tables) if tables else IDS_SCHEMA.empty_table()
+def split_name(replicas: bool, file: int, start: int) -> str:
+    """The name of the files a split (:func:`plan`) writes, in each directory it writes to."""
+    return f"{'r' if replicas else 'h'}{file:05d}-{start:015d}.parquet"
 
 
 def line_split(path: str, offset: int, split_bytes: int | None = None) -> int:
@@ -226,9 +212,9 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
 class _Writers:
     """One split's Parquet writers, opened as rows come: ``o/`` (always, so that every
     split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``. A split's
-    rows of each id bucket are held until the split is read, then written as one IPC file
-    per bucket (a block has only a few thousand rows per bucket: a Parquet row group per
-    block cost more to write and to read back than its rows)."""
+    rows of each id bucket are held until the split is read, then written as one row
+    group (a block has only a few thousand rows per bucket: a row group per block cost
+    more to write and to read back than its rows)."""
 
     def __init__(self, out_dir: str, name: str, ids_dir: str | None = None, buckets: int = 1) -> None:
         self.out_dir, self.name, self.ids_dir, self.buckets = out_dir, name, ids_dir, buckets
@@ -236,13 +222,16 @@ class _Writers:
         self.held: dict[int, list[pa.Table]] = {}
         self._writer(OTHER)
 
-    def _writer(self, where: str) -> pq.ParquetWriter:
-        key = os.path.join(self.out_dir, where)
+    def _writer(self, where: str, root: str | None = None) -> pq.ParquetWriter:
+        root = root or self.out_dir
+        key = os.path.join(root, where)
         writer = self.open.get(key)
         if writer is None:
             os.makedirs(key, exist_ok=True)
-            writer = self.open[key] = pq.ParquetWriter(os.path.join(key, self.name), EVENTS_SCHEMA,
-                                                       compression="lz4", use_dictionary=_DICTIONARY)
+            ids = root != self.out_dir
+            writer = self.open[key] = pq.ParquetWriter(
+                os.path.join(key, self.name), IDS_SCHEMA if ids else EVENTS_SCHEMA, compression="lz4",
+                use_dictionary=_IDS_DICTIONARY if ids else _DICTIONARY)
         return writer
 
     def write(self, events: pa.Table) -> None:
@@ -302,14 +291,9 @@ class _Writers:
     def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None and self.ids_dir is not None:
-                name = self.name.removesuffix(".parquet") + IDS_SUFFIX
-                options = pa.ipc.IpcWriteOptions(compression="lz4")  # made here: it does not pickle
                 for bucket in sorted(self.held):
                     rows = pa.concat_tables(self.held.pop(bucket))
-                    directory = os.path.join(self.ids_dir, str(bucket))
-                    os.makedirs(directory, exist_ok=True)
-                    with pa.ipc.new_file(os.path.join(directory, name), IDS_SCHEMA, options=options) as ipc:
-                        ipc.write_table(rows)
+                    self._writer(str(bucket), self.ids_dir).write_table(rows)
         finally:
             for writer in self.open.values():
                 writer.close()
@@ -319,8 +303,7 @@ class _Writers:
 IDS_SCHEMA = pa.schema([EVENTS_SCHEMA.field(n) for n in (
     "mid", "code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "seq", "t", "due", "tx_h",
     "src")])
-#: an id bucket's file: Arrow IPC, zstd-compressed (the module docstring)
-IDS_SUFFIX = ".arrow"
+_IDS_DICTIONARY = [n for n in _DICTIONARY if n in IDS_SCHEMA.names]
 #: the most id buckets (:func:`bucket_of`)
 MAX_BUCKETS = 1 << 14
 _PAD, _EMPTY = pa.scalar(bytes(16), pa.binary()), pa.scalar(b"", pa.binary())
@@ -409,14 +392,15 @@ def _read_json(block: bytes, options: pj.ParseOptions) -> pa.Table | None:
 
 def _read_inferred(block: bytes, schema: pa.Schema) -> pa.Table | None:
     """The block read with the types PyArrow infers, as a table of ``schema``; None if
-    the reader refuses a line or infers for a field of ``schema`` a type that does not
+    the reader refuses a line, infers for a field of ``schema`` a type that does not
     cast to that field's without a change of value (a float or a string where the contract
     wants an integer...), or the table it reads is not valid (PyArrow 26's inference drops
     the nulls that begin a list whose later value gives its type, and its list columns then
     span more values than they hold): then the explicit schema reads the block, which
-    refuses exactly the lines the contract's fast path does. Faster when it works: the explicit schema's
-    reader fills every absent field of every line (33 fields, most absent from a given
-    line), 45 to 54 ms per 4-MiB block of a 10M-record history where inference takes 36 to 40."""
+    refuses exactly the lines the contract's fast path does. Faster when it works: the
+    explicit schema's reader fills every absent field of every line (33 fields, most
+    absent from a given line), 45 to 54 ms per 4-MiB block of a 10M-record history where
+    inference takes 36 to 40."""
     table = _read_json(block, pj.ParseOptions())
     if table is None:
         return None

@@ -3,7 +3,7 @@
 
 The ingest (:mod:`harness.check.ingest`) writes the rows this step reads (the events
 with an id and a client event or poll code) a second time, narrow and split by a hash
-of their id into buckets: ``<ids dir>/<bucket>/<ingest split>.arrow`` (Arrow IPC). So all events
+of their id into buckets: ``<ids dir>/<bucket>/<ingest split>.parquet``. So all events
 of one id are in one bucket, and a task aggregates its bucket on its own: the shuffle
 is the ingest's write. The aggregate is NumPy over the bucket's rows, with no sort: Arrow's
 dictionary encoding numbers the ids, and a group's first invoke or first ack is its such
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.check.ingest import FAIL, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC, read_ids
+from harness.check.ingest import FAIL, IDS_SCHEMA, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC
 
 __all__ = ["MIDS_SCHEMA", "TASK_SCHEMA", "aggregate", "bucket_stem", "kernel"]
 
@@ -70,7 +70,8 @@ def kernel(ids_dir: str, out_dir: str, rc_clients: Iterable[int]) -> Any:
 def _one_bucket(ids_dir: str, out_dir: str, bucket: int, rc: np.ndarray) -> pa.RecordBatch:
     directory = os.path.join(ids_dir, str(bucket))
     files = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-    out = (aggregate(read_ids(os.path.join(directory, f) for f in files), rc)
+    out = (aggregate(pa.concat_tables(pq.read_table(os.path.join(directory, f), schema=IDS_SCHEMA,
+                                                    use_threads=False) for f in files), rc)
            if files else MIDS_SCHEMA.empty_table())
     if out.num_rows:
         _write(out, out_dir, bucket_stem(bucket))

@@ -318,11 +318,8 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
     assert tally["keyed"] == 1 and tally["lines"] == 8
     events = [(r["code"], r["mid"]) for r in _read_layout(out)]
     bucketed: dict[str, set[str]] = {}
-    for path in ids.rglob("*"):
-        if path.is_dir():
-            continue
-        assert path.suffix == ingest.IDS_SUFFIX, path
-        for r in ingest.read_ids([str(path)]).to_pylist():
+    for path in ids.rglob("*.parquet"):
+        for r in pq.read_table(path).to_pylist():
             bucketed.setdefault(r["mid"], set()).add(path.parent.name)
             assert r["code"] <= ingest.POLL
     assert all(len(b) == 1 for b in bucketed.values()) and set(bucketed) == {"a", "b", "c", "x", "z"}
@@ -330,13 +327,13 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
     assert sorted(events, key=str) == sorted([
         (ingest.INVOKE, "x"), (ingest.POLL, "a"), (ingest.POLL, "b"), (ingest.POLL, "z"),
         (ingest.RESET, None), (ingest.META, None)], key=str)
-    rows = ingest.read_ids(str(p) for p in ids.rglob(f"*{ingest.IDS_SUFFIX}")).num_rows
+    rows = sum(pq.read_table(p).num_rows for p in ids.rglob("*.parquet"))
     assert rows == 3 + 1 + 2 + 1 + 2 + 1  # invokes, the tx invoke, oks, fail, polls, poll
 
 
 def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A split read in many blocks writes each id bucket's rows as one file, in file
-    order (a Parquet row group per block and bucket cost more than its rows)."""
+    """A split read in many blocks writes each id bucket's rows as one row group, in
+    file order (a row group per block and bucket cost more than its rows)."""
     monkeypatch.setattr(ingest, "BLOCK_BYTES", 128)  # about one line a block
     history = tmp_path / "h.jsonl"
     history.write_text("".join(f'{{"type":"invoke","client":"p","topic":"t","mid":"m{i}","t":{i}}}\n'
@@ -347,12 +344,14 @@ def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.
     task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
                     strict=True))
     list(run([pa.RecordBatch.from_pylist([task])]))
-    files = sorted(str(p) for p in ids.rglob(f"*{ingest.IDS_SUFFIX}"))
+    files = sorted(ids.rglob("*.parquet"))
     assert len(files) == 8  # 200 ids over 8 buckets: each has some
     for path in files:
-        seqs = ingest.read_ids([path]).column("seq").to_pylist()
+        assert pq.ParquetFile(path).num_row_groups == 1
+        seqs = pq.read_table(path).column("seq").to_pylist()
         assert seqs == sorted(seqs)
-    assert sorted(ingest.read_ids(files).column("mid").to_pylist()) == sorted(f"m{i}" for i in range(200))
+    assert sorted(r for p in files for r in pq.read_table(p).column("mid").to_pylist()) == \
+        sorted(f"m{i}" for i in range(200))
 
 
 @pytest.mark.parametrize("split_bytes", [1 << 20, 97, 31, 5])
@@ -378,13 +377,10 @@ def test_a_seq_names_the_split_that_wrote_it(tmp_path: Path, split_bytes: int) -
         list(run([pa.RecordBatch.from_pylist([row])]))
     mask = (1 << ingest.OFFSET_BITS) - 1
     seen = 0
-    for path, suffix in [*[(p, ingest.IDS_SUFFIX) for p in ids.rglob(f"*{ingest.IDS_SUFFIX}")],
-                         *[(p, ".parquet") for p in out.rglob("*.parquet")]]:
-        table = ingest.read_ids([str(path)]) if suffix == ingest.IDS_SUFFIX else pq.read_table(path)
-        for seq in table["seq"].to_pylist():
+    for path in [*ids.rglob("*.parquet"), *out.rglob("*.parquet")]:
+        for seq in pq.read_table(path, columns=["seq"])["seq"].to_pylist():
             start = ingest.line_split(str(history), seq & mask, split_bytes)
-            name = ingest.split_name(False, seq >> ingest.OFFSET_BITS, start, suffix)
-            assert path.name == name, (seq, path)
+            assert path.name == ingest.split_name(False, seq >> ingest.OFFSET_BITS, start), (seq, path)
             seen += 1
     assert seen == 1 + 40 + 3 + 40 + 2 * 2  # polls: in their bucket and in their place
 
