@@ -399,8 +399,8 @@ def _read_inferred(block: bytes, schema: pa.Schema) -> pa.Table | None:
     span more values than they hold): then the explicit schema reads the block, which
     refuses exactly the lines the contract's fast path does. Faster when it works: the
     explicit schema's reader fills every absent field of every line (33 fields, most
-    absent from a given line), 45 to 54 ms per 4-MiB block of a 10M-record history where
-    inference takes 36 to 40."""
+    absent from a given line), 42 to 46 ms per 4-MiB block of a 10M-record history where
+    inference takes 36 to 40 (docs/checker.md, session 26)."""
     table = _read_json(block, pj.ParseOptions())
     if table is None:
         return None
@@ -424,7 +424,8 @@ def _read_inferred(block: bytes, schema: pa.Schema) -> pa.Table | None:
 def _widens(inferred: pa.DataType, wanted: pa.DataType) -> bool:
     """A column of type ``inferred`` casts to ``wanted`` and holds what the explicit
     schema would read: nulls (all null, or lists of nulls), integers where it wants
-    doubles (the JSON reader's doubles are correctly rounded, as is the cast), lists of
+    doubles (the JSON reader's doubles are correctly rounded, as is the cast; only ``-0``
+    reads as 0.0 where the explicit schema reads -0.0, which compares equal), lists of
     such."""
     if inferred == wanted or pa.types.is_null(inferred):
         return True
