@@ -362,8 +362,7 @@ def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> I
     if b"\r" not in block:  # lines end at \n only: the table's rows are the non-blank lines
         table = _read_inferred(block, schema)
         if table is None:
-            explicit = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-            table = _read_json(block, explicit)
+            table = _read_explicit(block, schema)
         starts = None if table is None else _line_starts(block, table.num_rows)
         if table is not None and starts is not None:
             yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L)), 0
@@ -388,6 +387,12 @@ def _read_json(block: bytes, options: pj.ParseOptions) -> pa.Table | None:
             use_threads=False, block_size=max(1 << 20, len(block) + 1)))
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
+
+
+def _read_explicit(block: bytes, schema: pa.Schema) -> pa.Table | None:
+    """The block read with ``schema`` (fields not in it ignored), None if a line does
+    not fit it."""
+    return _read_json(block, pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
 
 
 def _read_inferred(block: bytes, schema: pa.Schema) -> pa.Table | None:

@@ -148,7 +148,7 @@ def test_controller_probe_names_a_broker_that_does_not_take_leader_and_isr(
     # session (6 s): longer, and the broker registers again with a new epoch on its resume,
     # which can leave 3.9's controller on the old one (the next probe then fails). A probe
     # of 4 s froze the broker for 6.2 s (the topic's creation and the log checks around
-    # the wait), and a CI run failed that way; a probe of 1 s freezes it for about 3 s.
+    # the wait), and a CI run failed that way; a probe of 1 s freezes it for about 2 s.
     ctl = kafka.controller().broker
     frozen = next(n for n in kafka.brokers() if n.spec.node_id != ctl)
     nemesis.pause(frozen)

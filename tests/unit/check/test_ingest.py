@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -403,5 +402,4 @@ def test_inferred_types_read_as_the_explicit_schema_or_not_at_all(lines: list[st
     got = ingest._read_inferred(block, schema)
     assert (got is not None) == inferred
     if got is not None:
-        explicit = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-        assert got.equals(ingest._read_json(block, explicit))
+        assert got.equals(ingest._read_explicit(block, schema))
