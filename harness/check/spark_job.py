@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.check import details, ingest
+from harness.check import details, ingest, tasks
 from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
 from harness.check.inputs import require_lines, run_files
@@ -271,9 +271,9 @@ def _register_kernels() -> None:
     # NumPy and PyArrow (PySpark's own SQL extra), not this package.
     from pyspark import cloudpickle
 
-    from harness.check import ingest, lines, mids, placed
+    from harness.check import ingest, lines, mids, placed, tasks
 
-    for module in (ingest, lines, mids, placed):
+    for module in (ingest, lines, mids, placed, tasks):
         cloudpickle.register_pickle_by_value(module)
 
 
@@ -427,6 +427,10 @@ class _Job:
         size = sum(os.path.getsize(p) for p in (*inputs.history, *inputs.replicas))
         buckets = math.ceil(size / MIDS_BUCKET_BYTES)
         cores = (os.cpu_count() or 1) if inputs.local else 1
+        #: a task per row of each step's task list (:meth:`_each`) when the input is more
+        #: than a split per core, or when the executors are not this machine's
+        self.cores = cores
+        self.spread = not inputs.local or size > cores * ingest.SPLIT_BYTES
         if buckets > 1:
             buckets = math.ceil(buckets / cores) * cores
         self.buckets = max(1, min(ingest.MAX_BUCKETS, buckets))
@@ -472,6 +476,27 @@ class _Job:
         return [kind.alias("kind"), (F.lit(1) if n is None else n).cast(_L).alias("n"),
                 typed(_SK_FIELDS, sk).alias("sk"), typed(_EX_FIELDS, ex).alias("ex")]
 
+    def _each(self, rows: Sequence[tuple[Any, ...]], ddl: str, kernel: Any, out_schema: str,
+              costs: Sequence[float] | None = None, slots: int | None = None) -> DataFrame:
+        """``kernel`` (``mapInArrow`` over task rows of schema ``ddl``) over ``rows``. In a
+        big check, one Spark task per row, the costliest first when ``costs`` are given
+        (:mod:`harness.check.tasks`); else the rows as a local relation, which Spark cuts
+        in one task per core (a task costs more than a small check's rows). ``slots``: at
+        most that many tasks at once, when fewer than the cores."""
+        limit = slots if slots is not None and slots < min(len(rows), self.cores) else None
+        if not self.spread:
+            frame = self.spark.createDataFrame(rows, ddl)
+            if limit is not None:
+                frame = frame.coalesce(1) if limit == 1 else frame.repartition(limit)
+            return frame.mapInArrow(kernel, out_schema)
+        if costs is not None:
+            order = sorted(range(len(rows)), key=lambda i: -costs[i])
+            rows = [rows[i] for i in order]
+        frame = self.spark.range(0, len(rows), 1, max(1, len(rows)))
+        if limit is not None:
+            frame = frame.coalesce(limit)
+        return frame.mapInArrow(tasks.by_index(rows, ddl, kernel), out_schema)
+
     # -- 1. ingest -------------------------------------------------------------
 
     def _ingest(self) -> tuple[DataFrame, list[Row]]:
@@ -480,10 +505,10 @@ class _Job:
         and its count of lines and skipped lines (step 2's input)."""
         out = self.scratch / "events"
         out.mkdir()
-        tasks = ingest.plan(self.inputs.history, self.inputs.replicas)
-        splits = self.spark.createDataFrame(tasks, ingest.TASK_SCHEMA)
+        splits = ingest.plan(self.inputs.history, self.inputs.replicas)
         run = ingest.kernel(str(out), str(self.scratch / "ids"), self.buckets)
-        names = splits.mapInArrow(run, ingest.RESULT_SCHEMA).collect()
+        names = self._each(splits, ingest.TASK_SCHEMA, run, ingest.RESULT_SCHEMA,
+                           costs=[stop - start for *_, start, stop in splits]).collect()
         return self.spark.read.option("recursiveFileLookup", "true").parquet(str(out)), names
 
     # -- 2. names --------------------------------------------------------------
@@ -510,9 +535,9 @@ class _Job:
         (ack topic, ack partition), read back from there."""
         out = self.scratch / "mids"
         out.mkdir()
-        tasks = self.spark.createDataFrame([(b,) for b in range(self.buckets)], mids_kernel.TASK_SCHEMA)
         run = mids_kernel.kernel(str(self.scratch / "ids"), str(out), names.rc_clients)
-        stats = tasks.mapInArrow(run, mids_kernel.RESULT_SCHEMA).collect()
+        stats = self._each([(b,) for b in range(self.buckets)], mids_kernel.TASK_SCHEMA, run,
+                           mids_kernel.RESULT_SCHEMA).collect()
         self.tx_ids = sum(r.tx_ids for r in stats)
         finite = [r for r in stats if r.inv_lo is not None]
         self.inv_span = (min(r.inv_lo for r in finite), max(r.inv_hi for r in finite)) if finite else None
@@ -718,19 +743,17 @@ class _Job:
                 if part is not None}  # else rows without an ack position
         polled = set(names.partitions)
         pairs = sorted(places.keys() | acks.keys(), key=lambda tp: (tp[0] is not None, tp[0] or 0, tp[1]))
-        tasks = [(t, p, (t, p) in polled, places.get((t, p)), acks.get((t, p))) for t, p in pairs]
-        if not tasks:
+        pair_tasks = [(t, p, (t, p) in polled, places.get((t, p)), acks.get((t, p))) for t, p in pairs]
+        if not pair_tasks:
             return self.spark.createDataFrame([], placed_kernel.OUT_SCHEMA)
         resets = events / ingest.RESETS
         run = placed_kernel.pair_kernel(str(resets) if resets.is_dir() else None)
-        frame = self.spark.createDataFrame(tasks, placed_kernel.PAIR_SCHEMA)
+        sizes: list[int] | None = None
+        slots = None
         if self.inputs.local:  # as many tasks at once as the machine's memory holds
-            cores = os.cpu_count() or 1
-            slots = placed_kernel.task_slots([placed_kernel.task_rows(t[3], t[4]) for t in tasks],
-                                             placed_kernel.memory_budget(), cores)
-            if slots < min(len(tasks), cores):
-                frame = frame.coalesce(1) if slots == 1 else frame.repartition(slots)
-        return frame.mapInArrow(run, placed_kernel.OUT_SCHEMA)
+            sizes = [placed_kernel.task_rows(t[3], t[4]) for t in pair_tasks]
+            slots = placed_kernel.task_slots(sizes, placed_kernel.memory_budget(), self.cores)
+        return self._each(pair_tasks, placed_kernel.PAIR_SCHEMA, run, placed_kernel.OUT_SCHEMA, sizes, slots)
 
     def _mids_dirs(self) -> list[tuple[int | None, int | None, str]]:
         """The per-id table's directories (its ack topic, its ack partition, its path)."""
@@ -869,8 +892,10 @@ class _Job:
         t0 = lo * lat.BIN_S
         window_s = lat.window_for(hi * lat.BIN_S - t0)
         faults = lat.faults_of(self.inputs.run_dir)
-        out = (self.spark.createDataFrame(self._mids_dirs(), lat.TASK_SCHEMA)
-               .mapInArrow(lat.kernel(t0, window_s, faults.start, faults.end), lat.OUT_SCHEMA).toArrow())
+        dirs = self._mids_dirs()
+        sizes = [sum(f.stat().st_size for f in Path(path).iterdir()) for *_, path in dirs]
+        out = self._each(dirs, lat.TASK_SCHEMA, lat.kernel(t0, window_s, faults.start, faults.end),
+                         lat.OUT_SCHEMA, sizes).toArrow()
         invokes, acks, groups = lat.gather(out, names.topics)
         run = groups["run"].get(None, lat.Histograms())
         per_partition = []  # per producer and partition acknowledged: its ids' send and e2e latency
