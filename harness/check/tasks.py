@@ -2,12 +2,13 @@
 the Python workers, pickled by value).
 
 A kernel of the checker (``mapInArrow`` over rows of task arguments: file splits, id
-buckets, (topic, partition) pairs) used to get its rows as a local relation, which Spark
-cuts into one partition per core: on 2 cores, two tasks of 15 and 16 file splits, fixed
-before either started, and one core idle while the other finished its share. The job
-now runs ``spark.range(n, numPartitions=n)`` (one id per partition) and :func:`by_index`
-hands the kernel the row of each id: tasks are taken as cores free up, in the order of
-the list (the job puts the costliest first).
+buckets, (topic, partition) pairs, directories) got its rows as a local relation, which
+Spark cuts into one partition per core: on 2 cores, at 10M records, two ingest tasks of
+15 and 16 file splits, fixed before either started, so that one core could sit idle
+while the other finished a costlier share. In a big check the job now runs
+``spark.range(n, numPartitions=n)`` (one id per partition) and :func:`by_index` hands
+the kernel the row of each id: tasks are taken as cores free up, in the order of the
+list (the job puts the costliest first).
 """
 
 from __future__ import annotations
