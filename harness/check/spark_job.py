@@ -427,9 +427,10 @@ class _Job:
         size = sum(os.path.getsize(p) for p in (*inputs.history, *inputs.replicas))
         buckets = math.ceil(size / MIDS_BUCKET_BYTES)
         cores = (os.cpu_count() or 1) if inputs.local else 1
+        #: the cores the check counts on (1 when the executors are not this machine's)
+        self.cores = cores
         #: a task per row of each step's task list (:meth:`_each`) when the input is more
         #: than a split per core, or when the executors are not this machine's
-        self.cores = cores
         self.spread = not inputs.local or size > cores * ingest.SPLIT_BYTES
         if buckets > 1:
             buckets = math.ceil(buckets / cores) * cores
