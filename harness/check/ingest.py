@@ -231,7 +231,8 @@ class _Writers:
             ids = root != self.out_dir
             writer = self.open[key] = pq.ParquetWriter(
                 os.path.join(key, self.name), IDS_SCHEMA if ids else EVENTS_SCHEMA, compression="lz4",
-                use_dictionary=_IDS_DICTIONARY if ids else _DICTIONARY)
+                use_dictionary=_IDS_DICTIONARY if ids else _DICTIONARY,
+                write_statistics=_IDS_STATS if ids else _STATS)
         return writer
 
     def write(self, events: pa.Table) -> None:
@@ -304,6 +305,13 @@ IDS_SCHEMA = pa.schema([EVENTS_SCHEMA.field(n) for n in (
     "mid", "code", "flags", "client_h", "topic_h", "part", "pl", "pe", "pb", "seq", "t", "due", "tx_h",
     "src")])
 _IDS_DICTIONARY = [n for n in _DICTIONARY if n in IDS_SCHEMA.names]
+#: the columns whose Parquet statistics a reader uses, to skip row groups or files: the
+#: details step's positions and ``seq``s, the kernels' and Spark's filters (code,
+#: transaction, Key_Shared time). Statistics on the others (ids, names, times) cost a
+#: seventh of the writes and skip nothing (docs/checker.md, session 28).
+STATS = ("code", "seq", "topic_h", "part", "pl", "pe", "pb", "tx_h", "ks_t")
+_STATS = [n for n in STATS if n in EVENTS_SCHEMA.names]
+_IDS_STATS = [n for n in STATS if n in IDS_SCHEMA.names]
 #: the most id buckets (:func:`bucket_of`)
 MAX_BUCKETS = 1 << 14
 _PAD, _EMPTY = pa.scalar(bytes(16), pa.binary()), pa.scalar(b"", pa.binary())
@@ -527,10 +535,12 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
         return pc.if_else(pa.array(use), values, own)
 
     part, offset, ledger, entry, batch = (field(n) for n in LONGS)
-    mid, topic = field("mid"), table.column("topic").take(take).combine_chunks()
+    mid, topic_line = field("mid"), table.column("topic").combine_chunks()
+    topic = topic_line.take(take)
     code = pa.array(code_line[line].astype(np.int32), pa.int32())
     pl, pe, pb = _position(part, offset, ledger, entry, batch)
-    out: dict[str, pa.Array] = {"code": code, "mid": mid, "topic": topic, "topic_h": _hash(topic),
+    out: dict[str, pa.Array] = {"code": code, "mid": mid, "topic": topic,
+                                "topic_h": _hash(topic_line).take(take),  # names hashed per line
                                 "part": part, "pl": pl, "pe": pe, "pb": pb}
     n = len(line)
     if replicas:
@@ -545,7 +555,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     flags_line = (np.where(recovery, ROW_REC, 0)
                   | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
                   | np.where(_eq(table.column("isolation"), "read_committed"), ROW_RC, 0))
-    client = table.column("client").take(take).combine_chunks()
+    client_line = table.column("client").combine_chunks()
     at = table.column("_at").to_numpy()
     seq = (np.int64(file) << OFFSET_BITS) | (at[line] + index)
     key = field("key")
@@ -558,7 +568,6 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     # transactions: tx on invokes and txn events (null elsewhere), txa on txn events
     is_txn = code_line == TXN
     tx_line = _masked(table.column("tx").combine_chunks(), pa.array(~((code_line == INVOKE) | is_txn)))
-    tx = tx_line.take(take)
     action = _filled(_lookup(table.column("action"), TXN_ACTION, pa.int32()), -1)
     status = _filled(_lookup(table.column("status"), TXN_STATUS, pa.int32()), -1)
     txa_line = np.where(is_txn & (action >= 0) & (status >= 0), action * 4 + status, -1)[line]
@@ -566,10 +575,11 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     src = field("src")
     if src.null_count < len(src):
         src = _masked(src, pa.array(code_line[line] != INVOKE))
-    out.update(tx=tx, tx_h=_hash(tx), src=src,
+    out.update(tx=tx_line.take(take), tx_h=_hash(tx_line).take(take), src=src,
                txa=pc.if_else(pa.array(txa_line < 0), pa.scalar(None, pa.int32()),
                               pa.array(txa_line.astype(np.int32))))
-    out.update(client=client, client_h=_hash(client), flags=pa.array(flags_line[line].astype(np.int32)),
+    out.update(client=client_line.take(take), client_h=_hash(client_line).take(take),
+               flags=pa.array(flags_line[line].astype(np.int32)),
                seq=pa.array(seq, _L), node=pa.nulls(n, _S), t=t,
                bi=pa.array(index.astype(np.int32)),  # its place in its line: a batch's records share seq - bi
                ks_t=_masked(t, ks_mask),

@@ -49,6 +49,8 @@ TASK_SCHEMA = "bucket long"
 RESULT_SCHEMA = "bucket long, ids long, tx_ids long, inv_lo double, inv_hi double"
 _NO_SEQ = np.iinfo(np.int64).max
 _RESULT = pa.schema([("bucket", _L), ("ids", _L), ("tx_ids", _L), ("inv_lo", _D), ("inv_hi", _D)])
+#: the columns whose Parquet statistics the later steps' filters use (``ingest.STATS``)
+_STATS = ["f", "ack_pl", "tx_h", "src"]
 #: Hive's directory name for a null partition value (Spark's and PyArrow's)
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
@@ -104,7 +106,7 @@ def _write(table: pa.Table, out_dir: str, stem: str) -> None:
                             f"ack_part={HIVE_NULL if pn else int(pv)}")
         os.makedirs(path, exist_ok=True)
         pq.write_table(body.slice(lo, hi - lo), os.path.join(path, f"{stem}.parquet"),
-                       compression="lz4", use_dictionary=False)
+                       compression="lz4", use_dictionary=False, write_statistics=_STATS)
 
 
 def aggregate(table: pa.Table, rc_clients: np.ndarray) -> pa.Table:

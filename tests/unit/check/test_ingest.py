@@ -328,6 +328,12 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
         (ingest.RESET, None), (ingest.META, None)], key=str)
     rows = sum(pq.read_table(p).num_rows for p in ids.rglob("*.parquet"))
     assert rows == 3 + 1 + 2 + 1 + 2 + 1  # invokes, the tx invoke, oks, fail, polls, poll
+    # statistics on the columns that readers filter on (ingest.STATS), none on the others
+    for path in [*out.rglob("*.parquet"), *ids.rglob("*.parquet")]:
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        stats = {group.column(i).path_in_schema: group.column(i).is_stats_set
+                 for i in range(group.num_columns)}
+        assert {c for c, has in stats.items() if has} == set(ingest.STATS) & set(stats), path
 
 
 def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
