@@ -307,8 +307,8 @@ IDS_SCHEMA = pa.schema([EVENTS_SCHEMA.field(n) for n in (
 _IDS_DICTIONARY = [n for n in _DICTIONARY if n in IDS_SCHEMA.names]
 #: the columns whose Parquet statistics a reader uses, to skip row groups or files: the
 #: details step's positions and ``seq``s, the kernels' and Spark's filters (code,
-#: transaction, Key_Shared time). Statistics on the others (ids, names, times) cost a
-#: seventh of the writes and skip nothing (docs/checker.md, session 28).
+#: transaction, Key_Shared time). Statistics on the others (ids, names, times) cost about
+#: a tenth of the writes and skip nothing (docs/checker.md, session 28).
 STATS = ("code", "seq", "topic_h", "part", "pl", "pe", "pb", "tx_h", "ks_t")
 _STATS = [n for n in STATS if n in EVENTS_SCHEMA.names]
 _IDS_STATS = [n for n in STATS if n in IDS_SCHEMA.names]
