@@ -534,13 +534,16 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
         values = arr.values.take(pa.array(at, _L))
         return pc.if_else(pa.array(use), values, own)
 
+    def named(arr: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+        """A line column of names and their hashes, per event (hashed per line)."""
+        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+        return arr.take(take), _hash(arr).take(take)
+
     part, offset, ledger, entry, batch = (field(n) for n in LONGS)
-    mid, topic_line = field("mid"), table.column("topic").combine_chunks()
-    topic = topic_line.take(take)
+    mid, (topic, topic_h) = field("mid"), named(table.column("topic"))
     code = pa.array(code_line[line].astype(np.int32), pa.int32())
     pl, pe, pb = _position(part, offset, ledger, entry, batch)
-    out: dict[str, pa.Array] = {"code": code, "mid": mid, "topic": topic,
-                                "topic_h": _hash(topic_line).take(take),  # names hashed per line
+    out: dict[str, pa.Array] = {"code": code, "mid": mid, "topic": topic, "topic_h": topic_h,
                                 "part": part, "pl": pl, "pe": pe, "pb": pb}
     n = len(line)
     if replicas:
@@ -555,7 +558,6 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     flags_line = (np.where(recovery, ROW_REC, 0)
                   | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
                   | np.where(_eq(table.column("isolation"), "read_committed"), ROW_RC, 0))
-    client_line = table.column("client").combine_chunks()
     at = table.column("_at").to_numpy()
     seq = (np.int64(file) << OFFSET_BITS) | (at[line] + index)
     key = field("key")
@@ -575,11 +577,12 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     src = field("src")
     if src.null_count < len(src):
         src = _masked(src, pa.array(code_line[line] != INVOKE))
-    out.update(tx=tx_line.take(take), tx_h=_hash(tx_line).take(take), src=src,
+    tx, tx_h = named(tx_line)
+    out.update(tx=tx, tx_h=tx_h, src=src,
                txa=pc.if_else(pa.array(txa_line < 0), pa.scalar(None, pa.int32()),
                               pa.array(txa_line.astype(np.int32))))
-    out.update(client=client_line.take(take), client_h=_hash(client_line).take(take),
-               flags=pa.array(flags_line[line].astype(np.int32)),
+    client, client_h = named(table.column("client"))
+    out.update(client=client, client_h=client_h, flags=pa.array(flags_line[line].astype(np.int32)),
                seq=pa.array(seq, _L), node=pa.nulls(n, _S), t=t,
                bi=pa.array(index.astype(np.int32)),  # its place in its line: a batch's records share seq - bi
                ks_t=_masked(t, ks_mask),
