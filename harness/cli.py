@@ -94,10 +94,15 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from .backend.docker import LABEL_MANAGED
     from .check import server
+    from .check.scratch import remove_stale
 
     stopped = server.stop()  # the checker's shared Spark server, if one runs
     if stopped or not args.quiet:
         log.info(f"clean: {'stopped' if stopped else 'no'} shared Spark Connect server")
+    scratch = remove_stale()  # scratch directories of killed checks
+    if scratch:
+        log.info(f"clean: removed {scratch} scratch director{'y' if scratch == 1 else 'ies'} "
+                 "of killed checks")
     containers, networks = _engine().remove_labelled({LABEL_MANAGED: "true"})
     if not args.quiet or containers or networks:
         log.info(f"clean: removed {containers} container(s) and {networks} network(s)")
@@ -245,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(fn=cmd_cluster_status)
 
     clean = sub.add_parser("clean", help="remove every harness container and network (by label); "
-                                         "stop the shared Spark server")
+                                         "stop the shared Spark server; remove scratch left by killed checks")
     clean.add_argument("--quiet", action="store_true")
     clean.set_defaults(fn=cmd_clean)
 

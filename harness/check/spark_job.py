@@ -45,7 +45,6 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from harness.check import details, ingest, tasks
 from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
+from harness.check import scratch as scratch_dir
 from harness.check.inputs import require_lines, run_files
 from harness.check.mids import (  # per-id flags: those of the per-id step
     F_ABORTED,
@@ -353,8 +353,7 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         # Adaptive execution re-plans after each shuffle: it pays on big inputs (coalescing,
         # skew), and on a small one (one partition) it is only a fixed cost per stage.
         spark.conf.set("spark.sql.adaptive.enabled", str(partitions > 1).lower())
-        scratch = Path(tempfile.mkdtemp(prefix="harness-check-",
-                                        dir=os.environ.get("HARNESS_CHECK_SCRATCH")))
+        scratch = scratch_dir.make(input_bytes, workers_see_local_files(master))
         try:
             if not workers_see_local_files(master):  # executors elsewhere read the scratch directory
                 files = _stage(scratch / "input", files)
