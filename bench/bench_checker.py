@@ -4,9 +4,9 @@ For each size: generate a history (with two of each anomaly injected, so the
 bench also checks the result; consumers write ``polls`` batches as the real
 clients do), run ``check_run`` on a warm session (``--repeat``
 times; generation is timed apart and never counted in the check), sample the
-peak memory of this process plus the Spark JVM and its children (/proc), count
-the CPU seconds they used during the check, and at 1M records or fewer time the
-reference checker too. Data goes to a temporary directory that
+peak memory of this process plus the Spark JVM and its children (/proc) and of the
+scratch when it is in memory, count the CPU seconds they used during the check, and at
+1M records or fewer time the reference checker too. Data goes to a temporary directory that
 is deleted afterwards.
 
 Usage: ``python bench/bench_checker.py --records 1000000 10000000``
@@ -46,11 +46,14 @@ REFERENCE_MAX = 1_000_000  # the reference needs about 1 GB per million records
 
 
 class PeakMemory:
-    """Samples the resident memory of this process and its descendants (the JVM)."""
+    """Samples the resident memory of this process and its descendants (the JVM), plus
+    the memory the check's scratch holds when it is in memory (``/dev/shm``: the growth
+    of the system's shared memory since the start)."""
 
     def __init__(self, every_s: float = 0.25) -> None:
         self.every_s = every_s
         self.peak = 0
+        self._shmem0 = _shmem()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -64,8 +67,18 @@ class PeakMemory:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, _trees_rss(_roots()))
+            self.peak = max(self.peak, _trees_rss(_roots()) + max(0, _shmem() - self._shmem0))
             self._stop.wait(self.every_s)
+
+
+def _shmem() -> int:
+    """The system's shared memory (tmpfs files among it), in bytes; 0 if not known."""
+    try:
+        with open("/proc/meminfo") as fh:
+            fields = dict(line.split(":", 1) for line in fh)
+        return int(fields["Shmem"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return 0
 
 
 def _trees(roots: list[int]) -> dict[int, dict[str, str]]:
