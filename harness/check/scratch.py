@@ -25,6 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from harness.check.server import alive
+
 __all__ = ["MEMORY_DIR", "PREFIX", "make", "remove_stale", "root"]
 
 MEMORY_DIR = "/dev/shm"
@@ -69,17 +71,8 @@ def remove_stale() -> int:
             continue
         for entry in entries:
             match = _NAME.match(entry.name)
-            if match and entry.is_dir(follow_symlinks=False) and not _alive(int(match.group(1))):
+            if match and entry.is_dir(follow_symlinks=False) and not alive(int(match.group(1))):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed += not os.path.exists(entry.path)
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True

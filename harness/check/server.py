@@ -41,8 +41,8 @@ from typing import IO
 
 from harness.errors import CheckError
 
-__all__ = ["IDLE_S", "Server", "ensure", "running", "server_dir", "servers", "spark_home", "state_dir",
-           "stop", "using"]
+__all__ = ["IDLE_S", "Server", "alive", "ensure", "running", "server_dir", "servers", "spark_home",
+           "state_dir", "stop", "using"]
 
 IDLE_S = float(os.environ.get("HARNESS_SPARK_IDLE_S") or 900)
 START_TIMEOUT_S = 180.0
@@ -126,12 +126,13 @@ def _read(directory: Path) -> Server | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (and is not a zombie)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
     try:  # a zombie child of this process is not alive
         with open(f"/proc/{pid}/stat") as fh:
@@ -155,7 +156,7 @@ def running() -> Server | None:
 
 def _running(directory: Path) -> Server | None:
     server = _read(directory)
-    if server is None or not _alive(server.pid) or not _alive(server.jvm_pid):
+    if server is None or not alive(server.pid) or not alive(server.jvm_pid):
         return None
     return server
 
@@ -258,10 +259,10 @@ def _stop(directory: Path, server: Server) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(server.pid, signal.SIGTERM)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (_alive(server.pid) or _alive(server.jvm_pid)):
+    while time.monotonic() < deadline and (alive(server.pid) or alive(server.jvm_pid)):
         time.sleep(0.2)
     for pid in (server.jvm_pid, server.pid):
-        if _alive(pid):
+        if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     (directory / "server.json").unlink(missing_ok=True)
