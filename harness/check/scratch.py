@@ -65,8 +65,8 @@ def _fits(directory: str, input_bytes: int) -> bool:
 def remove_stale() -> int:
     """Remove the scratch directories of checks whose process is gone; how many."""
     removed = 0
-    roots = {MEMORY_DIR, tempfile.gettempdir(), os.environ.get("HARNESS_CHECK_SCRATCH") or MEMORY_DIR}
-    for directory in sorted(roots):
+    roots = {MEMORY_DIR, tempfile.gettempdir(), os.environ.get("HARNESS_CHECK_SCRATCH")}
+    for directory in sorted(r for r in roots if r):
         try:
             entries = list(os.scandir(directory))
         except OSError:

@@ -353,14 +353,14 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
         # Adaptive execution re-plans after each shuffle: it pays on big inputs (coalescing,
         # skew), and on a small one (one partition) it is only a fixed cost per stage.
         spark.conf.set("spark.sql.adaptive.enabled", str(partitions > 1).lower())
-        scratch = scratch_dir.make(input_bytes, workers_see_local_files(master))
+        local = workers_see_local_files(master)
+        scratch = scratch_dir.make(input_bytes, local)
         try:
-            if not workers_see_local_files(master):  # executors elsewhere read the scratch directory
+            if not local:  # executors elsewhere read the scratch directory
                 files = _stage(scratch / "input", files)
                 replicas = _stage(scratch / "replicas-input", replicas)
             return _Job(spark, scratch, _Inputs(run_dir, [str(f.resolve()) for f in files],
-                                                [str(f.resolve()) for f in replicas],
-                                                local=workers_see_local_files(master))).result()
+                                                [str(f.resolve()) for f in replicas], local=local)).result()
         except (PySparkException, Py4JError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
