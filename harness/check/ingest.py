@@ -520,8 +520,15 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     index = np.arange(len(line), dtype=np.int64) - np.repeat(first, counts)
     take = pa.array(line, _L)
 
+    def spread(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """A line column, one value per event (all null without a take when the column is)."""
+        if arr.null_count == len(arr):
+            return pa.nulls(len(line), arr.type)
+        out = arr.take(take)
+        return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
     def field(name: str) -> pa.Array:
-        own = table.column(name).take(take).combine_chunks() if n_lines else pa.nulls(0, _FIELD_TYPES[name])
+        own = spread(table.column(name))
         column = next((c for c, f in _COLUMNS.items() if f == name), None)
         if column is None or column not in columns:
             return own
@@ -537,6 +544,8 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     def named(arr: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
         """A line column of names and their hashes, per event (hashed per line)."""
         arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+        if arr.null_count == len(arr):
+            return pa.nulls(len(line), arr.type), pa.nulls(len(line), _L)
         return arr.take(take), _hash(arr).take(take)
 
     part, offset, ledger, entry, batch = (field(n) for n in LONGS)
@@ -548,7 +557,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     n = len(line)
     if replicas:
         out.update(client=pa.nulls(n, _S), client_h=pa.nulls(n, _L), flags=pa.array(np.zeros(n, np.int32)),
-                   seq=pa.nulls(n, _L), node=table.column("node").take(take).combine_chunks(),
+                   seq=pa.nulls(n, _L), node=spread(table.column("node")),
                    ks_t=pa.nulls(n, pa.float64()), ks_sub=pa.nulls(n, _S), ks_key=pa.nulls(n, _S),
                    t=pa.nulls(n, pa.float64()), tx=pa.nulls(n, _S), tx_h=pa.nulls(n, _L),
                    txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()), due=pa.nulls(n, pa.float64()),
@@ -566,7 +575,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                & _eq(table.column("subscription_type"), "Key_Shared"))
     ks = ks_line[line] & _valid(key) & _valid(mid)
     ks_mask = pa.array(~ks)
-    t = table.column("t").take(take).combine_chunks()
+    t = spread(table.column("t"))
     # transactions: tx on invokes and txn events (null elsewhere), txa on txn events
     is_txn = code_line == TXN
     tx_line = _masked(table.column("tx").combine_chunks(), pa.array(~((code_line == INVOKE) | is_txn)))
@@ -586,7 +595,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                seq=pa.array(seq, _L), node=pa.nulls(n, _S), t=t,
                bi=pa.array(index.astype(np.int32)),  # its place in its line: a batch's records share seq - bi
                ks_t=_masked(t, ks_mask),
-               ks_sub=_masked(table.column("subscription").take(take).combine_chunks(), ks_mask),
+               ks_sub=_masked(spread(table.column("subscription")), ks_mask),
                ks_key=_masked(key, ks_mask), due=_due(table, code_line, line, index))
     return pa.table(out, schema=EVENTS_SCHEMA), skipped
 

@@ -24,6 +24,7 @@ call; an ack's transaction hash; else null). Out: one row per anomaly,
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -214,26 +215,45 @@ class _Collector:
         self.n += table.num_rows
 
     def done(self) -> tuple[Columns, Columns]:
-        """The columns (taken out of the collector: each column's pieces are freed as it is joined)."""
-        _give_back()
+        """The columns (taken out of the collector: each column's pieces are freed as it is
+        joined, and given back to the system when the partition is big)."""
+        big = self.n >= _GIVE_BACK_ROWS
+        if big:
+            _give_back()
         values, valid = {}, {}
         for name in IN_COLUMNS:
             valid[name] = _joined(self._valid.pop(name), bool)
             values[name] = _joined(self._values.pop(name), _NARROW.get(name, np.int64), valid[name])
-            _give_back()
+            if big:
+                _give_back()
         return values, valid
+
+
+#: a partition of this many rows or more gives its freed memory back as its columns are
+#: joined (about 190 MB at its peak); a smaller one leaves that to the worker's limit
+#: after the task (:mod:`harness.check.daemon`)
+_GIVE_BACK_ROWS = 1 << 20
+
+
+@functools.cache
+def _trim() -> Any:
+    """glibc's ``malloc_trim``, None elsewhere."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    return None
 
 
 def _give_back() -> None:
     """Return the memory freed so far to the system: Arrow's pool keeps what the batches
     read used, and the C allocator's heap keeps the pieces of columns already joined."""
-    import ctypes
-
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):  # glibc only
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trim = _trim()
+    if trim is not None:
+        trim(0)
 
 
 def _joined(pieces: list[np.ndarray], dtype: Any, valid: np.ndarray | None = None) -> np.ndarray:

@@ -714,9 +714,10 @@ class _Job:
                   "txn-unknown": ts.isin(TS_SEEN, TS_UNKNOWN), "txn-seen-committed": ts == TS_SEEN}
         return torn.unionByName(self._sums(txns, counts))
 
-    def _transaction_list(self, txns: DataFrame | None, names: _Names) -> dict[str, Any] | None:
+    def _transaction_list(self, txns: DataFrame | None, names: _Names, total: int) -> dict[str, Any] | None:
         """The result's listing: up to MAX_TRANSACTIONS transactions, torn ones and aborted
-        ones a read_committed client read first, then in the order they began."""
+        ones a read_committed client read first, then in the order they began; ``total``
+        transactions in all (step 4's counts)."""
         if txns is None:
             return None
         F = self.F
@@ -724,7 +725,6 @@ class _Job:
         rows = (txns.select("*", flagged.alias("flagged"))
                 .orderBy(F.col("flagged").desc(), F.col("order").asc_nulls_last(), "tx")
                 .limit(MAX_TRANSACTIONS).collect())
-        total = txns.count()
         return {"total": total, "shown": [{
             "tx": r.tx, "client": names.clients.get(r.client) if r.client is not None else None,
             "state": TS_NAMES[r.ts], "ids": r.n, "recovered": r.rec, "read_committed": r.rc,
@@ -874,8 +874,10 @@ class _Job:
         counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
         anomalies = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
         result = make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
+        # every transaction has one state: committed, aborted or unknown (seen committed or not)
+        listed = sum(counts.get(f"txn-{state}", 0) for state in ("committed", "aborted", "unknown"))
         return dataclasses.replace(result, latency=self._latency(names),
-                                   transactions=self._transaction_list(txns, names))
+                                   transactions=self._transaction_list(txns, names, listed))
 
     # -- 6. latency and availability (harness.check.latency) ----------------------
 

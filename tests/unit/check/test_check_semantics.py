@@ -320,4 +320,13 @@ def test_spark_follows_every_rule(tmp_path: Path) -> None:
     assert result.examples["eos-duplicate"] == [{"mid": "in2", "copies": 2, "copy": "co2"}]
     assert result.examples["eos-loss"] == [{"mid": "in4", "topic": "eos-in", "partition": 0, "offset": 3}]
     assert result.counts["eos-copied"] == 4
+    # the listing of transactions: all of them (a state each), the total from step 4's counts
+    txs = {e["tx"] for files, _ in SCENARIOS.values() for lines in files.values() for e in lines
+           if e.get("tx")}
+    listing = result.transactions
+    assert listing is not None and listing["total"] == len(txs) == len(listing["shown"])
+    assert {t["tx"] for t in listing["shown"]} == txs
+    states = {t["tx"]: t["state"] for t in listing["shown"]}
+    assert [states[tx] for tx in ("tw", "ta", "tt", "tu")] == ["committed", "aborted", "seen-committed",
+                                                               "unknown"]
     assert result == reference_checker.check(tmp_path)
