@@ -679,7 +679,8 @@ class _Job:
             F.coalesce("inv_seq", "tx_seq").alias("order"),
             *[F.coalesce(F.col(c), F.lit(0)).cast(_L).alias(c) for c in ("n", "rec", "rec_rc", "rc", "ru")],
             "missing"))
-        if not txns.where(F.col("tx").isNull()).limit(1).count():
+        nulls = _has_nulls(self.scratch / "txns", "tx")
+        if nulls is False or (nulls is None and not txns.where(F.col("tx").isNull()).limit(1).count()):
             return txns
         # Transactions without a txn event: named by their first send (one more scan of the
         # events, only then).
@@ -1071,6 +1072,29 @@ def _example(kind: str, ex: Row, names: _Names, details: _Details) -> dict[str, 
              if (a.ack_topic, a.ack_part, a.ack_pl, a.ack_pe, a.ack_pb) == place}
     mids = sorted({r.mid for r in here} | acked)
     return example(topic=topic, partition=ex.part, pos=pos, mids=mids[:MAX_EXAMPLES])
+
+
+def _has_nulls(directory: Path, column: str) -> bool | None:
+    """Whether the Parquet files Spark wrote in ``directory`` hold a null in ``column``, read
+    from their footers' statistics (a Spark job less); None when there is no file or a
+    footer has no null count for it."""
+    import pyarrow.parquet as pq
+
+    files = sorted(directory.glob("*.parquet"))
+    if not files:
+        return None
+    for path in files:
+        meta = pq.read_metadata(path)
+        if column not in meta.schema.names:
+            return None
+        index = meta.schema.names.index(column)
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(index).statistics
+            if stats is None or not stats.has_null_count:
+                return None
+            if stats.null_count:
+                return True
+    return False
 
 
 def _hive_value(name: str) -> int | None:

@@ -254,6 +254,12 @@ SCENARIOS: dict[str, tuple[Files, dict[str, int]]] = {
         "p-unseen": _txn("p-unseen", "tu", "txn-unseen", [("tu1", 0)], "commit", "info"),
         "rec-unseen": _rc_recovery("rec-unseen", "txn-unseen"),
     }, {}),
+    # Sends of a transaction with no txn event (its producer killed before it logged one):
+    # unknown, nothing owed; the transaction is named by its first send.
+    "txn-nameless": ({
+        "p-nameless": _txn("p-nameless", "tn", "txn-nameless", [("tn1", 0)], "commit", "ok")[1:3],
+        "rec-nameless": _rc_recovery("rec-nameless", "txn-nameless"),
+    }, {}),
     # Read by read_committed before the commit call: a precommitted read (not within 1 ms).
     "txn-early": ({
         "p-early": _txn("p-early", "te", "txn-early", [("te1", 0), ("te2", 1)], "commit", "ok"),
@@ -327,6 +333,6 @@ def test_spark_follows_every_rule(tmp_path: Path) -> None:
     assert listing is not None and listing["total"] == len(txs) == len(listing["shown"])
     assert {t["tx"] for t in listing["shown"]} == txs
     states = {t["tx"]: t["state"] for t in listing["shown"]}
-    assert [states[tx] for tx in ("tw", "ta", "tt", "tu")] == ["committed", "aborted", "seen-committed",
-                                                               "unknown"]
+    assert [states[tx] for tx in ("tw", "ta", "tt", "tu", "tn")] == ["committed", "aborted", "seen-committed",
+                                                                     "unknown", "unknown"]
     assert result == reference_checker.check(tmp_path)
