@@ -673,13 +673,14 @@ class _Job:
         both = table.join(calls, "tx_h", "full")
         state = (F.when(F.col("c_ok") == 1, TS_COMMITTED).when(F.col("a_ok") == 1, TS_ABORTED)
                  .when(F.coalesce(F.col("rc"), F.lit(0)) > 0, TS_SEEN).otherwise(TS_UNKNOWN))
-        txns = self._stage("txns", both.select(
+        staged = "txns"
+        txns = self._stage(staged, both.select(
             "tx_h", state.alias("ts"), "commit_t", "tx",
             F.coalesce("inv_client", "tx_client").alias("client"),
             F.coalesce("inv_seq", "tx_seq").alias("order"),
             *[F.coalesce(F.col(c), F.lit(0)).cast(_L).alias(c) for c in ("n", "rec", "rec_rc", "rc", "ru")],
             "missing"))
-        nulls = _has_nulls(self.scratch / "txns", "tx")
+        nulls = _has_nulls(self.scratch / staged, "tx")
         if nulls is False or (nulls is None and not txns.where(F.col("tx").isNull()).limit(1).count()):
             return txns
         # Transactions without a txn event: named by their first send (one more scan of the
@@ -1085,9 +1086,10 @@ def _has_nulls(directory: Path, column: str) -> bool | None:
         return None
     for path in files:
         meta = pq.read_metadata(path)
-        if column not in meta.schema.names:
+        names = meta.schema.names
+        if column not in names:
             return None
-        index = meta.schema.names.index(column)
+        index = names.index(column)
         for group in range(meta.num_row_groups):
             stats = meta.row_group(group).column(index).statistics
             if stats is None or not stats.has_null_count:
