@@ -308,7 +308,7 @@ _IDS_DICTIONARY = [n for n in _DICTIONARY if n in IDS_SCHEMA.names]
 #: the columns whose Parquet statistics a reader uses, to skip row groups or files: the
 #: details step's positions and ``seq``s, the kernels' and Spark's filters (code,
 #: transaction, Key_Shared time). Statistics on the others (ids, names, times) cost about
-#: a tenth of the writes and skip nothing (docs/checker.md, session 28).
+#: a tenth of the writes and skip nothing (docs/checker-log.md, session 28).
 STATS = ("code", "seq", "topic_h", "part", "pl", "pe", "pb", "tx_h", "ks_t")
 _STATS = [n for n in STATS if n in EVENTS_SCHEMA.names]
 _IDS_STATS = [n for n in STATS if n in IDS_SCHEMA.names]
@@ -413,7 +413,7 @@ def _read_inferred(block: bytes, schema: pa.Schema) -> pa.Table | None:
     refuses exactly the lines the contract's fast path does. Faster when it works: the
     explicit schema's reader fills every absent field of every line (33 fields, most
     absent from a given line), 42 to 46 ms per 4-MiB block of a 10M-record history where
-    inference takes 36 to 40 (docs/checker.md, session 26)."""
+    inference takes 36 to 40 (docs/checker-log.md, session 26)."""
     table = _read_json(block, pj.ParseOptions())
     if table is None:
         return None

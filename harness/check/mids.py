@@ -9,7 +9,7 @@ is the ingest's write. The aggregate is NumPy over the bucket's rows, with no so
 dictionary encoding numbers the ids, and a group's first invoke or first ack is its such
 row of least ``seq``, a minimum an unbuffered ufunc reduction (``minimum.at``), as are
 its flags and least times. Spark's hash aggregate did the same work row by row (at 10M records
-about 24 s of a 58-s check; this kernel: see docs/checker.md).
+about 24 s of a 58-s check; this kernel: see docs/checker-log.md).
 
 What each output column is (one row per id): :data:`MIDS_SCHEMA` and
 :func:`aggregate`. The task writes its rows as Parquet in Hive's layout, a directory

@@ -12,7 +12,7 @@ on this machine's disk (ext4 mounted with ``discard``, on a virtual disk) the in
 workers waited on I/O for 10 and 26 of the step's 57 and 78 core-seconds in two checks
 (steps of 28.7 and 39.2 s; in memory 0.2 core-seconds, steps of 23.2 to 26.8 s). The
 waits come and go: when the disk had few, memory still gained about 2 s a check (five
-alternated pairs, medians 50.3 against 52.5 s; docs/checker.md, session 29).
+alternated pairs, medians 50.3 against 52.5 s; docs/checker-log.md, session 29).
 
 A check removes its scratch directory when it ends, on an error or Ctrl-C too. A directory
 left by a check that was killed is removed by :func:`remove_stale` (``harness clean``):
