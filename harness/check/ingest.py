@@ -263,10 +263,16 @@ class _Writers:
             return
         topic_h = _filled(events["topic_h"], 0)[rows]  # no nulls in these rows
         part = _filled(events["part"], 0)[rows]
-        order = np.lexsort((part, topic_h))
-        rows, topic_h, part = rows[order], topic_h[order], part[order]
         change = np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
-        taken = events.take(pa.array(rows))
+        starts = [0, *change]
+        runs = set(zip(topic_h[starts].tolist(), part[starts].tolist(), strict=True))
+        if rows[-1] - rows[0] + 1 == rows.size and len(runs) == len(starts):
+            taken = events.slice(rows[0], rows.size)  # in whole runs (_polls_first): a slice, no take
+        else:
+            order = np.lexsort((part, topic_h))
+            rows, topic_h, part = rows[order], topic_h[order], part[order]
+            change = np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
+            taken = events.take(pa.array(rows))
         for lo, hi in zip([0, *change], [*change, rows.size], strict=False):
             where = os.path.join(PLACED, place_dir(int(topic_h[lo]), int(part[lo])))
             self._writer(where).write_table(taken.slice(lo, hi - lo))
@@ -518,6 +524,10 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     line = np.repeat(np.arange(n_lines, dtype=np.int64), counts)
     first = np.cumsum(counts) - counts
     index = np.arange(len(line), dtype=np.int64) - np.repeat(first, counts)
+    if not replicas:
+        order = _polls_first(table, code_line, columns.get("partitions"), line, index)
+        if order is not None:
+            line, index = line[order], index[order]
     take = pa.array(line, _L)
 
     def spread(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -598,6 +608,39 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                ks_sub=_masked(spread(table.column("subscription")), ks_mask),
                ks_key=_masked(key, ks_mask), due=_due(table, code_line, line, index))
     return pa.table(out, schema=EVENTS_SCHEMA), skipped
+
+
+def _polls_first(table: pa.Table, code_line: np.ndarray, partitions: tuple[pa.Array, np.ndarray] | None,
+                 line: np.ndarray, index: np.ndarray) -> np.ndarray | None:
+    """An order of a block's events (``line``, ``index``) with its polls first, those of one
+    (topic, partition) together and in their order, then every other event in its order:
+    the writers then write each partition's polls as a slice of the block's events, not a
+    take of them (:meth:`_Writers.write`, which checks the runs and takes when they are not
+    whole). A stable radix sort on 16-bit keys; None when the block has no polls, or more
+    (topic, partition) pairs than such keys hold."""
+    poll = code_line[line] == POLL
+    if not poll.any():
+        return None
+    topic = table.column("topic")
+    topic = topic.combine_chunks() if isinstance(topic, pa.ChunkedArray) else topic
+    t_code = _filled(pc.dictionary_encode(topic).indices, -1)[line]
+    part = _filled(table.column("partition"), -1)[line]
+    if partitions is not None:
+        arr, use_line = partitions
+        use = np.flatnonzero(use_line[line])
+        values = _filled(arr.values, -1)
+        part[use] = values[arr.offsets.to_numpy()[line[use]] + index[use]]
+    known = poll & (t_code >= 0) & (part >= 0)
+    if not known.any():
+        return None
+    width = int(part[known].max()) + 1
+    if (int(t_code[known].max()) + 1) * width >= _LAST_KEY:
+        return None
+    key = np.where(known, t_code * width + np.where(known, part, 0), _LAST_KEY).astype(np.int16)
+    return np.argsort(key, kind="stable")
+
+
+_LAST_KEY = np.iinfo(np.int16).max  # _polls_first's key of the events after the polls
 
 
 def bucket_of(mid: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:

@@ -336,6 +336,44 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
         assert {c for c, has in stats.items() if has} == set(ingest.STATS) & set(stats), path
 
 
+@pytest.mark.parametrize("odd", [False, True])
+def test_a_partitions_polls_are_written_together_in_file_order(tmp_path: Path, odd: bool) -> None:
+    """Polls of two topics and two partitions each, interleaved within lines and across
+    them, with sends between: each (topic, partition)'s directory holds its polls, in file
+    order, and every other event is in ``o/`` (the events come out of the lines with each
+    partition's polls together, so a write is a slice of them; ``odd``: a poll without a
+    position among them, which is not placed, so the writer takes the rows instead)."""
+    lines = []
+    for i in range(6):
+        topic = "t" if i % 2 else "u"
+        offsets = [i * 10 + j for j in range(4)]
+        if odd and i == 3:
+            offsets[1] = -1  # no position: in o/
+        lines += [f'{{"type":"invokes","client":"p","topic":"{topic}","mids":["s{i}"],"t":{i}}}',
+                  f'{{"type":"polls","client":"k","topic":"{topic}","partitions":[0,1,0,1],'
+                  f'"offsets":{json.dumps(offsets)},"mids":["a{i}","b{i}","c{i}","d{i}"],"t":{i}.5}}',
+                  f'{{"type":"poll","client":"k","topic":"{topic}","partition":{i % 2},"offset":{100 + i},'
+                  f'"mid":"e{i}","t":{i}.7}}']
+    history = tmp_path / "h.jsonl"
+    history.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "events"
+    out.mkdir()
+    run = ingest.kernel(str(out))
+    task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
+                    strict=True))
+    list(run([pa.RecordBatch.from_pylist([task])]))
+    rows = _read_layout(out)  # checks where each row went
+    placed = {}
+    for path in sorted((out / ingest.PLACED).iterdir()):
+        seqs = [r["seq"] for f in sorted(path.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+        assert seqs == sorted(seqs), path
+        placed[path.name] = len(seqs)
+    assert len(placed) == 4 and sum(placed.values()) == 6 * 5 - odd
+    assert sum(r["code"] == ingest.POLL for r in rows) == 6 * 5
+    unplaced = sorted(r["mid"] for r in rows if r["code"] == ingest.POLL and r["pl"] is None)
+    assert unplaced == (["b3"] if odd else [])
+
+
 def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A split read in many blocks writes each id bucket's rows as one row group, in
     file order (a row group per block and bucket cost more than its rows)."""
