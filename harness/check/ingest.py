@@ -623,20 +623,23 @@ def _polls_first(table: pa.Table, code_line: np.ndarray, partitions: tuple[pa.Ar
         return None
     topic = table.column("topic")
     topic = topic.combine_chunks() if isinstance(topic, pa.ChunkedArray) else topic
-    t_code = _filled(pc.dictionary_encode(topic).indices, -1)[line]
-    part = _filled(table.column("partition"), -1)[line]
+    t_code = _filled(pc.dictionary_encode(topic).indices, -1).astype(np.int64)[line]
+    part = _filled(table.column("partition"), 0)[line]
+    valid = _valid(table.column("partition"))[line]
     if partitions is not None:
         arr, use_line = partitions
         use = np.flatnonzero(use_line[line])
-        values = _filled(arr.values, -1)
-        part[use] = values[arr.offsets.to_numpy()[line[use]] + index[use]]
-    known = poll & (t_code >= 0) & (part >= 0)
+        at = arr.offsets.to_numpy()[line[use]] + index[use]
+        part[use] = _filled(arr.values, 0)[at]
+        valid[use] = _valid(arr.values)[at]
+    known = poll & (t_code >= 0) & valid
     if not known.any():
         return None
-    width = int(part[known].max()) + 1
+    low = int(part[known].min())
+    width = int(part[known].max()) - low + 1
     if (int(t_code[known].max()) + 1) * width >= _LAST_KEY:
         return None
-    key = np.where(known, t_code * width + np.where(known, part, 0), _LAST_KEY).astype(np.int16)
+    key = np.where(known, t_code * width + np.where(known, part - low, 0), _LAST_KEY).astype(np.int16)
     return np.argsort(key, kind="stable")
 
 
