@@ -491,8 +491,10 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
     """Lines to events (:data:`EVENTS_SCHEMA`): a batch line becomes its events in list
     order (a record's field: its column's element, or the line's own field where the
     column is null or absent); a batch whose columns differ in length, or have none,
-    gives none. And the number of lines skipped (history lines only): of a type that is
-    no client event, or batches whose columns differ in length."""
+    gives none. The polls come first, each (topic, partition)'s together, then the other
+    events, each in file order (:func:`_polls_first`; not in replica files). And the number
+    of lines skipped (history lines only): of a type that is no client event, or batches
+    whose columns differ in length."""
     n_lines = table.num_rows
     types = table.column("type")
     code_line = _filled(_lookup(types, REPLICA_TYPES if replicas else HISTORY_TYPES, pa.int32()), -1)
@@ -616,8 +618,8 @@ def _polls_first(table: pa.Table, code_line: np.ndarray, partitions: tuple[pa.Ar
     (topic, partition) together and in their order, then every other event in its order:
     the writers then write each partition's polls as a slice of the block's events, not a
     take of them (:meth:`_Writers.write`, which checks the runs and takes when they are not
-    whole). A stable radix sort on 16-bit keys; None when the block has no polls, or more
-    (topic, partition) pairs than such keys hold."""
+    whole). A stable radix sort on 16-bit keys; None when the block has no polls, or its
+    topics times its span of partition numbers do not fit in such a key."""
     poll = code_line[line] == POLL
     if not poll.any():
         return None
