@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +110,10 @@ _SEND_KINDS = ("nonmonotonic-send", "int-nonmonotonic-send")
 #: input (JSON lines) per bucket of the per-id step: a task holds its bucket's events (at
 #: 10M records, 128 MiB of input are about 2.9M events)
 MIDS_BUCKET_BYTES = 128 << 20
+#: a check of more input than this says where it is, step by step (this module's
+#: logger, at INFO: ``harness run`` and ``harness check`` show it); a smaller one is quiet
+PROGRESS_BYTES = 256 << 20
+log = logging.getLogger(__name__)
 # The per-id table as read back: the kernel's columns, its directories' last (Spark's order).
 _DDL = {"int64": "long", "int32": "int", "double": "double", "string": "string"}
 
@@ -438,6 +444,13 @@ class _Job:
         #: finite first-invoke time (None: none)
         self.tx_ids = 0
         self.inv_span: tuple[float, float] | None = None
+        self.size = size
+        self._started = time.monotonic()
+
+    def _progress(self, message: str) -> None:
+        """One line of a big check's progress (:data:`PROGRESS_BYTES`), with the time so far."""
+        if self.size > PROGRESS_BYTES:
+            log.info("check: %s (%.0f s)", message, time.monotonic() - self._started)
 
     # -- helpers ---------------------------------------------------------------
 
@@ -856,20 +869,26 @@ class _Job:
     # -- 5. details and the result ---------------------------------------------
 
     def result(self) -> CheckResult:
+        self._progress(f"reading {self.size / 1e9:.1f} GB of history "
+                       f"({len(self.inputs.history) + len(self.inputs.replicas)} files)")
         events, name_rows = self._ingest()
         tallies = [r for r in name_rows if r.lines is not None]
         lines, skipped = sum(r.lines for r in tallies), sum(r.skipped for r in tallies)
         copies = any(r.copies for r in tallies)
         keyed = any(r.keyed for r in tallies)
         require_lines(self.inputs.run_dir, lines, skipped)
+        plural = "s" if self.buckets > 1 else ""
+        self._progress(f"{lines:,} lines read; per message id ({self.buckets} bucket{plural})")
         names = self._names(name_rows)
         mids = self._mids(names)
+        self._progress("anomalies")
         txns = self._transactions(events, mids)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
         for row in sorted(self._anomalies(events, mids, names, txns, copies, keyed), key=lambda r: r.rn):
             totals[row.kind] = row.total
             firsts.setdefault(row.kind, []).append(row.ex)
+        self._progress("examples, latency and transactions")
         details = self._details(names, firsts)
         examples = {kind: [_example(kind, ex, names, details) for ex in exs]
                     for kind, exs in firsts.items() if not kind.startswith("count:")}
@@ -878,8 +897,10 @@ class _Job:
         result = make_result(anomalies, examples, {**counts, "lines": lines, "skipped": skipped})
         # every transaction has one state: committed, aborted or unknown (seen committed or not)
         listed = sum(counts.get(f"txn-{state}", 0) for state in ("committed", "aborted", "unknown"))
-        return dataclasses.replace(result, latency=self._latency(names),
-                                   transactions=self._transaction_list(txns, names, listed))
+        result = dataclasses.replace(result, latency=self._latency(names),
+                                     transactions=self._transaction_list(txns, names, listed))
+        self._progress("done")
+        return result
 
     # -- 6. latency and availability (harness.check.latency) ----------------------
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import sys
 from pathlib import Path
 
@@ -63,3 +65,21 @@ def test_spark_master_runs_the_same_job(tmp_path: Path) -> None:
     assert on_one_core.anomalies["replica-divergence"] == 1
     assert on_one_core == check_run(tmp_path)  # on the shared server (the default)
     assert spark_job.master_of(None) == spark_job.DEFAULT_MASTER
+
+
+def test_a_big_check_says_where_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A check of more than ``PROGRESS_BYTES`` of input logs each step with the time so far
+    (``harness run`` and ``harness check`` show it); a smaller one logs nothing."""
+    generate(tmp_path, Profile(records=300, inject={"lost-write": 1}))
+    caplog.set_level(logging.INFO, logger="harness")
+    check_run(tmp_path)
+    assert not [r for r in caplog.records if r.getMessage().startswith("check:")]
+    monkeypatch.setattr(spark_job, "PROGRESS_BYTES", 0)
+    result = check_run(tmp_path)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("check:")]
+    assert [re.sub(r" \(\d+ s\)$", "", line) for line in lines] == [
+        f"check: reading 0.0 GB of history ({len(list((tmp_path / 'history').glob('*.jsonl')))} files)",
+        f"check: {result.counts['lines']:,} lines read; per message id (1 bucket)",
+        "check: anomalies", "check: examples, latency and transactions", "check: done"]
+    assert result.anomalies["lost-write"] == 1
