@@ -263,7 +263,7 @@ class _Writers:
             return
         topic_h = _filled(events["topic_h"], 0)[rows]  # no nulls in these rows
         part = _filled(events["part"], 0)[rows]
-        change = np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
+        change = _changes(topic_h, part)
         starts = [0, *change]
         runs = set(zip(topic_h[starts].tolist(), part[starts].tolist(), strict=True))
         if rows[-1] - rows[0] + 1 == rows.size and len(runs) == len(starts):
@@ -271,7 +271,7 @@ class _Writers:
         else:
             order = np.lexsort((part, topic_h))
             rows, topic_h, part = rows[order], topic_h[order], part[order]
-            change = np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
+            change = _changes(topic_h, part)
             taken = events.take(pa.array(rows))
         for lo, hi in zip([0, *change], [*change, rows.size], strict=False):
             where = os.path.join(PLACED, place_dir(int(topic_h[lo]), int(part[lo])))
@@ -304,6 +304,11 @@ class _Writers:
         finally:
             for writer in self.open.values():
                 writer.close()
+
+
+def _changes(topic_h: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """The indices where (topic hash, partition) differs from the row before."""
+    return np.flatnonzero((topic_h[1:] != topic_h[:-1]) | (part[1:] != part[:-1])) + 1
 
 
 #: the columns of the per-id step's buckets (:mod:`harness.check.mids`)
