@@ -90,9 +90,13 @@ def _batch_ok(event: dict[str, Any]) -> bool:
         and len({len(c) for c in columns}) == 1
 
 
-def read_lenient(path: Path, where: str, skipped: Skipped) -> Iterator[dict[str, Any]]:
+def read_lenient(path: Path, where: str, skipped: Skipped, *,
+                 expand: bool = True) -> Iterator[dict[str, Any]]:
     """The events of one JSONL file (batches expanded), like :func:`harness.history.read_events`,
-    but counting in ``skipped`` every line it cannot use instead of stopping at it."""
+    but counting in ``skipped`` every line it cannot use instead of stopping at it.
+
+    With ``expand`` false a well-formed batch comes out as it is (one event standing for
+    several; a malformed one is still counted and left out)."""
     for line in _lines(path, where, skipped):
         if not line.strip():
             continue
@@ -106,7 +110,10 @@ def read_lenient(path: Path, where: str, skipped: Skipped) -> Iterator[dict[str,
         elif event["type"] not in BATCH_EVENTS:
             yield event
         elif _batch_ok(event):
-            yield from expand_batch(event)
+            if expand:
+                yield from expand_batch(event)
+            else:
+                yield event
         else:
             skipped.add(where, BAD_BATCH)
 

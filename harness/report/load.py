@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from harness.errors import ResultError
-from harness.history import history_files
+from harness.history import BATCH_EVENTS, expand_batch, history_files
 from harness.report.inputs import (
     BAD_POSITION,
     BAD_STALL,
@@ -331,6 +331,8 @@ class KeyOrder:
 
 #: History event types the report counts (others, such as ``meta``, are not its business).
 CHARTED_TYPES = frozenset({"ok", "poll", "fail", "info", "reset", "invoke", "stall"})
+#: What a batch's partitions column may hold for :meth:`Rates.add_batch` to count it whole.
+_NUMBERS = frozenset({int, float, type(None)})
 #: Times beyond this many seconds from 1970 are not times (and would overflow arithmetic).
 TIME_LIMIT = 1e17
 
@@ -450,6 +452,71 @@ class Rates:
     def _widen(self, t: float) -> None:
         self.span = (min(self.span[0], t), max(self.span[1], t)) if self.span else (t, t)
 
+    def add_batch(self, event: dict[str, Any], where: str = "history") -> bool:
+        """Count a well-formed batch event (:data:`harness.history.BATCH_EVENTS`) as
+        :meth:`add` counts each of its events, without making them; False (nothing counted)
+        when it cannot, and the caller adds them one by one.
+
+        Its events share every field but the columns, ``t`` among them, so a batch is one
+        time: a flow's gaps inside it are zero, and a count per partition does the rest. It
+        declines a partitions column holding anything but numbers and nulls (a boolean is
+        equal to 1 in a count, a list cannot be counted), and Key_Shared polls, which are
+        judged one by one.
+        """
+        single, columns = BATCH_EVENTS[event["type"]]
+        size = next(len(event[name]) for name in columns if event.get(name) is not None)
+        if not size:
+            return True
+        column: list[Any] = []
+        if single != "poll":  # a poll's partition only matters for Key_Shared
+            if "partitions" in event:  # a null column gives every event a null partition
+                column = event["partitions"] or [None] * size
+            else:  # the events keep the batch's own field, if any
+                column = [event.get("partition")] * size
+            if not set(map(type, column)) <= _NUMBERS:
+                return False
+        elif event.get("phase") != "recovery" and event.get("subscription_type") == "Key_Shared":
+            return False
+        t = _time(event.get("t"))
+        if t is None:
+            self.skipped.add(where, BAD_TIME, size)
+            return True
+        second = int(t)
+        self.times[second] += size
+        if self.window is not None and t not in self.window:
+            self.outside += size
+            self.skipped.add(where, OUTSIDE, size)
+            return True
+        client, topic = _label(event.get("client")), _label(event.get("topic"))
+        if single == "invoke":
+            self._client_topic.setdefault(client, topic)
+            for value, n in Counter(column).items():  # first seen first, as one by one
+                partition = _partition(value)
+                if partition is not None:
+                    self.sends_by_partition.setdefault((topic, partition), Counter())[second] += n
+                    flow = self._flow(client, partition)
+                    flow.send(t)
+                    flow.sends += n - 1
+            return True
+        if single == "ok":
+            self.acks[second] += size
+            flows = client in self._flow_clients
+            for value, n in Counter(column).items():
+                partition = _partition(value)
+                key = (topic, -1 if partition is None else partition)
+                self.by_partition.setdefault(key, Counter())[second] += n
+                if flows:
+                    flow = self._flow(client, key[1])
+                    flow.ack(t)
+                    flow.acks += n - 1
+        elif event.get("phase") == "recovery":
+            lo, hi = self.recovery or (t, t)
+            self.recovery = (min(lo, t), max(hi, t))
+        else:
+            self.polls[second] += size
+        self._widen(t)
+        return True
+
     def add(self, event: dict[str, Any], where: str = "history") -> None:
         """Count one history event (``where``: its file, for ``skipped``)."""
         kind = event.get("type")
@@ -540,8 +607,12 @@ def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) 
     for path in history_files(run_dir):
         where = path.relative_to(run_dir).as_posix()
         try:
-            for event in read_lenient(path, where, rates.skipped):
-                rates.add(event, where)
+            for event in read_lenient(path, where, rates.skipped, expand=False):
+                if event["type"] not in BATCH_EVENTS:
+                    rates.add(event, where)
+                elif not rates.add_batch(event, where):
+                    for one in expand_batch(event):
+                        rates.add(one, where)
         except OSError as exc:  # a directory named *.jsonl, no permission: the rest still counts
             rates.skipped.add(where, f"unreadable ({exc.strerror or exc})")
     rates.finish_key_order()
