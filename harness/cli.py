@@ -103,6 +103,8 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if scratch:
         log.info(f"clean: removed {scratch} scratch director{'y' if scratch == 1 else 'ies'} "
                  "of killed checks")
+    if server.remove_leftovers():  # Spark's temporary files, of a server killed with kill -9
+        log.info("clean: removed the Spark server's temporary files")
     containers, networks = _engine().remove_labelled({LABEL_MANAGED: "true"})
     if not args.quiet or containers or networks:
         log.info(f"clean: removed {containers} container(s) and {networks} network(s)")

@@ -16,7 +16,10 @@ another Python never replaces a server that a check of this one may be using.
 
 State directory: ``$HARNESS_SPARK_STATE``, else ``$XDG_CACHE_HOME/harness/spark-connect``
 (``~/.cache/...``), and in it one directory per interpreter and pyspark version;
-``server.log`` there has the server's output.
+``server.log`` there has the server's output, and ``tmp/`` Spark's own temporary files
+(its block manager's, Spark Connect's artifacts). A server removes them when it stops; one
+killed with ``kill -9`` leaves them, and the next server in that directory, or ``harness
+clean`` (:func:`remove_leftovers`), removes them.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,13 +45,15 @@ from typing import IO
 
 from harness.errors import CheckError
 
-__all__ = ["IDLE_S", "Server", "alive", "ensure", "running", "server_dir", "servers", "spark_home",
-           "state_dir", "stop", "using"]
+__all__ = ["IDLE_S", "Server", "alive", "ensure", "remove_leftovers", "running", "server_dir", "servers",
+           "spark_home", "state_dir", "stop", "using"]
 
 IDLE_S = float(os.environ.get("HARNESS_SPARK_IDLE_S") or 900)
 START_TIMEOUT_S = 180.0
 _CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 _POLL_S = 2.0
+#: Spark's temporary files, in the server's directory (not the system's /tmp)
+_TMP = "tmp"
 
 
 def state_dir() -> Path:
@@ -242,6 +248,20 @@ def stop() -> bool:
     return stopped
 
 
+def remove_leftovers() -> int:
+    """Removes the ``tmp/`` directories (Spark's temporary files) of server directories whose
+    server is not running: what a server killed with ``kill -9`` left. How many."""
+    removed = 0
+    for directory in _server_dirs():
+        if not (directory / _TMP).is_dir():
+            continue
+        with _locked(directory / "start.lock", fcntl.LOCK_EX):  # none starting meanwhile
+            if _running(directory) is None:
+                shutil.rmtree(directory / _TMP, ignore_errors=True)
+                removed += 1
+    return removed
+
+
 def servers() -> list[Server]:
     """The running servers, of every interpreter."""
     found = [_running(d) for d in _server_dirs()]
@@ -289,12 +309,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _command(port: int) -> list[str]:
+def _command(port: int, tmp: Path) -> list[str]:
+    """The server's launch command; Spark's temporary files go to ``tmp``."""
     from harness.check.spark_job import server_conf
 
     cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", _CLASS, "--name", "harness-check",
            "--master", "local[*]"]
-    conf = {**server_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",
+    conf = server_conf()
+    conf["spark.local.dir"] = str(tmp)  # the block manager's files
+    if not any(c.isspace() or c in "\"'\\" for c in str(tmp)):  # Spark splits these options at spaces
+        # Spark Connect's artifacts and other temporary directories
+        conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={tmp}"
+    conf = {**conf, "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port),
             # the shared session lives as long as the server (which stops when idle)
             "spark.connect.session.manager.defaultSessionTimeout": "7d"}
@@ -331,9 +357,12 @@ def serve(directory: Path) -> int:
     signal.signal(signal.SIGINT, on_term)
     env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
            "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
+    tmp = directory.resolve() / _TMP
+    shutil.rmtree(tmp, ignore_errors=True)  # an earlier server's, killed with kill -9
+    tmp.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):  # another process may take the free port first
         port = _free_port()
-        jvm = subprocess.Popen(_command(port), env=env, stdin=subprocess.DEVNULL)
+        jvm = subprocess.Popen(_command(port, tmp), env=env, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and jvm.poll() is None and not stopping and not _listening(port):
             time.sleep(0.5)

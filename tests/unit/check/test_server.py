@@ -110,3 +110,35 @@ def test_stop_stops_the_server_of_every_interpreter(state: Path) -> None:
     finally:
         for p in procs:
             p.kill()
+
+
+def test_a_killed_servers_temporary_files_are_removed_not_a_running_ones(state: Path) -> None:
+    """``harness clean`` removes Spark's ``tmp/`` of a server killed with kill -9; a running
+    server's stays."""
+    import subprocess
+
+    dead = state / "py-0123456789ab"
+    _record(state, pid=2**22 + 7, jvm_pid=2**22 + 8, directory=dead)
+    (dead / "tmp" / "blockmgr-1").mkdir(parents=True)
+    (dead / "tmp" / "blockmgr-1" / "shuffle_0.data").write_bytes(b"x")
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        live = server.server_dir()
+        _record(state, proc.pid, proc.pid, live)
+        (live / "tmp" / "artifacts-1").mkdir(parents=True)
+        assert server.remove_leftovers() == 1
+        assert not (dead / "tmp").exists() and (live / "tmp" / "artifacts-1").is_dir()
+        assert server.remove_leftovers() == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_server_keeps_sparks_temporary_files_in_its_directory(state: Path) -> None:
+    tmp = state / "py-0123456789ab" / "tmp"
+    cmd = server._command(4040, tmp)
+    conf = dict(cmd[i + 1].split("=", 1) for i, word in enumerate(cmd) if word == "--conf")
+    assert conf["spark.local.dir"] == str(tmp)
+    assert f"-Djava.io.tmpdir={tmp}" in conf["spark.driver.extraJavaOptions"].split()
+    spaced = server._command(4040, state / "a dir" / "tmp")  # Spark would split the option
+    assert "java.io.tmpdir" not in " ".join(spaced)
