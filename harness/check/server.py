@@ -250,15 +250,17 @@ def stop() -> bool:
 
 def remove_leftovers() -> int:
     """Removes the ``tmp/`` directories (Spark's temporary files) of server directories whose
-    server is not running: what a server killed with ``kill -9`` left. How many."""
+    server is not running; how many held files (what a server killed with ``kill -9`` left:
+    one that stopped leaves only empty directories)."""
     removed = 0
     for directory in _server_dirs():
-        if not (directory / _TMP).is_dir():
+        tmp = directory / _TMP
+        if not tmp.is_dir():
             continue
         with _locked(directory / "start.lock", fcntl.LOCK_EX):  # none starting meanwhile
             if _running(directory) is None:
-                shutil.rmtree(directory / _TMP, ignore_errors=True)
-                removed += 1
+                removed += any(path.is_file() for path in tmp.rglob("*"))
+                shutil.rmtree(tmp, ignore_errors=True)
     return removed
 
 
@@ -316,7 +318,6 @@ def _command(port: int, tmp: Path) -> list[str]:
     cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", _CLASS, "--name", "harness-check",
            "--master", "local[*]"]
     conf = server_conf()
-    conf["spark.local.dir"] = str(tmp)  # the block manager's files
     if not any(c.isspace() or c in "\"'\\" for c in str(tmp)):  # Spark splits these options at spaces
         # Spark Connect's artifacts and other temporary directories
         conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={tmp}"
@@ -327,6 +328,16 @@ def _command(port: int, tmp: Path) -> list[str]:
     for key, value in conf.items():
         cmd += ["--conf", f"{key}={value}"]
     return cmd
+
+
+def _environment(tmp: Path) -> dict[str, str]:
+    """The server's environment; its block manager's files go to ``tmp`` (unless
+    ``SPARK_LOCAL_DIRS`` says where; Spark splits it at commas)."""
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
+    if "," not in str(tmp):
+        env.setdefault("SPARK_LOCAL_DIRS", str(tmp))
+    return env
 
 
 def _idle(directory: Path) -> bool:
@@ -355,11 +366,10 @@ def serve(directory: Path) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
-    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_CONNECT_MODE": "0"}
     tmp = directory.resolve() / _TMP
     shutil.rmtree(tmp, ignore_errors=True)  # an earlier server's, killed with kill -9
     tmp.mkdir(parents=True, exist_ok=True)
+    env = _environment(tmp)
     for attempt in range(3):  # another process may take the free port first
         port = _free_port()
         jvm = subprocess.Popen(_command(port, tmp), env=env, stdin=subprocess.DEVNULL)

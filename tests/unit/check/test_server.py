@@ -126,19 +126,26 @@ def test_a_killed_servers_temporary_files_are_removed_not_a_running_ones(state: 
         live = server.server_dir()
         _record(state, proc.pid, proc.pid, live)
         (live / "tmp" / "artifacts-1").mkdir(parents=True)
+        stopped = state / "py-ba9876543210"  # a server that stopped leaves empty directories
+        (stopped / "tmp" / "spark_connect_model_cache" / "x").mkdir(parents=True)
         assert server.remove_leftovers() == 1
         assert not (dead / "tmp").exists() and (live / "tmp" / "artifacts-1").is_dir()
+        assert not (stopped / "tmp").exists()
         assert server.remove_leftovers() == 0
     finally:
         proc.kill()
         proc.wait()
 
 
-def test_the_server_keeps_sparks_temporary_files_in_its_directory(state: Path) -> None:
+def test_the_server_keeps_sparks_temporary_files_in_its_directory(state: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     tmp = state / "py-0123456789ab" / "tmp"
     cmd = server._command(4040, tmp)
     conf = dict(cmd[i + 1].split("=", 1) for i, word in enumerate(cmd) if word == "--conf")
-    assert conf["spark.local.dir"] == str(tmp)
     assert f"-Djava.io.tmpdir={tmp}" in conf["spark.driver.extraJavaOptions"].split()
     spaced = server._command(4040, state / "a dir" / "tmp")  # Spark would split the option
     assert "java.io.tmpdir" not in " ".join(spaced)
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    assert server._environment(tmp)["SPARK_LOCAL_DIRS"] == str(tmp)  # the block manager's
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", "/big/disk")  # the user's choice stays
+    assert server._environment(tmp)["SPARK_LOCAL_DIRS"] == "/big/disk"
