@@ -454,8 +454,8 @@ class Rates:
 
     def add_batch(self, event: dict[str, Any], where: str = "history") -> bool:
         """Count a well-formed batch event (:data:`harness.history.BATCH_EVENTS`) as
-        :meth:`add` counts each of its events, without making them; False (nothing counted)
-        when it cannot, and the caller adds them one by one.
+        :meth:`add` counts each of its events, without making them; when it cannot, it makes
+        them and adds them one by one, and returns False.
 
         Its events share every field but the columns, ``t`` among them, so a batch is one
         time: a flow's gaps inside it are zero, and a count per partition does the rest. It
@@ -474,9 +474,9 @@ class Rates:
             else:  # the events keep the batch's own field, if any
                 column = [event.get("partition")] * size
             if not set(map(type, column)) <= _NUMBERS:
-                return False
+                return self._one_by_one(event, where)
         elif event.get("phase") != "recovery" and event.get("subscription_type") == "Key_Shared":
-            return False
+            return self._one_by_one(event, where)
         t = _time(event.get("t"))
         if t is None:
             self.skipped.add(where, BAD_TIME, size)
@@ -516,6 +516,11 @@ class Rates:
             self.polls[second] += size
         self._widen(t)
         return True
+
+    def _one_by_one(self, batch: dict[str, Any], where: str) -> bool:
+        for event in expand_batch(batch):
+            self.add(event, where)
+        return False
 
     def add(self, event: dict[str, Any], where: str = "history") -> None:
         """Count one history event (``where``: its file, for ``skipped``)."""
@@ -608,11 +613,10 @@ def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) 
         where = path.relative_to(run_dir).as_posix()
         try:
             for event in read_lenient(path, where, rates.skipped, expand=False):
-                if event["type"] not in BATCH_EVENTS:
+                if event["type"] in BATCH_EVENTS:
+                    rates.add_batch(event, where)
+                else:
                     rates.add(event, where)
-                elif not rates.add_batch(event, where):
-                    for one in expand_batch(event):
-                        rates.add(one, where)
         except OSError as exc:  # a directory named *.jsonl, no permission: the rest still counts
             rates.skipped.add(where, f"unreadable ({exc.strerror or exc})")
     rates.finish_key_order()

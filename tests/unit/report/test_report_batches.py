@@ -44,10 +44,8 @@ def _whole(events: list[dict[str, Any]], window: Window | None) -> tuple[Rates, 
     for event in events:
         if event["type"] not in ("oks", "invokes", "polls"):
             rates.add(event, "h.jsonl")
-        elif not rates.add_batch(event, "h.jsonl"):
+        elif not rates.add_batch(event, "h.jsonl"):  # it added the events one by one
             declined += 1
-            for one in expand_batch(event):
-                rates.add(one, "h.jsonl")
     rates.finish_key_order()
     return rates, declined
 
