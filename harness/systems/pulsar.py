@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
@@ -48,6 +50,9 @@ DEFAULT_QUORUMS = (2, 2, 2)
 _BROKER_HTTP_PORT = 8080
 _BOOKIE_PORT = 3181
 _MAX_REDIRECTS = 5
+#: how long a lookup keeps retrying a bundle that is changing hands (Pulsar's clients retry
+#: such lookups within their 30-s operation timeout)
+_LOOKUP_SETTLE_S = 30.0
 #: kazoo logs every refused connection while ZooKeeper starts; failures surface as AdminError.
 
 
@@ -80,6 +85,13 @@ class _HttpStatus(AdminError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+def _handover(exc: BaseException) -> bool:
+    """A lookup's answer while a bundle changes hands (worth retrying)."""
+    if not isinstance(exc, _HttpStatus):
+        return False
+    return exc.status == 503 or (exc.status == 500 and "acquire ownership" in str(exc))
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -460,17 +472,29 @@ class PulsarSystem:
         return sorted(t for t in names if "/__" not in t)
 
     # -- ownership ---------------------------------------------------------------------------
-    def lookup(self, topic: str, partition: int | None = None) -> dict[str, Any]:
-        """Pulsar's topic lookup (what a client does first; assigns an unowned bundle)."""
+    def lookup(self, topic: str, partition: int | None = None, *,
+               settle: float = _LOOKUP_SETTLE_S) -> dict[str, Any]:
+        """Pulsar's topic lookup (what a client does first; assigns an unowned bundle).
+
+        While a bundle changes hands, the broker asked to take it can answer HTTP 500 "Failed
+        to acquire ownership" (the old owner still holds its lock) or 503 (the bundle is being
+        unloaded). Such an answer is retried for ``settle`` seconds, as Pulsar's own clients
+        retry a lookup; any other error, or one that lasts longer, is raised.
+        """
         partition = self._part(topic, partition)
-        data = self._request("GET", f"/lookup/v2/topic/{self._topic_path(topic, partition)}", timeout=30)
+        path = f"/lookup/v2/topic/{self._topic_path(topic, partition)}"
+        retrying = Retrying(stop=stop_after_delay(settle),
+                            wait=wait_exponential(multiplier=0.25, max=2.0),
+                            retry=retry_if_exception(_handover), reraise=True)
+        data = retrying(self._request, "GET", path, timeout=30)
         if not isinstance(data, dict) or "brokerUrl" not in data:
             raise AdminError(f"lookup of {self.topic_name(topic, partition)} returned {data!r}")
         return data
 
-    def owner(self, topic: str, partition: int | None = None) -> Node:
+    def owner(self, topic: str, partition: int | None = None, *,
+              settle: float = _LOOKUP_SETTLE_S) -> Node:
         """The broker serving ``topic`` (a partition of it), as the lookup answers."""
-        return self._node_for_url(self.lookup(topic, partition)["brokerUrl"])
+        return self._node_for_url(self.lookup(topic, partition, settle=settle)["brokerUrl"])
 
     def non_owner(self, topic: str, partition: int | None = None) -> Node:
         """A broker other than the owner (the first one running)."""
@@ -523,15 +547,27 @@ class PulsarSystem:
             window = min(attempt_s, max(1.0, deadline - time.monotonic()))
             last_window = deadline - time.monotonic() <= attempt_s
             try:
-                wait_until(lambda: self.owner(topic, partition).name == dest.name, timeout=window,
+                wait_until(lambda: self.owner(topic, partition, settle=0).name == dest.name,
+                           timeout=window,
                            what=f"{tn}: owned by {dest.name} after unloading bundle {bundle} "
                                 f"({attempts} unload(s))",
                            logs=(lambda: self.cluster.node_logs([current.name, dest.name]))
                            if last_window else None)
-                return dest
             except WaitTimeout:
                 if last_window:
                     raise
+                continue
+            # the first lookup naming dest may only be the leader's assignment: dest takes the
+            # bundle on a later one, and the old owner may still win it back (seen on 4.0.7)
+            try:
+                if self.owner(topic, partition).name == dest.name:
+                    return dest
+            except HarnessError:
+                if last_window:
+                    raise
+            if deadline - time.monotonic() <= 0:
+                raise WaitTimeout(f"{tn}: not kept by {dest.name} after unloading bundle "
+                                  f"{bundle} ({attempts} unload(s)) in {timeout:.0f}s")
 
     def spread(self, topic: str, partitions: int, *, attempts: int = 6) -> dict[int, str]:
         """Moves bundles until every broker owns at least ``partitions // 4`` partitions (and one).

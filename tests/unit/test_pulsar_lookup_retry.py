@@ -1,0 +1,70 @@
+"""A lookup retries the answers Pulsar gives while a bundle changes hands, and nothing else.
+
+The CI of session 32's stop failed on one: right after an unload, the destination broker
+answered a lookup with HTTP 500 "Failed to acquire ownership for namespace bundle ..."
+(the old owner still held the bundle's lock). Pulsar's clients retry such a lookup.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.errors import AdminError
+from harness.systems.pulsar import PulsarSystem, _HttpStatus
+
+_OWNERSHIP = ("GET http://127.0.0.1:1/lookup/v2/topic/x: HTTP 500 Failed to acquire ownership "
+              "for namespace bundle public/default/0xd0000000_0xe0000000")
+_ANSWER = {"brokerUrl": "pulsar://broker-2:6650"}
+
+
+def _system(answers: list[Any]) -> tuple[PulsarSystem, list[str]]:
+    """A PulsarSystem whose REST calls give ``answers`` in turn (an exception is raised)."""
+    system = PulsarSystem(SimpleNamespace(spec=None))  # type: ignore[arg-type]
+    calls: list[str] = []
+
+    def request(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(path)
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    system._request = request  # type: ignore[method-assign]
+    return system, calls
+
+
+def test_ownership_race_and_unavailable_are_retried() -> None:
+    system, calls = _system([_HttpStatus(_OWNERSHIP, 500),
+                             _HttpStatus("HTTP 503 bundle is being unloaded", 503), _ANSWER])
+    assert system.lookup("t", settle=10) == _ANSWER
+    assert calls == ["/lookup/v2/topic/persistent/public/default/t"] * 3
+
+
+@pytest.mark.parametrize("error", [
+    _HttpStatus("HTTP 500 some other failure", 500),
+    _HttpStatus("HTTP 404 Topic not found", 404),
+    AdminError("no broker answered"),
+])
+def test_other_errors_are_raised_at_once(error: Exception) -> None:
+    system, calls = _system([error, _ANSWER])
+    with pytest.raises(type(error)) as raised:
+        system.lookup("t", settle=10)
+    assert raised.value is error and len(calls) == 1
+
+
+def test_settle_zero_raises_the_first_race_answer() -> None:
+    """``unload`` polls with settle=0: its own wait retries, so a lookup must not block it."""
+    system, calls = _system([_HttpStatus(_OWNERSHIP, 500), _ANSWER])
+    with pytest.raises(_HttpStatus, match="acquire ownership"):
+        system.lookup("t", settle=0)
+    assert len(calls) == 1
+
+
+def test_a_race_that_outlasts_settle_is_raised() -> None:
+    system, calls = _system([_HttpStatus(_OWNERSHIP, 500)] * 50)
+    with pytest.raises(_HttpStatus, match="acquire ownership"):
+        system.lookup("t", settle=0.6)
+    assert 2 <= len(calls) < 50
