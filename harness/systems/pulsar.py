@@ -557,8 +557,9 @@ class PulsarSystem:
                 if last_window:
                     raise
                 continue
-            # the first lookup naming dest may only be the leader's assignment: dest takes the
-            # bundle on a later one, and the old owner may still win it back (seen on 4.0.7)
+            # confirm with a lookup that waits out the handover: right after one that named
+            # dest, the next can still fail with "Failed to acquire ownership" (a CI run on
+            # 4.0.7), and the old owner may take the bundle back
             try:
                 if self.owner(topic, partition).name == dest.name:
                     return dest
