@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chaos-repeat", type=int, default=1, metavar="N",
                     help="run each case up to N times, failing at the first run that does not "
                          "behave as expected")
+    group.addoption("--chaos-file-order", action="store_true", default=False,
+                    help="run case files in file order (default: cases that need the same "
+                         "cluster version and broker settings one after another, so a kept "
+                         "cluster is recreated once per setting)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,6 +69,21 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     if "cases" not in parents or "data" in parents:
         return None
     return CaseFile.from_parent(parent, path=file_path)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                   items: list[pytest.Item]) -> None:
+    """Case items that need the same cluster setting run one after another (other items keep
+    their places); ``--chaos-file-order`` keeps the file order."""
+    if config.getoption("--chaos-file-order"):
+        return
+    from .run.order import by_cluster
+
+    slots = [i for i, item in enumerate(items) if isinstance(item, CaseItem)]
+    cases = [item for item in items if isinstance(item, CaseItem)]
+    ordered = by_cluster(cases, CaseItem.cluster_setting, CaseItem.default_setting)
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item
 
 
 def _reports_dir(config: pytest.Config) -> Path:
@@ -125,6 +144,30 @@ class CaseItem(pytest.Item):
         system = _peek_system(self.path)
         if system:
             self.add_marker(system)
+
+    def _case(self) -> Case | None:
+        """The case this item runs, for ordering (None when the file is invalid)."""
+        from .case import load_case
+        from .errors import CaseError
+
+        if not hasattr(self, "_loaded"):
+            try:
+                self._loaded: Case | None = load_case(self.path, version=self.variant)
+            except CaseError:
+                self._loaded = None
+        return self._loaded
+
+    def cluster_setting(self) -> Hashable | None:
+        from .run.order import cluster_setting
+
+        case = self._case()
+        return cluster_setting(case) if case is not None else None
+
+    def default_setting(self) -> bool:
+        from .run.order import is_default_setting
+
+        case = self._case()
+        return case is not None and is_default_setting(case)
 
     def runtest(self) -> None:
         from .case import load_case

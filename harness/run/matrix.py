@@ -22,6 +22,7 @@ from typing import Any
 from ..case import Case, find_case_files, load_case
 from ..result import RunResult
 from . import DEFAULT_REPORTS, RunOutcome, run_case
+from .order import by_cluster, cluster_setting, is_default_setting
 
 __all__ = ["Cell", "MATRIX_JSON", "cells_of", "run_matrix", "write_matrix", "read_matrix"]
 
@@ -89,13 +90,16 @@ def run_matrix(cells: list[tuple[Case, Cell]], *, reps: int = 1, reports_dir: Pa
                spark_master: str | None = None,
                after_run: Callable[[Cell, RunOutcome], None] | None = None) -> list[Cell]:
     """Runs every cell ``reps`` times (cells in turn, so a version's cluster is reused by its
-    runs); the clusters this process started are removed at the end, also on Ctrl-C."""
+    runs; cells of one cluster setting one after another, :func:`~.order.by_cluster`); the
+    clusters this process started are removed at the end, also on Ctrl-C. Returns the cells
+    in the order given."""
     from ..backend.cluster import this_owner
     from ..backend.docker import LABEL_OWNER, Engine
     from ..errors import HarnessError
 
     try:
-        for case, cell in cells:
+        for case, cell in by_cluster(cells, lambda pair: cluster_setting(pair[0]),
+                                     lambda pair: is_default_setting(pair[0])):
             for i in range(reps):
                 log.info("matrix: %s on %s (run %d of %d)", cell.case, cell.label, i + 1, reps)
                 outcome = run_case(case, reports_dir=reports_dir, keep_cluster=True,
