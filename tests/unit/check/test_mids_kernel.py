@@ -102,11 +102,11 @@ def test_an_id_has_one_bucket_wherever_it_is_read() -> None:
 @pytest.mark.parametrize("system", ["kafka", "pulsar"])
 def test_a_check_over_many_buckets_finds_every_anomaly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       system: str) -> None:
-    """A small run has one bucket; this one is split into many (about 2 KB of input each)."""
+    """A small run has one bucket; this one is split into about 40 (48 KB of input each)."""
     kinds = [k for k in INJECTABLE if k != ("silent-reread" if system == "pulsar" else "key-order")]
     expected = generate(tmp_path, Profile(records=3000, system=system, replicas=3, txn=True, seed=11,
                                           inject=dict.fromkeys(kinds, 2), key_shared=system == "pulsar"))
-    monkeypatch.setattr(spark_job, "MIDS_BUCKET_BYTES", 2048)
+    monkeypatch.setattr(spark_job, "MIDS_BUCKET_BYTES", 48 << 10)
     result = check_run(tmp_path)
     assert result.anomalies == expected.anomalies
     assert result.counts == expected.counts
