@@ -17,6 +17,9 @@ Spark Connect server already up: its start is timed apart, as ``server start``),
 same check inside one process (as in a pytest session), and the reference checker.
 ``--cluster`` also checks that run on a standalone Spark cluster (a master and two
 workers on loopback) and compares the result with the local one.
+
+The machine's speed (``bench/machine.py``: two fixed pieces of work) is printed before and
+after, so that figures taken at different times can be compared.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without ``pip install -e .``
     sys.path.insert(0, str(ROOT))
 
+import machine  # noqa: E402  (bench/machine.py: this script's directory is on sys.path)
 from harness.check import check_run, spark_job  # noqa: E402
 from harness.clusters import SYSTEMS  # noqa: E402
 from harness.testing import reference_checker  # noqa: E402
@@ -319,8 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-reference", action="store_true", help="skip the reference checker")
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"before: {machine.describe()}", flush=True)
     small_ok = small(args) if args.small else True
     if not args.records:
+        print(f"after: {machine.describe()}", flush=True)
         return 0 if small_ok else 1
 
     t0 = time.monotonic()
@@ -340,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  ".join(h.rjust(w) for h, w in zip(HEADER, widths, strict=False)))
     for row in rows:
         print("  ".join(c.rjust(w) for c, w in zip(row.cells(), widths, strict=False)))
+    print(f"after: {machine.describe()}", flush=True)
     return 0 if small_ok and all(r.correct for r in rows) else 1
 
 

@@ -24,3 +24,12 @@ def test_the_bench_profile_checks_correctly(tmp_path: Path, system: str) -> None
     row = rows[0]
     assert row.lines > 0 and row.reference_s is not None
     assert row.correct, "the checker's result differs from the injected anomalies or the reference's"
+
+
+def test_the_machine_probe_times_its_fixed_work() -> None:
+    import machine
+
+    figures = machine.probe(runs=1)
+    assert set(figures) == {"python", "arrow_json"} and all(v > 0 for v in figures.values())
+    line = machine.describe(runs=1)
+    assert line.startswith("machine speed") and "python" in line and "load" in line
