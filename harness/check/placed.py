@@ -24,7 +24,6 @@ call; an ack's transaction hash; else null). Out: one row per anomaly,
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -235,14 +234,21 @@ class _Collector:
 _GIVE_BACK_ROWS = 1 << 20
 
 
-@functools.cache
+#: glibc's ``malloc_trim`` once looked up (a plain dict, not ``functools.cache``: the
+#: kernel goes to the workers by value, and a cache wrapper would go by reference to this
+#: package, which a cluster's executors need not have)
+_TRIM: dict[str, Any] = {}
+
+
 def _trim() -> Any:
     """glibc's ``malloc_trim``, None elsewhere."""
-    import ctypes
+    if "f" not in _TRIM:
+        import ctypes
 
-    with contextlib.suppress(OSError, AttributeError):  # glibc only
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    return None
+        _TRIM["f"] = None
+        with contextlib.suppress(OSError, AttributeError):  # glibc only
+            _TRIM["f"] = ctypes.CDLL("libc.so.6").malloc_trim
+    return _TRIM["f"]
 
 
 def _give_back() -> None:

@@ -292,13 +292,21 @@ def _on_loopback(master: str) -> bool:
 
 def _register_kernels() -> None:
     # The kernels go to the Python workers by value: a Spark cluster's executors need
-    # NumPy and PyArrow (PySpark's own SQL extra), not this package.
+    # NumPy and PyArrow (PySpark's own SQL extra), not this package. Everything a kernel
+    # calls must be in these modules, or in those libraries: a function of another module
+    # of this package, or one wrapped by ``functools.cache``, would go by reference
+    # (tests/unit/check/test_kernel_pickles.py loads them where this package is absent).
     from pyspark import cloudpickle
 
-    from harness.check import ingest, lines, mids, placed, tasks
-
-    for module in (ingest, lines, mids, placed, tasks):
+    for module in kernel_modules():
         cloudpickle.register_pickle_by_value(module)
+
+
+def kernel_modules() -> tuple[Any, ...]:
+    """The modules whose code runs in the Python workers."""
+    from harness.check import ingest, latency, lines, mids, placed, tasks
+
+    return (ingest, latency, lines, mids, placed, tasks)
 
 
 def server_conf() -> dict[str, str]:
