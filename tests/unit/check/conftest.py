@@ -15,8 +15,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The process's checker session, started once: every check_run below reuses it.
 
     One small check warms it up here, not inside a hypothesis example: the JIT, and
-    pyspark's first DataFrame call, which imports IPython (if installed), which raises
-    the recursion limit (hypothesis warns about that).
+    pyspark's first DataFrame call and its imports (hypothesis warns about a first call
+    that changes the recursion limit, as IPython's import did before the check's
+    session stopped importing it).
     """
     session = spark_job.session()
     run = tmp_path_factory.mktemp("warm-up")
