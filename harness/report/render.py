@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import os
+import pickle
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -98,9 +99,16 @@ def utc(stamp: datetime | float | None, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> s
 
 class _TemplateCache(FileSystemBytecodeCache):
     """The templates' compiled code, kept between processes: compiling the run page's
-    template is about 0.3 s of a small run's ``harness check`` or ``harness report``.
+    template is about 0.15 s of a small run's ``harness check`` or ``harness report``.
     Jinja checks each entry against the template's source and its own version, and
-    writes it atomically; a cache that cannot be written is only a slower report."""
+    writes it atomically; a damaged entry is compiled again, and a cache that cannot be
+    written is only a slower report."""
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+            bucket.reset()
 
     def dump_bytecode(self, bucket: Bucket) -> None:
         with contextlib.suppress(OSError):
@@ -113,7 +121,7 @@ def _template_cache() -> _TemplateCache | None:
     where = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache"),
                          "harness", "templates")
     try:
-        os.makedirs(where, exist_ok=True)
+        os.makedirs(where, mode=0o700, exist_ok=True)  # its entries are code this process runs
     except OSError:
         return None
     return _TemplateCache(where)

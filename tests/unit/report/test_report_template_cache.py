@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from jinja2.bccache import bc_magic
 
 from harness.report import render, render_run
 
@@ -52,12 +53,15 @@ def test_a_second_process_loads_the_compiled_templates(make_run: RunFactory, tmp
     assert _render(run, home) == "cached"
 
 
-def test_a_changed_cache_entry_is_compiled_again(make_run: RunFactory, tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["garbage", "truncated checksum"])
+def test_a_damaged_cache_entry_is_compiled_again(make_run: RunFactory, tmp_path: Path, damage: str) -> None:
     run, home = make_run(), tmp_path / "cache"
     _render(run, home)
     for entry in (home / "harness" / "templates").iterdir():
-        entry.write_bytes(b"not a template's code")
+        # Jinja's own header, then a checksum cut short: its pickle cannot be read
+        entry.write_bytes(b"not a template's code" if damage == "garbage" else bc_magic + b"\x80\x02X")
     assert _render(run, home) == "compiled"
+    assert _render(run, home) == "cached"  # and written again
 
 
 def test_a_cache_that_cannot_be_written_still_renders(make_run: RunFactory, tmp_path: Path) -> None:
