@@ -234,21 +234,17 @@ class _Collector:
 _GIVE_BACK_ROWS = 1 << 20
 
 
-#: glibc's ``malloc_trim`` once looked up (a plain dict, not ``functools.cache``: the
-#: kernel goes to the workers by value, and a cache wrapper would go by reference to this
-#: package, which a cluster's executors need not have)
-_TRIM: dict[str, Any] = {}
-
-
 def _trim() -> Any:
-    """glibc's ``malloc_trim``, None elsewhere."""
-    if "f" not in _TRIM:
-        import ctypes
+    """glibc's ``malloc_trim``, None elsewhere. Looked up at each call (about 20 us; only
+    partitions of a million rows or more call it, 12 times each): the
+    kernel goes to the workers by value, so a memo would go with it, and a ctypes function
+    cannot be pickled (a ``functools.cache`` wrapper would go by reference to this
+    package, which a cluster's executors need not have)."""
+    import ctypes
 
-        _TRIM["f"] = None
-        with contextlib.suppress(OSError, AttributeError):  # glibc only
-            _TRIM["f"] = ctypes.CDLL("libc.so.6").malloc_trim
-    return _TRIM["f"]
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    return None
 
 
 def _give_back() -> None:
