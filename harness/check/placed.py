@@ -236,10 +236,10 @@ _GIVE_BACK_ROWS = 1 << 20
 
 def _trim() -> Any:
     """glibc's ``malloc_trim``, None elsewhere. Looked up at each call (about 20 us; only
-    partitions of a million rows or more call it, 12 times each): the
-    kernel goes to the workers by value, so a memo would go with it, and a ctypes function
-    cannot be pickled (a ``functools.cache`` wrapper would go by reference to this
-    package, which a cluster's executors need not have)."""
+    partitions of a million rows or more call it, 12 times each): the kernel goes to the
+    workers by value, so a memo would go with it, and a ctypes function cannot be pickled
+    (a ``functools.cache`` wrapper would go by reference to this package, which a
+    cluster's executors need not have)."""
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):  # glibc only
