@@ -159,7 +159,7 @@ class Cluster:
         """Removes every container and network of this cluster (idempotent)."""
         try:
             compose(self.project, self.spec.compose_file,
-                    ["down", "-v", "--remove-orphans", "-t", "5"], self._env(), timeout=180)
+                    ["down", "-v", "--remove-orphans", "-t", "0"], self._env(), timeout=180)
         except BackendError:
             pass  # the label sweep below is the guarantee
         self.engine.remove_labelled({LABEL_CLUSTER: self.spec.name})

@@ -22,6 +22,8 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,14 @@ _SUBMIT = ["java", "-Xmx64m", "-cp", "/opt/byteman/byteman-submit.jar",
            "org.jboss.byteman.agent.submit.Submit", "-p", "9091"]
 _HIT = re.compile(r"^HIT (?P<point>\S+)(?P<fields>.*)$")
 log = logging.getLogger(__name__)
+
+
+def _each(items: list[Any], fn: Callable[[Any], Any]) -> list[Any]:
+    """``[fn(item) for item in items]``, the calls in parallel threads."""
+    if len(items) < 2:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(pool.map(fn, items))
 
 
 def render_rule(text: str, values: dict[str, Any]) -> str:
@@ -295,21 +305,34 @@ class Injector:
         release = rule_blocks(rule_file("kafka", version).read_text(encoding="utf-8")).get("RELEASE") \
             if rule_file("kafka", version).exists() else None
         for armed in list(self.armed.values()):
-            live = [n for n in armed.nodes if n.container.status == "running"]
-            for node in live:
-                try:
-                    if release:
-                        self._submit(node, render_rule(release, {"KEY": armed.key}),
-                                     armed.key + "-release")
-                except InjectError:
-                    pass  # nothing to release on a node that cannot take rules
-            if release and live:
-                time.sleep(1.5)  # brokers handle requests many times a second
-            for node in live:
-                for suffix in ("", "-release"):
-                    try:
-                        node.container.exec([*_SUBMIT, "-u", f"/chaos/{armed.key}{suffix}.btm"])
-                    except BackendError:
-                        pass  # the node died meanwhile: it holds nothing
+            self._disarm(armed, release)
             self.armed.pop(armed.point, None)
             self._disarmed.append(armed)
+
+    def _disarm(self, armed: _Armed, release: str | None) -> None:
+        live = [n for n in armed.nodes if n.container.status == "running"]
+        # each Submit starts a JVM in the node (about 0.4 s): the nodes go in parallel
+        released = _each(live, lambda node: self._release(node, armed, release))
+        if any(released):
+            time.sleep(1.5)  # brokers handle requests many times a second
+        _each(list(zip(live, released, strict=True)), lambda pair: self._unload(pair[0], armed, pair[1]))
+
+    def _release(self, node: Any, armed: _Armed, release: str | None) -> bool:
+        """Loads ``armed``'s RELEASE rule on ``node``; whether it took it."""
+        if not release:
+            return False
+        try:
+            self._submit(node, render_rule(release, {"KEY": armed.key}), armed.key + "-release")
+        except InjectError:
+            return False  # nothing to release on a node that cannot take rules
+        return True
+
+    @staticmethod
+    def _unload(node: Any, armed: _Armed, released: bool) -> None:
+        """Unloads ``armed``'s rules (and its RELEASE rule, when loaded) from ``node`` in one
+        Submit."""
+        scripts = [f"/chaos/{armed.key}.btm"] + ([f"/chaos/{armed.key}-release.btm"] if released else [])
+        try:
+            node.container.exec([*_SUBMIT, "-u", *scripts])
+        except BackendError:
+            pass  # the node died meanwhile: it holds nothing

@@ -1,9 +1,11 @@
 """A real Pulsar cluster (ZooKeeper, 3 bookies, 2 brokers) under the fault primitives.
 
-The module-scoped cluster is started by this process and removed at the end,
-also on failure. The harness reaches the brokers on their ``external``
-listener (127.0.0.1); ledgers use ensemble/write/ack 2/2/2, so one bookie is
-spare. Every produce and consume loop is bounded in count and in time.
+The cluster is the session's (the plugin's ``pulsar_cluster``: reused if one of this
+session is running, removed when the session ends, also on failure), so the Java
+producer's tests and the Pulsar cases that follow need no cluster of their own; each
+fault test heals what it did and waits for a ready cluster. The harness reaches the
+brokers on their ``external`` listener (127.0.0.1); ledgers use ensemble/write/ack 2/2/2,
+so one bookie is spare. Every produce and consume loop is bounded in count and in time.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.backend.cluster import Cluster, Node
-from harness.backend.docker import Engine
+from harness.backend.cluster import Node
 from harness.faults import Nemesis
 from harness.systems.pulsar import PulsarSystem
 from harness.wait import wait_until
@@ -30,17 +31,8 @@ _CLIENT_LOG.setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="module")
-def pulsar() -> Iterator[PulsarSystem]:
-    cluster = Cluster.named(Engine(), "pulsar")
-    t0 = time.monotonic()
-    try:
-        cluster.up()
-        system = PulsarSystem(cluster)
-        system.wait_ready(timeout=120)
-        print(f"pulsar ready in {time.monotonic() - t0:.1f}s")
-        yield system
-    finally:
-        cluster.down()
+def pulsar(pulsar_cluster: PulsarSystem) -> PulsarSystem:
+    return pulsar_cluster
 
 
 @pytest.fixture

@@ -1,11 +1,14 @@
-"""The rule library: points per version, placeholder rendering."""
+"""The rule library: points per version, placeholder rendering; disarming."""
 
 from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
 
 import pytest
 
 from harness.errors import HarnessError
-from harness.inject import render_rule
+from harness.inject import Injector, _Armed, render_rule
 from harness.points import POINTS, available_points, rule_blocks, rule_file
 
 #: points with rules for 0.10 to 2.0 only (the follower's truncation on becoming follower)
@@ -102,3 +105,63 @@ def test_a_held_truncation_is_hit_when_the_files_show_the_rules_leo() -> None:
     before = {"node": "kafka-2", "leo": 101, "target": 100}
     assert _judged("TRUNCATE-BEFORE", before, {"kafka-2": 101})["hit"]
     assert not _judged("TRUNCATE-BEFORE", None, {"kafka-2": 101})["hit"]
+
+
+class _Container:
+    """A node's container that records what it was asked; ``exec`` waits at ``barrier`` so that
+    a test can require the nodes' calls to overlap."""
+
+    def __init__(self, log: list[tuple[str, str, tuple[str, ...]]], name: str,
+                 barrier: threading.Barrier | None, refuse: bool = False) -> None:
+        self.status = "running"
+        self.log, self.name, self.barrier, self.refuse = log, name, barrier, refuse
+
+    def put_file(self, path: str, data: bytes) -> None:
+        self.log.append((self.name, "put", (path,)))
+
+    def exec(self, cmd: list[str]) -> tuple[int, str]:
+        if self.barrier is not None:
+            self.barrier.wait()  # BrokenBarrierError (timeout) if the nodes go one by one
+        mode = next(a for a in cmd if a in ("-l", "-u"))
+        scripts = tuple(cmd[cmd.index(mode) + 1:])
+        self.log.append((self.name, mode, scripts))
+        refused = self.refuse and mode == "-l"
+        return (1, "ERROR no agent") if refused else (0, "")
+
+
+def _injector(nodes: list[SimpleNamespace], version: str = "3.9.2") -> tuple[Injector, _Armed]:
+    injector = Injector.__new__(Injector)
+    injector.system = SimpleNamespace(cluster=SimpleNamespace(version=version))  # type: ignore[assignment]
+    armed = _Armed("C1", "chaos-C1-k", 100, 0, nodes, "/chaos/chaos-C1-k.events", None, "kafka-1",
+                   "kafka-2", 0.0)
+    injector.armed, injector._disarmed = {"C1": armed}, []
+    return injector, armed
+
+
+def test_disarm_releases_then_unloads_each_node_once_in_parallel() -> None:
+    log: list[tuple[str, str, tuple[str, ...]]] = []
+    barrier = threading.Barrier(3, timeout=10)
+    nodes = [SimpleNamespace(name=f"kafka-{i}", container=_Container(log, f"kafka-{i}", barrier,
+                                                                     refuse=i == 3))
+             for i in (1, 2, 3)]
+    injector, armed = _injector(nodes)
+    injector.disarm_all()
+    assert injector.armed == {} and injector._disarmed == [armed]
+    for i in (1, 2, 3):
+        calls = [(mode, scripts) for name, mode, scripts in log if name == f"kafka-{i}"]
+        main, release = "/chaos/chaos-C1-k.btm", "/chaos/chaos-C1-k-release.btm"
+        # the RELEASE rule first; then one Submit unloads both, or the main rule alone where
+        # the release was refused (kafka-3)
+        assert calls == [("put", (release,)), ("-l", (release,)),
+                         ("-u", (main, release) if i != 3 else (main,))]
+    injector.disarm_all()  # idempotent: nothing armed, nothing asked
+    assert len(log) == 9
+
+
+def test_disarm_of_a_dead_node_asks_nothing() -> None:
+    log: list[tuple[str, str, tuple[str, ...]]] = []
+    node = SimpleNamespace(name="kafka-1", container=_Container(log, "kafka-1", None))
+    node.container.status = "exited"
+    injector, _ = _injector([node])
+    injector.disarm_all()
+    assert log == [] and injector.armed == {}

@@ -3,6 +3,10 @@
 The same case files run on ZooKeeper mode (kafka-zk, collected from ``cases/``
 by the plugin); here they run on KRaft 3.9 and, for C1, on KRaft 4.1. Each must
 hit its point (the injection's observed state matches the table) and pass.
+
+The file runs after test_kafka_cluster.py (pytest's file order), whose clusters have broker
+settings of their own and go at its end: the KRaft 4.1 cluster that C1 leaves running here is
+then the one the 4.1.2 cases reuse, not one more cluster to start.
 """
 
 from __future__ import annotations
