@@ -4,4 +4,5 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when a spawned worker process imports the parent's main module
+    sys.exit(main())

@@ -385,6 +385,15 @@ def result_window(run: LoadedRun) -> Window | None:
 MAX_STALL_BANDS = 8
 
 
+def _keep_band(bands: list[tuple[float, float, str]], band: tuple[float, float, str]) -> None:
+    """Appends ``band``, then drops the shortest while more than :data:`MAX_STALL_BANDS` are
+    kept (of equal ones, the earliest appended): what is left is the longest, latest first in
+    a tie, whatever the order the bands came in groups of."""
+    bands.append(band)
+    if len(bands) > MAX_STALL_BANDS:
+        bands.remove(min(bands, key=lambda b: b[1] - b[0]))
+
+
 @dataclass
 class Rates:
     """Per-second counts (keyed by whole Unix second) of the client histories.
@@ -408,6 +417,9 @@ class Rates:
     stall_bands: dict[PartitionKey, list[tuple[float, float, str]]] = field(default_factory=dict)
     _client_topic: dict[str, str] = field(default_factory=dict)
     _flow_clients: set[str] = field(default_factory=set)
+    #: clients of the events that read or write the two above (invoke, ok, stall): a scan in
+    #: parallel holds when no two files share one (:func:`scan_history`)
+    _clients: set[str] = field(default_factory=set)
     #: Key_Shared subscriptions: per-key order of first deliveries (see KeyOrder)
     key_order: dict[str, KeyOrder] = field(default_factory=dict)
     _ks_polls: list[tuple[float, str, str, str, int, tuple[int, int, int], str]] = field(
@@ -488,6 +500,8 @@ class Rates:
             self.skipped.add(where, OUTSIDE, size)
             return True
         client, topic = _label(event.get("client")), _label(event.get("topic"))
+        if single != "poll":
+            self._clients.add(client)
         if single == "invoke":
             self._client_topic.setdefault(client, topic)
             for value, n in Counter(column).items():  # first seen first, as one by one
@@ -539,6 +553,8 @@ class Rates:
             return
         client = _label(event.get("client"))
         partition = _partition(event.get("partition"))
+        if kind in ("invoke", "ok", "stall"):
+            self._clients.add(client)
         if kind == "invoke":
             self._client_topic.setdefault(client, _label(event.get("topic")))
             if partition is not None:  # the producer chose it before the call
@@ -553,10 +569,7 @@ class Rates:
                 return
             self._flow(client, partition).stall(t, seconds)
             key = (self._client_topic.get(client, ""), partition)
-            bands = self.stall_bands.setdefault(key, [])
-            bands.append((t - seconds, t, client))
-            if len(bands) > MAX_STALL_BANDS:
-                bands.remove(min(bands, key=lambda b: b[1] - b[0]))
+            _keep_band(self.stall_bands.setdefault(key, []), (t - seconds, t, client))
             return
         if kind == "ok":
             self.acks[second] += 1
@@ -604,23 +617,122 @@ def scan_owners(run_dir: str | os.PathLike[str]) -> dict[int, list[str]]:
     return owners
 
 
+#: Histories of at least this many bytes are scanned a file per process (:func:`scan_history`).
+PARALLEL_BYTES = 256 << 20
+
+
 def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) -> Rates:
     """Stream every ``history/*.jsonl`` of the run into per-second :class:`Rates`; with a
-    ``window``, events outside it are only counted (``Rates.outside``)."""
-    rates = Rates(window=window)
+    ``window``, events outside it are only counted (``Rates.outside``).
+
+    A history of :data:`PARALLEL_BYTES` or more, in several files, is read a file per process
+    (as many as there are cores) and the files' counts added up in file order: the same
+    :class:`Rates` as one process reading the files in order (each file's own state is
+    independent of the others' but for a client's flows and topic, so when a client's sends,
+    acknowledgements or stalls are in two files the files are read again one after another).
+    """
     run_dir = Path(run_dir)
-    for path in history_files(run_dir):
-        where = path.relative_to(run_dir).as_posix()
-        try:
-            for event in read_lenient(path, where, rates.skipped, expand=False):
-                if event["type"] in BATCH_EVENTS:
-                    rates.add_batch(event, where)
-                else:
-                    rates.add(event, where)
-        except OSError as exc:  # a directory named *.jsonl, no permission: the rest still counts
-            rates.skipped.add(where, f"unreadable ({exc.strerror or exc})")
+    files = history_files(run_dir)
+    if len(files) > 1 and (os.cpu_count() or 1) > 1 and _size(files) >= PARALLEL_BYTES:
+        rates = _scan_parallel(run_dir, files, window)
+        if rates is not None:
+            return rates
+    rates = Rates(window=window)
+    for path in files:
+        _scan_file(rates, run_dir, path)
     rates.finish_key_order()
     return rates
+
+
+def _size(files: list[Path]) -> int:
+    total = 0
+    for path in files:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass  # the scan counts it as unreadable
+    return total
+
+
+def _scan_file(rates: Rates, run_dir: Path, path: Path) -> None:
+    where = path.relative_to(run_dir).as_posix()
+    try:
+        for event in read_lenient(path, where, rates.skipped, expand=False):
+            if event["type"] in BATCH_EVENTS:
+                rates.add_batch(event, where)
+            else:
+                rates.add(event, where)
+    except OSError as exc:  # a directory named *.jsonl, no permission: the rest still counts
+        rates.skipped.add(where, f"unreadable ({exc.strerror or exc})")
+
+
+def _scan_one(run_dir: Path, path: Path, window: Window | None) -> Rates:
+    """One file's :class:`Rates` (a worker process's task; Key_Shared order is judged later)."""
+    rates = Rates(window=window)
+    _scan_file(rates, run_dir, path)
+    return rates
+
+
+def _scan_parallel(run_dir: Path, files: list[Path], window: Window | None) -> Rates | None:
+    """The files read in worker processes and added up; None when a client is in two files
+    (its flows need the files in order) or the workers could not run."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    largest_first = sorted(range(len(files)), key=lambda i: -_size([files[i]]))
+    try:  # spawned, not forked: the caller may hold threads (a Spark client's, a run's)
+        with ProcessPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {i: pool.submit(_scan_one, run_dir, files[i], window) for i in largest_first}
+            parts = [futures[i].result() for i in range(len(files))]
+    except (BrokenProcessPool, OSError):
+        return None
+    seen: set[str] = set()
+    for part in parts:
+        if part._clients & seen:
+            return None
+        seen |= part._clients
+    return _add_up(parts, window)
+
+
+def _add_up(parts: list[Rates], window: Window | None) -> Rates:
+    """The :class:`Rates` of files read one after another, from each file's own (in file order,
+    no client in two of them)."""
+    out = Rates(window=window)
+    for part in parts:
+        for mine, theirs in ((out.acks, part.acks), (out.polls, part.polls), (out.errors, part.errors),
+                             (out.times, part.times)):
+            mine.update(theirs)
+        for table, more in ((out.by_partition, part.by_partition),
+                            (out.sends_by_partition, part.sends_by_partition)):
+            for key, counts in more.items():
+                table.setdefault(key, Counter()).update(counts)
+        for second, reasons in part.resets.items():
+            out.resets.setdefault(second, Counter()).update(reasons)
+        out.recovery = _union(out.recovery, part.recovery)
+        out.span = _union(out.span, part.span)
+        out.flows.update(part.flows)
+        for key, bands in part.stall_bands.items():
+            kept = out.stall_bands.setdefault(key, [])
+            for band in bands:
+                _keep_band(kept, band)
+        for client, topic in part._client_topic.items():
+            out._client_topic.setdefault(client, topic)
+        out._flow_clients |= part._flow_clients
+        out._clients |= part._clients
+        out._ks_polls += part._ks_polls
+        for (where, why), n in part.skipped.counts.items():
+            out.skipped.add(where, why, n)
+        out.outside += part.outside
+    out.finish_key_order()
+    return out
+
+
+def _union(a: tuple[float, float] | None, b: tuple[float, float] | None) -> tuple[float, float] | None:
+    if a is None or b is None:
+        return a or b
+    return (min(a[0], b[0]), max(a[1], b[1]))
 
 
 @dataclass(frozen=True)

@@ -156,3 +156,56 @@ def test_scan_history_matches_one_by_one_on_a_file(tmp_path: Path) -> None:
         fast = scan_history(tmp_path, window)
         assert _state(fast) == _state(slow)
         assert fast.skipped.total >= 3  # not JSON, the malformed batch, the torn tail
+
+
+def _history_files(tmp_path: Path, shared_client: bool = False) -> Path:
+    """Four history files of random batches and single events (stalls of equal lengths
+    among them, Key_Shared polls, bad lines, a torn tail), each file's clients its own unless
+    ``shared_client``."""
+    rnd = random.Random(11)
+    for k in range(4):
+        t, lines = T0 + k, []
+        for _ in range(300):
+            t += rnd.choice([0.0, 0.3, 1.0])
+            event = _batch(rnd, t) if rnd.random() < 0.7 else _single(rnd, t)
+            # with shared_client, h3's acknowledgements are h0's clients'
+            mine = 0 if shared_client and k == 3 and event["type"] in ("ok", "oks") else k
+            event["client"] = f"{event['client']}-{mine}"
+            lines.append(json.dumps(event))
+        lines.insert(7, "{not json")
+        path = tmp_path / "history" / f"h{k}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("\n".join(lines) + "\n" + ('{"type": "ok", "t": 1' if k == 2 else ""),
+                        encoding="utf-8")
+    return tmp_path
+
+
+def test_a_big_history_read_a_file_per_process_counts_as_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.report import load
+
+    run = _history_files(tmp_path)
+    added: list[int] = []
+    add_up = load._add_up
+    monkeypatch.setattr(load, "_add_up",
+                        lambda parts, window: added.append(len(parts)) or add_up(parts, window))
+    for window in (None, Window(T0 + 30, T0 + 200, "test")):
+        monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 62)
+        serial = scan_history(run, window)
+        monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
+        parallel = scan_history(run, window)
+        assert _state(parallel) == _state(serial)
+        assert serial.skipped.total >= 5 and serial.stall_bands and serial.key_order
+    assert added == [4, 4]  # both went through the workers
+
+
+def test_a_client_in_two_files_is_read_in_one_process(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.report import load
+
+    run = _history_files(tmp_path, shared_client=True)
+    monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
+    assert load._scan_parallel(run, sorted((run / "history").glob("*.jsonl")), None) is None
+    parallel = scan_history(run)
+    monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 62)
+    assert _state(parallel) == _state(scan_history(run))
