@@ -386,9 +386,9 @@ MAX_STALL_BANDS = 8
 
 
 def _keep_band(bands: list[tuple[float, float, str]], band: tuple[float, float, str]) -> None:
-    """Appends ``band``, then drops the shortest while more than :data:`MAX_STALL_BANDS` are
-    kept (of equal ones, the earliest appended): what is left is the longest, latest first in
-    a tie, whatever the order the bands came in groups of."""
+    """Appends ``band``, then drops the shortest (of equal ones, the earliest appended) while
+    more than :data:`MAX_STALL_BANDS` are kept. What is left is the longest bands (of equal
+    ones, the latest), in the order they came, whether or not they came in groups."""
     bands.append(band)
     if len(bands) > MAX_STALL_BANDS:
         bands.remove(min(bands, key=lambda b: b[1] - b[0]))
