@@ -633,8 +633,9 @@ def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) 
     """
     run_dir = Path(run_dir)
     files = history_files(run_dir)
-    if len(files) > 1 and (os.cpu_count() or 1) > 1 and _size(files) >= PARALLEL_BYTES:
-        rates = _scan_parallel(run_dir, files, window)
+    sizes = [_size(path) for path in files]
+    if len(files) > 1 and (os.cpu_count() or 1) > 1 and sum(sizes) >= PARALLEL_BYTES:
+        rates = _scan_parallel(run_dir, files, sizes, window)
         if rates is not None:
             return rates
     rates = Rates(window=window)
@@ -644,14 +645,11 @@ def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) 
     return rates
 
 
-def _size(files: list[Path]) -> int:
-    total = 0
-    for path in files:
-        try:
-            total += path.stat().st_size
-        except OSError:
-            pass  # the scan counts it as unreadable
-    return total
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the scan counts it as unreadable
 
 
 def _scan_file(rates: Rates, run_dir: Path, path: Path) -> None:
@@ -673,14 +671,15 @@ def _scan_one(run_dir: Path, path: Path, window: Window | None) -> Rates:
     return rates
 
 
-def _scan_parallel(run_dir: Path, files: list[Path], window: Window | None) -> Rates | None:
-    """The files read in worker processes and added up; None when a client is in two files
-    (its flows need the files in order) or the workers could not run."""
+def _scan_parallel(run_dir: Path, files: list[Path], sizes: list[int],
+                   window: Window | None) -> Rates | None:
+    """The files (of ``sizes`` bytes) read in worker processes and added up; None when a client
+    is in two files (its flows need the files in order) or the workers could not run."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    largest_first = sorted(range(len(files)), key=lambda i: -_size([files[i]]))
+    largest_first = sorted(range(len(files)), key=lambda i: -sizes[i])
     try:  # spawned, not forked: the caller may hold threads (a Spark client's, a run's)
         with ProcessPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1),
                                  mp_context=multiprocessing.get_context("spawn")) as pool:

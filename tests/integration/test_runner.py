@@ -66,12 +66,12 @@ def _assert_violated_reads_well(res: subprocess.CompletedProcess[str], reports: 
     assert res.returncode == 1, res.stderr[-2000:]
     run_dir = next(p.parent for p in reports.glob("*violated*/result.json"))
     outcome = RunOutcome(run_dir, RunResult.read(run_dir))
-    res_ = outcome.result
-    assert res_.verdict == "fail" and res_.anomalies["lost-write"] == 50
-    row = next(r for r in res_.expectations if r.name == "lost-write")
+    result = outcome.result
+    assert result.verdict == "fail" and result.anomalies["lost-write"] == 50
+    row = next(r for r in result.expectations if r.name == "lost-write")
     assert row == Expectation(name="lost-write", expected="<= 0", observed=50, ok=False)
     # the examples name the lost records, and the report shows them
-    assert all(e["mid"].startswith("produce-3-") for e in res_.examples["lost-write"])
+    assert all(e["mid"].startswith("produce-3-") for e in result.examples["lost-write"])
     html = outcome.report.read_text()
     assert "lost-write" in html and "produce-3-" in html
     # what the command printed, and what pytest would print for such a case

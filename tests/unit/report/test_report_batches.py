@@ -205,7 +205,8 @@ def test_a_client_in_two_files_is_read_in_one_process(tmp_path: Path,
 
     run = _history_files(tmp_path, shared_client=True)
     monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
-    assert load._scan_parallel(run, sorted((run / "history").glob("*.jsonl")), None) is None
+    files = sorted((run / "history").glob("*.jsonl"))
+    assert load._scan_parallel(run, files, [f.stat().st_size for f in files], None) is None
     parallel = scan_history(run)
     monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 62)
     assert _state(parallel) == _state(scan_history(run))
