@@ -24,7 +24,7 @@ import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,9 @@ class _Armed:
     at_kill: list[dict[str, Any]] | None = None
     at_hit: list[dict[str, Any]] | None = None
     kill: dict[str, Any] | None = None
+    #: nodes killed or stopped since the arm: their JVM, if started again, holds nothing
+    #: and has none of the arm's rules (the Byteman agent starts with no script)
+    restarted: set[str] = field(default_factory=set)
 
 
 class Injector:
@@ -191,10 +194,12 @@ class Injector:
         return hit
 
     def note_fault(self, action: str, node: Any) -> None:
-        """After a fault: the first kill/stop after a hit freezes the state the hit is judged on."""
+        """After a fault: a node killed or stopped is one the disarm leaves alone (its JVM is
+        gone), and the first kill/stop after a hit freezes the state the hit is judged on."""
         if action not in ("kill9", "stop", "powerloss"):
             return
         for armed in self.armed.values():
+            armed.restarted.add(node.name)
             if armed.hit is not None and armed.at_kill is None:
                 armed.kill = {"action": action, "node": node.name, "t": time.time()}
                 armed.at_kill = self.replica_offsets("kill", armed)
@@ -310,7 +315,8 @@ class Injector:
             self._disarmed.append(armed)
 
     def _disarm(self, armed: _Armed, release: str | None) -> None:
-        live = [n for n in armed.nodes if n.container.status == "running"]
+        # a node down or started again since the arm holds no thread and has no rule
+        live = [n for n in armed.nodes if n.container.status == "running" and n.name not in armed.restarted]
         # each Submit starts a JVM in the node (about 0.4 s): the nodes go in parallel
         released = _each(live, lambda node: self._release(node, armed, release))
         if any(released):

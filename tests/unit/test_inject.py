@@ -165,3 +165,17 @@ def test_disarm_of_a_dead_node_asks_nothing() -> None:
     injector, _ = _injector([node])
     injector.disarm_all()
     assert log == [] and injector.armed == {}
+
+
+def test_disarm_skips_a_node_killed_since_the_arm() -> None:
+    """A node killed (or stopped) after the arm and started again runs a new JVM: no held
+    thread, no rule; only the node that kept its JVM is released and unloaded."""
+    log: list[tuple[str, str, tuple[str, ...]]] = []
+    nodes = [SimpleNamespace(name=f"kafka-{i}", container=_Container(log, f"kafka-{i}", None))
+             for i in (1, 2)]
+    injector, armed = _injector(nodes)
+    injector.note_fault("pause", nodes[1])  # the JVM lives on
+    injector.note_fault("kill9", nodes[0])
+    injector.disarm_all()
+    assert {name for name, _, _ in log} == {"kafka-2"}
+    assert armed.restarted == {"kafka-1"}
