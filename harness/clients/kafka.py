@@ -19,11 +19,11 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import eq
 from typing import Any
 
-from ..history import _MID_CHARS, HistoryWriter, make_value, parse_mid
+from ..history import HistoryWriter, make_value, parse_mid
 from . import paced_batches
+from .columns import ENCODE, all_ints_json, ints_json, keys_json, mids_json
 
 #: librdkafka's own log lines (connection refused while a broker is down, ...) go here,
 #: not to the terminal; the history records what matters.
@@ -46,9 +46,6 @@ _DEFINITE_FAILURES = frozenset({
 
 def _js(text: str | None) -> str:
     return "null" if text is None else json.dumps(text)
-
-
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 #: errors of a watermark request that a later one may not meet (a leader moving, metadata
@@ -125,49 +122,6 @@ def bounded(call: Callable[[], Any], timeout_s: float, what: str) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("value")
-
-
-def _ints_json(column: list[int | None], n: int) -> str:
-    """JSON of a column of ints (or Nones: null when all are); quick when all are equal."""
-    first = column[0]
-    if column.count(first) == n:
-        if first is None:
-            return "null"
-        item = str(int(first))
-        return f"[{(item + ',') * (n - 1)}{item}]"
-    return _ENCODE(column)
-
-
-def _all_ints_json(column: list[int], n: int) -> str:
-    """JSON of a column of ints (no None): one %-format for the batch, cheaper than json."""
-    return ("[" + "%d," * (n - 1) + "%d]") % tuple(column)
-
-
-def _mids_json(values: list[bytes | None], n: int) -> str:
-    """JSON of the message ids of ``values`` (:func:`parse_mid` of each; null when none is ours).
-
-    Fast path for a batch of our records: every value has a ``|``, every head (the bytes
-    before the first) has 1 to 64 bytes, and the heads joined by ``|`` hold nothing but
-    id characters (one translate for the batch); the ids are then JSON strings as they
-    are. Otherwise :func:`parse_mid` per record.
-    """
-    try:
-        heads = [v.partition(b"|")[0] for v in values]  # type: ignore[union-attr]  # None: below
-    except AttributeError:  # a None value (tombstone)
-        heads = None
-    # a value without "|" is its own head (and only then equal to it)
-    if heads is not None and not any(map(eq, heads, values)):
-        sizes = list(map(len, heads))
-        if min(sizes) > 0 and max(sizes) <= 64:
-            joined = b"|".join(heads)
-            if len(joined.translate(None, _MID_CHARS)) == n - 1:  # only the n - 1 joins left
-                return '["' + joined.decode("ascii").replace("|", '","') + '"]'
-    mids = [parse_mid(v) for v in values]
-    return "null" if mids.count(None) == n else _ENCODE(mids)
-
-
-def _keys_json(keys: list[bytes | None]) -> str:
-    return _ENCODE([k.decode("utf-8", "replace") if k else None for k in keys])
 
 
 @dataclass
@@ -299,14 +253,14 @@ class KafkaProducerClient:
         n = len(batch)
         mids, partitions, offsets, epochs = (list(col) for col in zip(*batch, strict=False))
         return (f'{self.history.head("oks")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
-                f'"partitions":{_ints_json(partitions, n)},"offsets":{_all_ints_json(offsets, n)},'
-                f'"epochs":{_ints_json(epochs, n)}}}\n')
+                f'"partitions":{ints_json(partitions, n)},"offsets":{all_ints_json(offsets, n)},'
+                f'"epochs":{ints_json(epochs, n)}}}\n')
 
     def _ids_json(self, mids: Sequence[str | None]) -> str:
         """JSON of message ids: joined as they are when this producer made them all."""
         if self._plain_mids and None not in mids:  # ids we made: nothing to escape
             return '["' + '","'.join(mids) + '"]'  # type: ignore[arg-type]
-        return _ENCODE(mids)
+        return ENCODE(mids)
 
     def poll(self, timeout: float = 0) -> int:
         """``Producer.poll`` (serves delivery callbacks), then writes their ``oks`` line."""
@@ -340,12 +294,12 @@ class KafkaProducerClient:
         """
         mids = [f"{self.name}-{next(self._seq)}" for _ in keys]
         n = len(mids)
-        keys_js = "null" if keys.count(None) == n else _ENCODE(keys)
-        parts_js = "null" if partition is None else _all_ints_json([partition] * n, n)
+        keys_js = "null" if keys.count(None) == n else ENCODE(keys)
+        parts_js = "null" if partition is None else all_ints_json([partition] * n, n)
         hist = self.history
         sched = "" if due is None else f',"due":{due:.6f},"every":{every:.9g}'
         if srcs is not None:
-            sched += f',"srcs":{_ENCODE(srcs)}'
+            sched += f',"srcs":{ENCODE(srcs)}'
         hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{self._ids_json(mids)},'
                         f'"keys":{keys_js},"partitions":{parts_js}{self._tx_field}{sched}}}\n')
         for mid, key in zip(mids, keys, strict=False):
@@ -614,10 +568,10 @@ class KafkaConsumerClient:
         hist.write_line(
             f'{hist.head("polls")},"phase":{json.dumps(phase)},"topic":{self._topic_js},'
             f'"isolation":{json.dumps(self.isolation_level)},'
-            f'"partitions":{_ints_json(partitions, n)},"offsets":{_all_ints_json(offsets, n)},'
-            f'"epochs":{_ints_json(epochs, n)},'
-            f'"mids":{_mids_json([m.value() for m in msgs], n)},"tss":{_all_ints_json(tss, n)},'
-            f'"keys":{_keys_json(keys) if any(keys) else "null"}}}\n')
+            f'"partitions":{ints_json(partitions, n)},"offsets":{all_ints_json(offsets, n)},'
+            f'"epochs":{ints_json(epochs, n)},'
+            f'"mids":{mids_json([m.value() for m in msgs], n)},"tss":{all_ints_json(tss, n)},'
+            f'"keys":{keys_json(keys) if any(keys) else "null"}}}\n')
         self.stats.polled += n
         if self._tracking or phase == "recovery":  # read_all: the last offset of each partition
             if partitions.count(partitions[0]) == n:

@@ -13,6 +13,7 @@ as not applied.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..history import HistoryWriter, make_value, parse_mid
 from . import paced_sends
+from .columns import ENCODE, all_ints_json, ints_json, mids_json
 from .jvm import JavaProgram
 from .kafka import WorkloadStats
 
@@ -33,6 +35,8 @@ __all__ = ["PulsarProducerClient", "PulsarConsumerClient", "PulsarJavaProducer",
 # Results after which the message provably never reached a broker.
 _DEFINITE_FAILURES = frozenset({"ProducerQueueIsFull", "MessageTooBig", "InvalidMessage",
                                 "InvalidTopicName", "MemoryBufferIsFull"})
+#: The recovery read writes a ``polls`` line per this many messages.
+READ_BATCH = 1000
 #: A send call blocked longer than this is recorded as a stall.
 STALL_S = 0.05
 _LOG = logging.getLogger("harness.pulsar-client")
@@ -191,6 +195,25 @@ class PulsarConsumerClient:
                             **sub, **_position(msg.message_id()))
         self.stats.polled += 1
 
+    def _write_polls(self, msgs: list[Any], phase: str) -> None:
+        """One ``polls`` line for ``msgs`` (a reader's, no subscription), a column at a time:
+        the same events as a ``_record`` per message, for a third of its cost."""
+        n = len(msgs)
+        ids = [m.message_id() for m in msgs]
+        keys = [m.partition_key() or None for m in msgs]
+        hist = self.history
+        hist.write_line(
+            f'{hist.head("polls")},"phase":{json.dumps(phase)},"topic":{json.dumps(self.topic)},'
+            f'"partitions":{ints_json([max(i.partition(), 0) for i in ids], n)},'
+            f'"ledgers":{all_ints_json([i.ledger_id() for i in ids], n)},'
+            f'"entries":{all_ints_json([i.entry_id() for i in ids], n)},'
+            f'"batches":{ints_json([i.batch_index() for i in ids], n)},'
+            f'"mids":{mids_json([m.data() for m in msgs], n)},'
+            f'"tss":{all_ints_json([m.publish_timestamp() for m in msgs], n)},'
+            f'"keys":{ENCODE(keys) if any(keys) else "null"},'
+            f'"redeliveries":{ints_json([m.redelivery_count() for m in msgs], n)}}}\n')
+        self.stats.polled += n
+
     def run(self, *, count: int | None = None, duration_s: float | None = None,
             stop: threading.Event | None = None, max_s: float = 3600.0) -> WorkloadStats:
         import pulsar
@@ -221,7 +244,8 @@ class PulsarConsumerClient:
 
     def read_all(self, partitions: int, *, phase: str = "recovery", timeout_s: float = 120.0
                  ) -> WorkloadStats:
-        """Reads each partition from the earliest message to the last one available."""
+        """Reads each partition from the earliest message to the last one available; a
+        ``polls`` line per :data:`READ_BATCH` messages."""
         import pulsar
 
         client = client_for(self.service_url)
@@ -229,14 +253,19 @@ class PulsarConsumerClient:
         try:
             for p in range(partitions):
                 reader = client.create_reader(f"{self.topic}-partition-{p}", pulsar.MessageId.earliest)
+                msgs: list[Any] = []
                 try:
                     while time.monotonic() - start < timeout_s and reader.has_message_available():
                         try:
-                            msg = reader.read_next(timeout_millis=10_000)
+                            msgs.append(reader.read_next(timeout_millis=10_000))
                         except pulsar.Timeout:
                             continue  # available but not delivered yet (a bookie recovering)
-                        self._record(msg, phase)
+                        if len(msgs) >= READ_BATCH:
+                            self._write_polls(msgs, phase)
+                            msgs = []
                 finally:
+                    if msgs:  # what was read is recorded, errors included
+                        self._write_polls(msgs, phase)
                     reader.close()
         finally:
             client.close()
