@@ -1,14 +1,21 @@
 """The chaos step on a real cluster (issue 18): the same seed gives the same fault schedule,
-the timeline and result.json record it, and the report names the seed and the replay."""
+the timeline and result.json record it, and the report names the seed and the replay.
+
+One run: its schedule must be the one its seed alone gives (``plan`` of ``step_seed``),
+and ``plan`` is a function of its seed (tests/unit/test_chaos_schema.py), so a run with
+the same seed replays it."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.case import ChaosArgs, load_case
 from harness.history import read_events
+from harness.run.chaos import plan, step_seed
 
 pytestmark = [pytest.mark.docker, pytest.mark.kafka]
 CASE = Path(__file__).resolve().parent.parent / "data" / "integration" / "chaos-short.yaml"
@@ -31,17 +38,22 @@ SEED = 55
 
 
 def test_a_seed_replays_the_same_schedule(chaos_run) -> None:
-    first = chaos_run(CASE, seed=SEED)
-    second = chaos_run(CASE, seed=SEED)
-    for outcome in (first, second):
-        assert outcome.exit_code == 0, outcome.result.error
-        assert outcome.result.seed == SEED
-    plan1, faults1 = _schedule(first.run_dir)
-    plan2, faults2 = _schedule(second.run_dir)
-    assert plan1 == plan2
+    outcome = chaos_run(CASE, seed=SEED)
+    assert outcome.exit_code == 0, outcome.result.error
+    assert outcome.result.seed == SEED
+    plan1, faults1 = _schedule(outcome.run_dir)
+    # the schedule is the one the seed gives, and nothing else
+    step = next(s for s in load_case(CASE).steps if s.action == "chaos")
+    args = step.args
+    assert isinstance(args, ChaosArgs)
+    targets = tuple(dict.fromkeys(str(t) for t in args.targets))
+    expected = plan(step_seed(SEED, step.index), args.duration_s, args.faults, targets,
+                    args.gap_s, args.hold_s)
+    assert plan1 == [asdict(p) for p in expected]
     assert [(p["fault"], p["target"]) for p in plan1] == [
         ("kill9", "leader"), ("partition", "leader"), ("pause", "follower"), ("stop", "follower")]
-    detail = next(s.detail for s in first.result.steps if s.action == "chaos")
+    detail = next(s.detail for s in outcome.result.steps if s.action == "chaos")
+    assert detail["seed"] == step_seed(SEED, step.index)
     assert detail["planned"] == len(plan1) and detail["applied"] >= 1
     # every planned fault was applied or skipped with a reason, in the planned order
     applied = [(e["fault"], f"chaos:{e['target']}") for e in detail["schedule"] if "node" in e]
@@ -52,10 +64,8 @@ def test_a_seed_replays_the_same_schedule(chaos_run) -> None:
     assert all(b[0] >= a[1] for a, b in zip(ends, ends[1:], strict=False))
     # a node that exited on its own after its heal (a broker restarted while its old ZooKeeper
     # session held its registration) was started again when the step ended, and recorded
-    for outcome in (first, second):
-        detail = next(s.detail for s in outcome.result.steps if s.action == "chaos")
-        restarts = [(e["action"], e["node"]) for e in read_events(outcome.run_dir / "timeline.jsonl")
-                    if e.get("type") == "fault" and e.get("role") == "chaos:restart"]
-        assert restarts == [("start", r["node"]) for r in detail.get("restarted", [])]
-    html = first.report.read_text()
+    restarts = [(e["action"], e["node"]) for e in read_events(outcome.run_dir / "timeline.jsonl")
+                if e.get("type") == "fault" and e.get("role") == "chaos:restart"]
+    assert restarts == [("start", r["node"]) for r in detail.get("restarted", [])]
+    html = outcome.report.read_text()
     assert 'id="seed"' in html and f"--seed {SEED}" in html
