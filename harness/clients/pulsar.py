@@ -4,7 +4,9 @@ Positions are MessageIds: ``ledger``, ``entry``, ``partition``, ``batch``
 (see :mod:`harness.history`). The producer records ``invoke`` before each
 ``send_async`` and one of ``ok`` / ``fail`` / ``info`` from its callback, and a
 ``stall`` event whenever the send call itself blocked the caller (queue or
-memory limit full: the Pulsar-at-scale finding of shared/seeds/000).
+memory limit full: the Pulsar-at-scale finding of shared/seeds/000). A subscribed
+consumer records a ``poll`` per message (it acknowledges each); the recovery read (a
+reader per partition) a ``polls`` line per :data:`READ_BATCH` messages.
 
 The Python client (a C++ binding) has no ``memoryLimitBytes`` setting: a case
 that sets ``memory_limit_bytes`` is recorded in the history's ``meta`` event
