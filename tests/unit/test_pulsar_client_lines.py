@@ -16,53 +16,22 @@ from harness.clients.pulsar import PulsarConsumerClient
 from harness.history import HistoryWriter, make_value, read_events
 
 
-class MsgId:
-    def __init__(self, partition: int, ledger: int, entry: int, batch: int) -> None:
-        self._p, self._l, self._e, self._b = partition, ledger, entry, batch
-
-    def partition(self) -> int:
-        return self._p
-
-    def ledger_id(self) -> int:
-        return self._l
-
-    def entry_id(self) -> int:
-        return self._e
-
-    def batch_index(self) -> int:
-        return self._b
+def _getters(**values: Any) -> SimpleNamespace:
+    """An object whose methods named as ``values``' keys return their values (the
+    pulsar-client Message and MessageId accessors)."""
+    return SimpleNamespace(**{name: (lambda v=v: v) for name, v in values.items()})
 
 
-class Msg:
-    def __init__(self, value: bytes, msg_id: MsgId, key: str = "", ts: int = 1_700_000_000_000,
-                 redelivery: int = 0) -> None:
-        self._value, self._id, self._key, self._ts, self._red = value, msg_id, key, ts, redelivery
-
-    def data(self) -> bytes:
-        return self._value
-
-    def message_id(self) -> MsgId:
-        return self._id
-
-    def partition_key(self) -> str:
-        return self._key
-
-    def publish_timestamp(self) -> int:
-        return self._ts
-
-    def redelivery_count(self) -> int:
-        return self._red
-
-
-def _messages(seed: int, n: int) -> list[Msg]:
+def _messages(seed: int, n: int) -> list[SimpleNamespace]:
     rng = random.Random(seed)
     odd = [b"", b"abc", b"x|y", b'a"|', b"\xff|", b"a" * 65 + b"|"]
     out = []
     for i in range(n):
         value = rng.choice(odd) if rng.random() < 0.1 else make_value(f"p{rng.randrange(3)}-{i}", 40)
-        msg_id = MsgId(rng.choice([-1, 0, 3]), rng.randrange(10, 13), i, rng.choice([-1, 0, 5]))
-        out.append(Msg(value, msg_id, key=rng.choice(["", "", "k", "ключ"]), ts=1_700_000_000_000 + i,
-                       redelivery=rng.choice([0, 0, 2])))
+        msg_id = _getters(partition=rng.choice([-1, 0, 3]), ledger_id=rng.randrange(10, 13), entry_id=i,
+                          batch_index=rng.choice([-1, 0, 5]))
+        out.append(_getters(data=value, message_id=msg_id, partition_key=rng.choice(["", "", "k", "ключ"]),
+                            publish_timestamp=1_700_000_000_000 + i, redelivery_count=rng.choice([0, 0, 2])))
     return out
 
 
@@ -97,13 +66,13 @@ def test_a_polls_line_means_the_poll_lines_of_its_messages(tmp_path: Path, seed:
 
 
 class _Reader:
-    def __init__(self, msgs: list[Msg]) -> None:
+    def __init__(self, msgs: list[SimpleNamespace]) -> None:
         self.msgs, self.closed = list(msgs), False
 
     def has_message_available(self) -> bool:
         return bool(self.msgs)
 
-    def read_next(self, timeout_millis: int) -> Msg:
+    def read_next(self, timeout_millis: int) -> SimpleNamespace:
         return self.msgs.pop(0)
 
     def close(self) -> None:
