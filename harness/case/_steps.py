@@ -419,6 +419,20 @@ def _log(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
     return {"partition": target.partition, "target": target, "pattern": pattern}
 
 
+#: checkpoint files an await may read, by the name a case gives them
+CHECKPOINT_KINDS = ("recovery-point", "high-watermark")
+
+
+def _checkpoint(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
+    if ctx.system != "kafka":
+        raise error(node, field, "checkpoint applies to kafka cases only")
+    f = Fields(node, field, ("node", "partition", "kind", "at_least"))
+    target = ctx.selector_in(f)
+    return {"partition": target.partition, "target": target,
+            "kind": f.need("kind", choice(*CHECKPOINT_KINDS, kind="checkpoint kind")),
+            "at_least": f.need("at_least", NON_NEGATIVE)}
+
+
 def _injection(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
     point = string(node, field)
     if point not in ctx.armed:
@@ -487,6 +501,7 @@ _CONDITIONS: dict[str, Callable[[Node, str, StepContext], dict[str, Any]]] = {
     "leader_is": _leader_is,
     "controller_change": _controller_change,
     "log": _log,
+    "checkpoint": _checkpoint,
     "injection": _injection,
     "workload": _workload,
 }

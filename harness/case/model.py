@@ -49,7 +49,7 @@ MAX_SEED = 2**53
 #: The faults a ``chaos`` step draws from (each healed before the next: start, resume, heal).
 CHAOS_FAULTS = ("kill9", "stop", "pause", "partition", "powerloss")
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
-              "no_leader", "leader_is", "controller_change")
+              "no_leader", "leader_is", "controller_change", "checkpoint")
 DIRECTIONS = ("both", "in", "out")
 ACKS = ("all", "-1", "0", "1")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")

@@ -10,11 +10,12 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..case import AwaitArgs
 from ..errors import HarnessError, InjectError
-from ..systems.base import Controlled, InSyncReplicas, LeaderRef, LeaderServes
+from ..systems.base import Checkpoints, Controlled, InSyncReplicas, LeaderRef, LeaderServes
 from ..wait import wait_until
 from .context import RunContext
 from .recovery import wait_unsticking
@@ -145,6 +146,35 @@ def _log(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
     return {"node": node.name, "line": str(line)[:300]}
 
 
+@dataclass(frozen=True)
+class _Checkpointed:
+    """One read of a checkpoint file: true once it holds ``at_least`` or more."""
+
+    offset: int | None
+    at_least: int
+
+    def __bool__(self) -> bool:
+        return self.offset is not None and self.offset >= self.at_least
+
+    def __str__(self) -> str:
+        return "the partition not in the file" if self.offset is None else f"offset {self.offset}"
+
+
+def _checkpoint(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
+    """The node's checkpoint file of ``kind`` holds the partition at ``at_least`` or more
+    (read from the node's files: what a crash of it would keep)."""
+    system = ctx.the_system
+    if not isinstance(system, Checkpoints):
+        raise HarnessError(f"{system.name} has no checkpoint files to await")
+    node = ctx.the_resolver.resolve(params["target"])
+    p, kind, at_least = int(params.get("partition", 0)), str(params["kind"]), int(params["at_least"])
+    read = wait_until(
+        lambda: _Checkpointed(system.checkpointed(node, kind).get((ctx.topic, p)), at_least),
+        timeout=timeout, what=f"{node.name}'s {kind} checkpoint of partition {p} at {at_least} "
+                              "or more", logs=lambda: ctx.the_cluster.node_logs([node.name]))
+    return {"node": node.name, "kind": kind, "offset": read.offset}
+
+
 #: condition -> wait(ctx, params, timeout) -> what was seen (``time`` is handled first)
 AWAITS: dict[str, Callable[[RunContext, Params, float], dict[str, Any]]] = {
     "workload": _workload,
@@ -155,7 +185,8 @@ AWAITS: dict[str, Callable[[RunContext, Params, float], dict[str, Any]]] = {
     "isr_size": _isr_size,
     "log": _log,
     "controller_change": _controller_change,
+    "checkpoint": _checkpoint,
 }
 #: the conditions whose result carries the time waited (as in round 1)
 _TIMED = frozenset({"leader_change", "no_leader", "leader_is", "isr_size", "log",
-                    "controller_change"})
+                    "controller_change", "checkpoint"})

@@ -200,6 +200,16 @@ class InSyncReplicas(Protocol):
 
 
 @runtime_checkable
+class Checkpoints(Protocol):
+    """A system whose nodes checkpoint per-partition offsets to files (Kafka's log dir)."""
+
+    def checkpointed(self, node: Node, kind: str) -> dict[tuple[str, int], int]:
+        """The offsets in ``node``'s checkpoint file of ``kind`` (``recovery-point``,
+        ``high-watermark``) by (topic, partition); empty when it has none yet."""
+        ...
+
+
+@runtime_checkable
 class LeaderServes(Protocol):
     """A system whose recorded leader (the controller's view) can run ahead of the node
     itself: a broker that has just started is named leader before it took the

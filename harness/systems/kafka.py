@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..backend.cluster import Cluster, Node
-from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
+from ..errors import AdminError, BackendError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
 from ._zk import zk_call, zk_port
 from .base import ConsumerClient, Leader, Mark, ProducerClient
 from .kafka_segments import (
+    CHECKPOINTS,
     CLEAN_SHUTDOWN_MARKER,
     LOG_DIR,
     RECOVERY_CHECKPOINT,
@@ -263,6 +264,19 @@ class KafkaSystem:
     def followers(self, topic: str, partition: int = 0) -> list[Node]:
         state = self.partition_state(topic, partition)
         return [self.cluster.node(self.node_name(b)) for b in state.replicas if b != state.leader]
+
+    def checkpointed(self, node: Node, kind: str) -> dict[tuple[str, int], int]:
+        """The offsets of ``node``'s checkpoint file of ``kind`` (the capability
+        :class:`~.base.Checkpoints`): ``recovery-point`` (below it, the log manager has
+        flushed; written every ``log.flush.offset.checkpoint.interval.ms``, the first time
+        ``log.initial.task.delay.ms`` after the start, 30 s by default) or
+        ``high-watermark`` (every ``replica.high.watermark.checkpoint.interval.ms``, 5 s).
+        Works while the node is down; empty when the file is not there yet."""
+        try:
+            files = list(node.container.get_files(f"{LOG_DIR}/{CHECKPOINTS[kind]}"))
+        except BackendError:
+            return {}
+        return read_checkpoint(files[0][1].decode("utf-8", "replace")) if files else {}
 
     def replica_log(self, node: Node, topic: str, partition: int = 0) -> list[SegmentRecord]:
         """The records in ``node``'s copy of the partition, read from its files (works while it is down)."""

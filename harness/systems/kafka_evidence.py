@@ -16,7 +16,7 @@ from pathlib import Path
 from ..backend.cluster import Cluster, Node
 from ..collect import Evidence
 from ..errors import BackendError
-from .kafka_segments import LOG_DIR, log_end_offset, read_partition_dir
+from .kafka_segments import HW_CHECKPOINT, LOG_DIR, log_end_offset, read_checkpoint, read_partition_dir
 
 __all__ = ["collect_kafka_replicas"]
 
@@ -51,13 +51,10 @@ def collect_kafka_replicas(cluster: Cluster, run_dir: Path, evidence: Evidence, 
 def _high_watermarks(node: Node) -> dict[tuple[str, int], int]:
     """The broker's last checkpointed high watermarks (``replication-offset-checkpoint``)."""
     try:
-        files = dict(node.container.get_files(f"{LOG_DIR}/replication-offset-checkpoint"))
+        files = dict(node.container.get_files(f"{LOG_DIR}/{HW_CHECKPOINT}"))
     except BackendError:
         return {}
     out = {}
     for content in files.values():
-        for line in content.decode(errors="replace").splitlines()[2:]:
-            parts = line.split()
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-                out[(parts[0], int(parts[1]))] = int(parts[2])
+        out.update(read_checkpoint(content.decode(errors="replace")))
     return out

@@ -18,12 +18,16 @@ from ..history import parse_mid
 
 __all__ = ["SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "LOG_DIR",
            "PARTITION_DIR", "Cut", "batch_spans", "read_checkpoint", "unflushed_cuts",
-           "CLEAN_SHUTDOWN_MARKER", "RECOVERY_CHECKPOINT"]
+           "CLEAN_SHUTDOWN_MARKER", "RECOVERY_CHECKPOINT", "HW_CHECKPOINT", "CHECKPOINTS"]
 
 #: ``log.dirs`` inside the broker containers (compose/images/kafka/entrypoint.sh).
 LOG_DIR = "/data/kafka"
 #: In each log dir: the offsets below which every partition's data was flushed to disk.
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+#: In each log dir: each partition's high watermark, as the replica manager last wrote it.
+HW_CHECKPOINT = "replication-offset-checkpoint"
+#: The checkpoint files a case may await, by the name it gives them.
+CHECKPOINTS = {"recovery-point": RECOVERY_CHECKPOINT, "high-watermark": HW_CHECKPOINT}
 #: Written at a clean shutdown; without it the next start recovers the logs.
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 

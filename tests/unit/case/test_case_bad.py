@@ -105,6 +105,15 @@ _INLINE = [
      "size 4 exceeds the topic's replication_factor 3"),
     ("system: pulsar\ncluster: pulsar\nsteps:\n  - await: {isr_size: {size: 1}}\n", 4,
      "isr_size applies to kafka cases only"),
+    (_HEAD + "steps:\n  - await: {checkpoint: {node: leader, kind: recovery, at_least: 1}}\n", 4,
+     "steps[0].await.checkpoint.kind: unknown checkpoint kind 'recovery' (expected one of: "
+     "recovery-point, high-watermark); did you mean 'recovery-point'?"),
+    (_HEAD + "steps:\n  - await: {checkpoint: {node: leader, kind: high-watermark}}\n", 4,
+     "steps[0].await.checkpoint.at_least: missing required key"),
+    (_HEAD + "steps:\n  - await: {checkpoint: {node: leader, kind: high-watermark, at_least: -1}}\n",
+     4, "steps[0].await.checkpoint.at_least: must be at least 0, got -1"),
+    ("system: pulsar\ncluster: pulsar\nsteps:\n  - await: {checkpoint: {node: owner, "
+     "kind: high-watermark, at_least: 1}}\n", 4, "checkpoint applies to kafka cases only"),
     (_HEAD + "steps:\n  - await: {log: {node: zk, pattern: '(('}}\n", 4,
      "steps[0].await.log.pattern: invalid regular expression"),
     (_HEAD + "steps:\n  - partition: {node: kafka-1, from: kafka-1}\n", 4,
