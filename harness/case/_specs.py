@@ -41,12 +41,21 @@ __all__ = ["read_topic", "read_client", "read_expect", "read_client_settings"]
 
 _Table = Mapping[str, Reader[Any]]
 
+def _deduplication(node: Node, field: str) -> bool | str:
+    """``true``, ``false`` or ``namespace``."""
+    if node.value == "namespace":
+        return "namespace"
+    if not isinstance(node.value, bool):
+        raise error(node, field, f"expected true, false or namespace, got {show(node.value)}")
+    return node.value
+
+
 _TOPIC: dict[str, _Table] = {
     "common": {"name": name, "partitions": POSITIVE, "config": str_map},
     "kafka": {"replication_factor": POSITIVE, "min_insync_replicas": POSITIVE,
               "unclean_leader_election": boolean},
     "pulsar": {"ensemble": POSITIVE, "write_quorum": POSITIVE, "ack_quorum": POSITIVE,
-               "deduplication": boolean, "spread": boolean},
+               "deduplication": _deduplication, "spread": boolean},
 }
 
 _CLIENT: dict[str, _Table] = {

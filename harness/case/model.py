@@ -90,6 +90,11 @@ def _zero_limits() -> Mapping[str, int]:
     return MappingProxyType(dict.fromkeys((a for a in ANOMALIES if a not in DEFAULT_OBSERVED), 0))
 
 
+#: Pulsar: the namespace of topics with ``deduplication: namespace`` (created by the harness,
+#: with deduplication on as a namespace-level policy)
+DEDUP_NAMESPACE = "public/deduplicated"
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """The topic the case's workloads use; the last four fields are Pulsar only."""
@@ -103,8 +108,15 @@ class TopicSpec:
     ensemble: int | None = None
     write_quorum: int | None = None
     ack_quorum: int | None = None
-    deduplication: bool = False
+    #: pulsar: True, a topic-level policy (when the brokers' default is off); "namespace", the
+    #: topic in :data:`DEDUP_NAMESPACE`, whose namespace-level policy turns it on
+    deduplication: bool | str = False
     spread: bool = False  # pulsar: after creation, make sure every broker owns a partition
+
+    def qualified(self, name: str) -> str:
+        """The run's topic ``name`` as the system must be given it: in its namespace when
+        that is not the default one."""
+        return f"persistent://{DEDUP_NAMESPACE}/{name}" if self.deduplication == "namespace" else name
 
 
 @dataclass(frozen=True)

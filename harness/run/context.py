@@ -71,8 +71,8 @@ class RunContext:
         if not self.deadline:
             self.deadline = time.monotonic() + self.case.timeout_s
         if not self.topic:
-            self.topic = (self.case.topic.name
-                          or f"chaos-{self.run_dir.name[-4:]}-{secrets.token_hex(3)}")
+            self.topic = self.case.topic.qualified(
+                self.case.topic.name or f"chaos-{self.run_dir.name[-4:]}-{secrets.token_hex(3)}")
 
     def remaining(self, want: float) -> float:
         """``want``, capped by what is left of the case's time budget."""

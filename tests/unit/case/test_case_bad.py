@@ -105,6 +105,10 @@ _INLINE = [
      "size 4 exceeds the topic's replication_factor 3"),
     ("system: pulsar\ncluster: pulsar\nsteps:\n  - await: {isr_size: {size: 1}}\n", 4,
      "isr_size applies to kafka cases only"),
+    ("system: pulsar\ncluster: pulsar\ntopic: {deduplication: topic}\nsteps:\n  - produce: {count: 1}\n",
+     3, "topic.deduplication: expected true, false or namespace, got string 'topic'"),
+    (_HEAD + "topic: {deduplication: namespace}\nsteps:\n  - produce: {count: 1}\n", 3,
+     "topic.deduplication: applies to pulsar cases only"),
     (_HEAD + "steps:\n  - await: {checkpoint: {node: leader, kind: recovery, at_least: 1}}\n", 4,
      "steps[0].await.checkpoint.kind: unknown checkpoint kind 'recovery' (expected one of: "
      "recovery-point, high-watermark); did you mean 'recovery-point'?"),

@@ -163,3 +163,23 @@ def test_schema_examples_load() -> None:
     assert len(cases) >= 2
     for text in cases:
         assert load_case_text(text).steps
+
+
+def test_pulsar_deduplication_by_namespace(tmp_path: Path) -> None:
+    """``deduplication: namespace`` puts the run's topic in the namespace whose policy turns
+    deduplication on (a topic-level policy meets apache/pulsar#25954 on 4.0.7)."""
+    from contextlib import ExitStack
+
+    from harness.case import load_case_text
+    from harness.case.model import DEDUP_NAMESPACE
+    from harness.run.context import RunContext
+
+    text = ("system: pulsar\ncluster: pulsar\ntopic: {deduplication: namespace}\n"
+            "steps:\n  - produce: {count: 1}\n")
+    case = load_case_text(text)
+    assert case.topic.deduplication == "namespace"
+    run = RunContext(case, tmp_path / "20260101-000000-x-ab12", ExitStack(), None)  # type: ignore[arg-type]
+    assert run.topic.startswith(f"persistent://{DEDUP_NAMESPACE}/chaos-ab12-")
+    named = load_case_text(text.replace("{deduplication", "{name: t, deduplication"))
+    assert named.topic.qualified("t") == f"persistent://{DEDUP_NAMESPACE}/t"
+    assert load_case_text(text.replace("namespace}", "true}")).topic.qualified("t") == "t"
