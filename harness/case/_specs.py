@@ -41,6 +41,7 @@ __all__ = ["read_topic", "read_client", "read_expect", "read_client_settings"]
 
 _Table = Mapping[str, Reader[Any]]
 
+
 def _deduplication(node: Node, field: str) -> bool | str:
     """``true``, ``false`` or ``namespace``."""
     if node.value == "namespace":

@@ -97,7 +97,7 @@ DEDUP_NAMESPACE = "public/deduplicated"
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """The topic the case's workloads use; the last four fields are Pulsar only."""
+    """The topic the case's workloads use; the last five fields are Pulsar only."""
 
     name: str | None = None  # None: the runner picks one
     partitions: int = 1
