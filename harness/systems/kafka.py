@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..backend.cluster import Cluster, Node
-from ..errors import AdminError, BackendError, FaultError, HarnessError, WaitTimeout
+from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
 from ._zk import zk_call, zk_port
 from .base import ConsumerClient, Leader, Mark, ProducerClient
@@ -28,6 +28,7 @@ from .kafka_segments import (
     LOG_DIR,
     RECOVERY_CHECKPOINT,
     SegmentRecord,
+    node_checkpoint,
     read_checkpoint,
     read_partition_dir,
     unflushed_cuts,
@@ -272,11 +273,7 @@ class KafkaSystem:
         ``log.initial.task.delay.ms`` after the start, 30 s by default) or
         ``high-watermark`` (every ``replica.high.watermark.checkpoint.interval.ms``, 5 s).
         Works while the node is down; empty when the file is not there yet."""
-        try:
-            files = list(node.container.get_files(f"{LOG_DIR}/{CHECKPOINTS[kind]}"))
-        except BackendError:
-            return {}
-        return read_checkpoint(files[0][1].decode("utf-8", "replace")) if files else {}
+        return node_checkpoint(node, CHECKPOINTS[kind])
 
     def replica_log(self, node: Node, topic: str, partition: int = 0) -> list[SegmentRecord]:
         """The records in ``node``'s copy of the partition, read from its files (works while it is down)."""

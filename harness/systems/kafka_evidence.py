@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..backend.cluster import Cluster, Node
+from ..backend.cluster import Cluster
 from ..collect import Evidence
 from ..errors import BackendError
-from .kafka_segments import HW_CHECKPOINT, LOG_DIR, log_end_offset, read_checkpoint, read_partition_dir
+from .kafka_segments import HW_CHECKPOINT, LOG_DIR, log_end_offset, node_checkpoint, read_partition_dir
 
 __all__ = ["collect_kafka_replicas"]
 
@@ -27,7 +27,7 @@ def collect_kafka_replicas(cluster: Cluster, run_dir: Path, evidence: Evidence, 
     out_dir = run_dir / "replicas"
     out_dir.mkdir(parents=True, exist_ok=True)
     for node in (n for n in cluster.nodes() if n.kind == "broker"):
-        hws = _high_watermarks(node)
+        hws = node_checkpoint(node, HW_CHECKPOINT)
         lines = []
         for p in range(partitions):
             try:
@@ -46,15 +46,3 @@ def collect_kafka_replicas(cluster: Cluster, run_dir: Path, evidence: Evidence, 
                                       "high_watermark": hws.get((topic, p)), "when": when,
                                       "epochs": sorted({r.epoch for r in records})})
         (out_dir / f"{node.name}.jsonl").write_text("".join(ln + "\n" for ln in lines))
-
-
-def _high_watermarks(node: Node) -> dict[tuple[str, int], int]:
-    """The broker's last checkpointed high watermarks (``replication-offset-checkpoint``)."""
-    try:
-        files = dict(node.container.get_files(f"{LOG_DIR}/{HW_CHECKPOINT}"))
-    except BackendError:
-        return {}
-    out = {}
-    for content in files.values():
-        out.update(read_checkpoint(content.decode(errors="replace")))
-    return out

@@ -13,12 +13,18 @@ import re
 import struct
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..errors import BackendError
 from ..history import parse_mid
+
+if TYPE_CHECKING:
+    from ..backend.cluster import Node
 
 __all__ = ["SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "LOG_DIR",
            "PARTITION_DIR", "Cut", "batch_spans", "read_checkpoint", "unflushed_cuts",
-           "CLEAN_SHUTDOWN_MARKER", "RECOVERY_CHECKPOINT", "HW_CHECKPOINT", "CHECKPOINTS"]
+           "CLEAN_SHUTDOWN_MARKER", "RECOVERY_CHECKPOINT", "HW_CHECKPOINT", "CHECKPOINTS",
+           "node_checkpoint"]
 
 #: ``log.dirs`` inside the broker containers (compose/images/kafka/entrypoint.sh).
 LOG_DIR = "/data/kafka"
@@ -172,6 +178,16 @@ def read_checkpoint(text: str) -> dict[tuple[str, int], int]:
         if len(parts) == 3 and parts[1].isdigit() and parts[2].lstrip("-").isdigit():
             out[(parts[0], int(parts[1]))] = int(parts[2])
     return out
+
+
+def node_checkpoint(node: Node, name: str) -> dict[tuple[str, int], int]:
+    """The offsets of the checkpoint file ``name`` in ``node``'s log dir, read from its
+    files (works while it is down); empty when the file is not there yet."""
+    try:
+        files = list(node.container.get_files(f"{LOG_DIR}/{name}"))
+    except BackendError:
+        return {}
+    return read_checkpoint(files[0][1].decode("utf-8", "replace")) if files else {}
 
 
 @dataclass(frozen=True)

@@ -411,8 +411,7 @@ class PulsarSystem:
         """
         path = f"/admin/v2/{self._topic_path(name)}"
         if deduplication == "namespace":
-            self.deduplicating_namespace(self.topic_name(name).split("://", 1)[1].rsplit("/", 1)[0],
-                                         timeout=timeout)
+            self.deduplicating_namespace(_namespace_of(self.topic_name(name)), timeout=timeout)
             deduplication = None
         try:
             if partitions > 0:
@@ -553,7 +552,7 @@ class PulsarSystem:
         if dest.name == current.name:
             return current
         tn = self.topic_name(topic, partition)
-        namespace = tn.split("://", 1)[1].rsplit("/", 1)[0]
+        namespace = _namespace_of(tn)
         bundle = self.bundle(topic, partition)
         deadline = time.monotonic() + timeout
         attempts = 0
@@ -744,6 +743,11 @@ def count_recent(text: str, needle: str, since: float) -> int:
         if when >= since:
             count += 1
     return count
+
+
+def _namespace_of(topic_name: str) -> str:
+    """``persistent://tenant/ns/topic`` -> ``tenant/ns``."""
+    return topic_name.split("://", 1)[1].rsplit("/", 1)[0]
 
 
 def _parse_ledger(topic: str, ledger_id: int, text: str) -> LedgerState:
