@@ -15,6 +15,7 @@ import pytest
 
 from harness.case import ClientSpec
 from harness.clients.pulsar import PulsarJavaProducer
+from harness.check.lines import Tally, read_lines
 from harness.history import read_events
 
 pytestmark = [pytest.mark.docker, pytest.mark.pulsar]
@@ -48,6 +49,13 @@ def test_java_producer_writes_the_history(pulsar_cluster, tmp_path: Path) -> Non
         events = list(read_events(tmp_path / "history" / "jp.jsonl"))
         meta = [e for e in events if e["type"] == "meta"]
         assert meta[0]["status"] == "ready" and meta[0]["client_version"] == "4.0.7"
+        assert meta[0]["topic_partitions"] == 4
+        # the checker reads every line the program writes (a meta field named like a batch
+        # column, "partitions", once made it skip the ready line)
+        tally = Tally()
+        for _ in read_lines(tmp_path / "history" / "jp.jsonl", tally=tally):
+            pass
+        assert tally.lines == len(events) and tally.skipped == 0, tally
         # the 4.x client's minimum delay is 1 ms: applied as 1000 us, the request recorded
         assert meta[0]["producer"]["batchingMaxPublishDelayMicros"] == 1000
         assert meta[0]["producer"]["batchingMaxPublishDelayMicrosRequested"] == 50

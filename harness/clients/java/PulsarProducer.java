@@ -106,7 +106,7 @@ public class PulsarProducer {
         int partitions = pc.getPartitionsForTopic(w.topic).get(30, TimeUnit.SECONDS).size();
         String version = PulsarClient.class.getPackage().getImplementationVersion();
         record("meta", ",\"system\":\"pulsar\",\"driver\":\"java\",\"client_version\":" + q(version)
-                + ",\"partitions\":" + partitions + ",\"producer\":{" + conf.substring(1) + "}"
+                + ",\"topic_partitions\":" + partitions + ",\"producer\":{" + conf.substring(1) + "}"
                 + ",\"status\":\"ready\"");
         History.flush();
         History.awaitGo(p, w.stopFile, w.hardMs);
