@@ -14,7 +14,9 @@ Usage: ``python bench/bench_checker.py --records 1000000 10000000``
 ``--small N`` (10000 by default; 0: skip) first times what a user waits for on a small
 run: a fresh ``harness check`` process on a run directory of N records (the shared
 Spark Connect server already up: its start is timed apart, as ``server start``), the
-same check inside one process (as in a pytest session), and the reference checker.
+same check inside one process (as in a pytest session), the same again after ``--session``
+more checks (30 by default: the server's JIT compiles for tens of checks, so a long pytest
+session's later checks are faster than its first), and the reference checker.
 ``--cluster`` also checks that run on a standalone Spark cluster (a master and two
 workers on loopback) and compares the result with the local one.
 
@@ -47,6 +49,7 @@ from harness.testing import reference_checker  # noqa: E402
 from harness.testing.synthetic import INJECTABLE, Profile, generate  # noqa: E402
 
 REFERENCE_MAX = 1_000_000  # the reference needs about 1 GB per million records
+LATE = 5  # the late checks' median is of the last this many
 
 
 class PeakMemory:
@@ -264,6 +267,12 @@ def small(args: argparse.Namespace) -> bool:
             result = check_run(run, spark_master=args.master)
             inside.append((time.monotonic() - t0, os.getloadavg()[0]))
         inside = inside[1:]
+        late = []  # the same check after the server's JIT has seen as many as a long pytest session's
+        for _ in range(args.session):
+            t0 = time.monotonic()
+            check_run(run, spark_master=args.master)
+            late.append((time.monotonic() - t0, os.getloadavg()[0]))
+        late = late[-LATE:]
         t0 = time.monotonic()
         ref = reference_checker.check(run)
         ref_s = time.monotonic() - t0
@@ -274,6 +283,11 @@ def small(args: argparse.Namespace) -> bool:
               f"(runs {', '.join(f'{s:.2f}' for s, _ in fresh)}; load {fresh[-1][1]:.1f})")
         print(f"  check inside one process:      {statistics.median(s for s, _ in inside):.2f}s "
               f"(runs {', '.join(f'{s:.2f}' for s, _ in inside)}; load {inside[-1][1]:.1f})")
+        if late:
+            label = f"the same, {args.session} checks later:"
+            print(f"  {label:<31s}{statistics.median(s for s, _ in late):.2f}s "
+                  f"(the last {len(late)}: {', '.join(f'{s:.2f}' for s, _ in late)}; load {late[-1][1]:.1f}; "
+                  f"the server's JIT still compiles for tens of checks)")
         print(f"  reference checker:             {ref_s:.2f}s; same result: {ref == result}", flush=True)
         if args.cluster:
             from harness.testing.spark_cluster import StandaloneCluster
@@ -307,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=10_000,
                         help="records of the small run timed in a fresh `harness check` "
                              "(default 10000; 0: skip)")
+    parser.add_argument("--session", type=int, default=30,
+                        help="further in-process checks of the small run, timed as a long pytest "
+                             "session's later checks (the median of the last 5; default 30; 0: skip)")
     parser.add_argument("--cluster", action="store_true",
                         help="also check the small run on a standalone Spark cluster on loopback")
     parser.add_argument("--repeat", type=int, default=1,
