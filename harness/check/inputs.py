@@ -12,9 +12,11 @@ from pathlib import Path
 from harness.errors import CheckError
 from harness.history import history_files
 
-__all__ = ["require_lines", "run_files"]
+__all__ = ["first_skipped", "require_lines", "run_files"]
 
 _SHOWN = 5  # problems named in one error
+#: the history that :func:`first_skipped` reads (it goes line by line in Python)
+SKIPPED_SCAN_BYTES = 256 << 20
 
 
 def run_files(run_dir: Path) -> tuple[list[Path], list[Path]]:
@@ -71,3 +73,28 @@ def require_lines(run_dir: Path, lines: int, skipped: int) -> None:
     if skipped >= lines:
         raise CheckError(f"{run_dir}: no history line could be read: all {lines} lines were skipped "
                          "(not JSON objects, or not events of the history contract)")
+
+
+def first_skipped(run_dir: Path, limit: int = 3, max_bytes: int = SKIPPED_SCAN_BYTES) -> list[str]:
+    """Where the first ``limit`` skipped history lines are, as ``history/<file>:<line>
+    (<why>)`` (:func:`harness.check.lines.skip_reason`), in file order; nothing when the
+    history is larger than ``max_bytes`` (a line-by-line reading in Python) or cannot be
+    read."""
+    from harness.check.lines import skip_reason, split_lines
+
+    try:
+        files = history_files(run_dir)
+        if sum(f.stat().st_size for f in files) > max_bytes:
+            return []
+        found: list[str] = []
+        for path in files:
+            data = path.read_bytes()
+            for number, (_, line) in enumerate(split_lines(data), start=1):
+                why = skip_reason(line)
+                if why is not None:
+                    found.append(f"{path.relative_to(run_dir)}:{number} ({why})")
+                    if len(found) >= limit:
+                        return found
+        return found
+    except OSError:
+        return []

@@ -29,7 +29,8 @@ from typing import Any
 from harness.history import BATCH_EVENTS, CLIENT_TYPES, expand_batch
 
 __all__ = ["ANY_LISTS", "BREAK", "DOUBLES", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "Tally",
-           "blank", "conform", "decode", "double", "known", "read_lines", "split_lines", "text"]
+           "blank", "conform", "decode", "double", "known", "read_lines", "refusal", "skip_reason",
+           "split_lines", "text"]
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
 #: numbers read as doubles (:func:`double`): the event's time; a paced send's schedule
@@ -110,24 +111,34 @@ def read_lines(path: Path, *, replicas: bool = False,
             yield (n, i), single
 
 
-def conform(event: dict[str, Any], replicas: bool = False) -> bool:
-    """Whether the line is read; if so its fields are made what the checker reads
-    (texts for string fields, a double or None for ``t``), in place."""
+def refusal(event: dict[str, Any], replicas: bool = False) -> str | None:
+    """Why a line's JSON object is not read (its first refused field, as
+    ``"<field>: <why>"``), or None when it is read (:func:`conform`)."""
     for name in LONGS:
         value = event.get(name)
         if value is not None and not _is_long(value):
-            return False
+            return f"{name}: not a 64-bit integer"
+    if replicas:
+        return None
+    for name in (*LONG_LISTS, *STRING_LISTS, *ANY_LISTS):
+        value = event.get(name)
+        if value is not None and not isinstance(value, list):
+            return f"{name}: not a list"
+    for name in LONG_LISTS:
+        if any(v is not None and not _is_long(v) for v in event.get(name) or ()):
+            return f"{name}: not a list of 64-bit integers"
+    return None
+
+
+def conform(event: dict[str, Any], replicas: bool = False) -> bool:
+    """Whether the line is read (:func:`refusal`); if so its fields are made what the
+    checker reads (texts for string fields, a double or None for ``t``), in place."""
+    if refusal(event, replicas) is not None:
+        return False
     if replicas:
         for name in REPLICA_STRINGS:
             event[name] = text(event.get(name))
         return True
-    for name in (*LONG_LISTS, *STRING_LISTS, *ANY_LISTS):
-        value = event.get(name)
-        if value is not None and not isinstance(value, list):
-            return False
-    for name in LONG_LISTS:
-        if any(v is not None and not _is_long(v) for v in event.get(name) or ()):
-            return False
     for name in STRINGS:
         event[name] = text(event.get(name))
     for name in STRING_LISTS:
@@ -151,6 +162,25 @@ def known(event: dict[str, Any]) -> bool:
         lengths = {len(event[c]) for c in BATCH_EVENTS[kind][1] if event.get(c) is not None}
         return len(lengths) <= 1
     return True
+
+
+def skip_reason(line: bytes) -> str | None:
+    """Why a history line (without its end) is skipped, or None when it is read and known
+    or blank: the reading of :func:`read_lines`' tally, with the reason."""
+    if blank(line):
+        return None
+    event = decode(line)
+    if event is None:
+        return "not a JSON object"
+    why = refusal(event)
+    if why is not None:
+        return why
+    conform(event)
+    if known(event):
+        return None
+    if event.get("type") not in CLIENT_TYPES:
+        return f"type {event.get('type')!r}: not a client event of the history contract"
+    return "batch columns of different lengths"
 
 
 def _is_long(value: Any) -> bool:

@@ -92,13 +92,16 @@ def check_and_judge(case: Case, result: RunResult, run_dir: Path, spark_master: 
         if not after_error:
             result.error = f"{CHECK_FAILED}{exc}"
         return
-    apply_check(case, result, check, after_error=after_error)
+    apply_check(case, result, check, after_error=after_error, run_dir=run_dir)
 
 
-def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_error: bool = False) -> None:
+def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_error: bool = False,
+                run_dir: Path | None = None) -> None:
     """Fills ``result``'s anomalies, examples, counts and expectations from a check (a
     :meth:`CheckResult.to_dict <harness.check.CheckResult.to_dict>`), and unless
-    ``after_error`` its verdict; warns when history lines were skipped."""
+    ``after_error`` its verdict; warns when history lines were skipped, naming the first
+    of them when ``run_dir`` is given (:func:`harness.check.inputs.first_skipped`)."""
+    from ..check.inputs import first_skipped
     from ..check.result import skipped_lines
 
     result.anomalies = dict(check.get("anomalies") or {})
@@ -108,7 +111,8 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     result.transactions = check.get("transactions")
     warning = skipped_lines(result.counts)
     if warning:
-        log.warning("warning: %s", warning)
+        where = first_skipped(run_dir) if run_dir is not None else []
+        log.warning("warning: %s%s", warning, f"; the first: {', '.join(where)}" if where else "")
     rows, verdict = judge(case, check, result.injection, result.injections)
     result.expectations = rows
     if not after_error:

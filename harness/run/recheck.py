@@ -60,7 +60,7 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
         result.error = None
     result.expected_verdict = case.expect.verdict
     result.observed = sorted(case.expect.observe)
-    apply_check(case, result, check, after_error=run_failed)
+    apply_check(case, result, check, after_error=run_failed, run_dir=run_dir)
     if run_failed:
         log.info("the run failed after its recovery read: counts updated, verdict stays error")
     _retell_loss(result)

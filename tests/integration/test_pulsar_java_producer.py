@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.case import ClientSpec
-from harness.clients.pulsar import PulsarJavaProducer
 from harness.check.lines import Tally, read_lines
+from harness.clients.pulsar import PulsarJavaProducer
 from harness.history import read_events
 
 pytestmark = [pytest.mark.docker, pytest.mark.pulsar]

@@ -70,6 +70,7 @@ def test_a_clean_run_is_judged_and_written(tmp_path: Path, capsys: pytest.Captur
     skipped = expected.counts["skipped"]
     assert skipped > 0
     assert f"{skipped} of {expected.counts['lines']} history lines could not be read and were skipped" in err
+    assert "; the first: history/" in err  # where they are
     assert (run / "report.html").is_file() and (run.parent / "index.html").is_file()
     assert [p.name for p in run.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 

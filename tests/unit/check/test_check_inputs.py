@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.check import check_run, spark_job
+from harness.check.inputs import first_skipped
 from harness.check.result import skipped_lines
 from harness.errors import CheckError
 from harness.testing import reference_checker
@@ -115,3 +116,20 @@ def test_skipped_lines_are_counted_alike(tmp_path: Path) -> None:
 def test_no_warning_without_skipped_lines() -> None:
     assert skipped_lines({"lines": 10, "skipped": 0}) is None
     assert skipped_lines({}) is None
+
+
+def test_the_first_skipped_lines_are_named(tmp_path: Path) -> None:
+    """first_skipped names the file, the line (from 1) and why, in file order, up to its
+    limit; nothing for a history larger than it reads."""
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "a.jsonl").write_text('{"type":"ok","mid":"a","partition":0,"offset":1}\n\n{not json\n')
+    (history / "b.jsonl").write_text('{"type":"meta","partitions":8}\r\n{"type":"fault"}\n'
+                                     '{"type":"ok","mid":"b","offset":1.5}')
+    assert first_skipped(tmp_path) == ["history/a.jsonl:3 (not a JSON object)",
+                                       "history/b.jsonl:1 (partitions: not a list)",
+                                       "history/b.jsonl:2 (type 'fault': not a client event of the history "
+                                       "contract)"]
+    assert first_skipped(tmp_path, limit=5)[-1] == "history/b.jsonl:3 (offset: not a 64-bit integer)"
+    assert first_skipped(tmp_path, limit=1) == ["history/a.jsonl:3 (not a JSON object)"]
+    assert first_skipped(tmp_path, max_bytes=10) == []

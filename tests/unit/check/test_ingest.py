@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.check import ingest
-from harness.check.lines import Tally, read_lines
+from harness.check.lines import Tally, read_lines, skip_reason, split_lines
 
 _TYPES = {**ingest.HISTORY_TYPES}
 _FLAGS = (("phase", "recovery", ingest.ROW_REC), ("txn", "aborted", ingest.ROW_ABORTED),
@@ -185,6 +185,34 @@ SKIPPED_LINES = [  # (line, counted as a line, skipped)
 ]
 
 
+@pytest.mark.parametrize(("line", "counted", "skipped"), SKIPPED_LINES)
+def test_a_skipped_line_says_why(tmp_path: Path, line: str, counted: bool, skipped: bool) -> None:
+    """skip_reason gives a reason for exactly the lines the tally skips."""
+    path = tmp_path / "h.jsonl"
+    path.write_text(line + "\n")
+    tally = Tally()
+    for _ in read_lines(path, tally=tally):
+        pass
+    assert (tally.lines, tally.skipped) == (int(counted), int(skipped))
+    assert (skip_reason(line.encode()) is not None) == skipped
+
+
+@pytest.mark.parametrize(("line", "why"), [
+    ("{not json", "not a JSON object"),
+    ("[1,2]", "not a JSON object"),
+    ('{"type":"fault","node":"kafka-1"}', "type 'fault': not a client event of the history contract"),
+    ('{"mid":"x","partition":0,"offset":3}', "type None: not a client event of the history contract"),
+    ('{"type":"polls","partitions":[0,0],"offsets":[1],"mids":["b","c"]}',
+     "batch columns of different lengths"),
+    ('{"type":"ok","mid":"e","partition":0,"offset":1.5}', "offset: not a 64-bit integer"),
+    ('{"type":"meta","partitions":8}', "partitions: not a list"),
+    ('{"type":"polls","partitions":[0],"offsets":["1"],"mids":["a"]}',
+     "offsets: not a list of 64-bit integers"),
+])
+def test_the_reasons(line: str, why: str) -> None:
+    assert skip_reason(line.encode()) == why
+
+
 @pytest.mark.parametrize(("split_bytes", "block_bytes"), [(1 << 20, 1 << 20), (97, 64), (31, 7)])
 def test_skipped_lines_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_bytes: int,
                                    block_bytes: int) -> None:
@@ -253,6 +281,10 @@ def test_any_lines_read_as_the_contract_reads_them(tmp_path_factory: pytest.Temp
         assert _ingested(tmp, path, split_bytes) == _expected(path)
     finally:
         ingest.BLOCK_BYTES = old
+    tally = Tally()
+    for _ in read_lines(path, tally=tally):
+        pass
+    assert sum(skip_reason(line) is not None for _, line in split_lines(path.read_bytes())) == tally.skipped
 
 
 def test_kernels_run_without_this_package(tmp_path: Path) -> None:
