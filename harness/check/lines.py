@@ -178,8 +178,11 @@ def skip_reason(line: bytes) -> str | None:
     conform(event)
     if known(event):
         return None
-    if event.get("type") not in CLIENT_TYPES:
-        return f"type {event.get('type')!r}: not a client event of the history contract"
+    kind = event.get("type")
+    if kind is None:
+        return "no type"
+    if kind not in CLIENT_TYPES:
+        return f"type {kind!r}: not a client event of the history contract"
     return "batch columns of different lengths"
 
 

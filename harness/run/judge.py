@@ -112,7 +112,7 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     warning = skipped_lines(result.counts)
     if warning:
         # no further than the last skipped line the check counted (or the third)
-        where = first_skipped(run_dir, min(3, result.counts['skipped'])) if run_dir is not None else []
+        where = first_skipped(run_dir, min(3, result.counts["skipped"])) if run_dir is not None else []
         log.warning("warning: %s%s", warning, f"; the first: {', '.join(where)}" if where else "")
     rows, verdict = judge(case, check, result.injection, result.injections)
     result.expectations = rows
