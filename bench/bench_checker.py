@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(default 10000; 0: skip)")
     parser.add_argument("--session", type=int, default=30,
                         help="further in-process checks of the small run, timed as a long pytest "
-                             "session's later checks (the median of the last 5; default 30; 0: skip)")
+                             f"session's later checks (the median of the last {LATE}; default 30; 0: skip)")
     parser.add_argument("--cluster", action="store_true",
                         help="also check the small run on a standalone Spark cluster on loopback")
     parser.add_argument("--repeat", type=int, default=1,
