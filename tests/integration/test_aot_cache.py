@@ -1,0 +1,41 @@
+"""The checker server's AOT cache, for real (harness.check.aot): a training makes it, a new
+server maps it, and that server's check finds what the synthetic history holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.check import aot, server, spark_job
+from harness.testing.synthetic import Profile, generate
+
+
+@pytest.fixture()
+def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A state directory of the test's own: its servers, not the session's shared one."""
+    monkeypatch.setenv("HARNESS_SPARK_STATE", str(tmp_path / "state"))
+    monkeypatch.delenv("HARNESS_SPARK_AOT", raising=False)
+    yield tmp_path / "state"
+    spark_job.close()
+    server.stop()
+
+
+def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: Path) -> None:
+    lines: list[str] = []
+    # the server's start only (checks=0: the 90-s training of a real cache checks a run 3 times)
+    cache = aot.train(checks=0, log=lines.append)
+    assert cache == aot.cache_file() and cache.is_file() and cache.stat().st_size > 20 << 20
+    assert lines[-1].startswith(f"aot: wrote {cache}")
+    assert sorted(p.name for p in cache.parent.iterdir()) == [cache.name, "train.lock"]  # nothing else left
+
+    srv = server.ensure()
+    cmdline = Path(f"/proc/{srv.jvm_pid}/cmdline").read_bytes().split(b"\0")
+    assert f"-XX:AOTCache={cache}".encode() in cmdline
+    assert str(cache) in Path(f"/proc/{srv.jvm_pid}/maps").read_text()  # Java mapped it: in use
+
+    run = tmp_path / "run"
+    expected = generate(run, Profile(records=1500, partitions=3, producers=2, consumers=2, replicas=1,
+                                     inject={"lost-write": 1, "duplicate": 1}))
+    result = spark_job.run(run)
+    assert result.anomalies == expected.anomalies and result.counts == expected.counts

