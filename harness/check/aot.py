@@ -205,7 +205,11 @@ def stop_training() -> None:
         pid = int((server.state_dir() / "aot" / "train.pid").read_text())
     except (OSError, ValueError):
         return
-    if pid != os.getpid():
+    try:  # a training's, not another process's that took a dead one's pid
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if pid != os.getpid() and b"harness.check.server" in words and b"train" in words:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
 

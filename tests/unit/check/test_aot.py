@@ -84,14 +84,20 @@ def test_a_check_that_wants_the_machine_ends_an_idle_training(state: Path, tmp_p
     import subprocess
     import sys
 
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    other = subprocess.Popen(sleep)  # a process that took a dead training's pid
+    training = subprocess.Popen([*sleep, "-m", "harness.check.server", "train", "--background"])
     try:
         (state / "aot").mkdir(parents=True)
-        (state / "aot" / "train.pid").write_text(str(sleeper.pid))
+        (state / "aot" / "train.pid").write_text(str(other.pid))
         aot.stop_training()
-        assert sleeper.wait(10) == -15
+        (state / "aot" / "train.pid").write_text(str(training.pid))
+        aot.stop_training()
+        assert training.wait(10) == -15
+        assert other.poll() is None  # left alone
     finally:
-        sleeper.kill()
+        training.kill()
+        other.kill()
     aot.stop_training()  # no training: nothing to do
 
 
