@@ -248,8 +248,12 @@ def small(args: argparse.Namespace) -> bool:
         t0 = time.monotonic()
         started = server.running() is None
         server.ensure()
-        print(f"server start: {time.monotonic() - t0:.1f}s ({'started' if started else 'already running'})",
-              flush=True)
+        from harness.check import aot
+
+        cache = aot.cache_file()
+        with_cache = "with" if cache is not None and cache.is_file() else "without"
+        print(f"server start: {time.monotonic() - t0:.1f}s ({'started' if started else 'already running'}, "
+              f"{with_cache} an AOT cache)", flush=True)
         fresh = []
         for _ in range(repeat + 1):  # the first one warms the server's JIT; not counted
             t0 = time.monotonic()
