@@ -35,7 +35,7 @@ def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: P
     assert str(cache) in Path(f"/proc/{srv.jvm_pid}/maps").read_text()  # Java mapped it: in use
 
     run = tmp_path / "run"
-    expected = generate(run, Profile(records=1500, partitions=3, producers=2, consumers=2, replicas=1,
-                                     inject={"lost-write": 1, "duplicate": 1}))
+    expected = generate(run, Profile(records=500, partitions=2, producers=1, consumers=1, replicas=1,
+                                     inject={"lost-write": 1}))
     result = spark_job.run(run)
     assert result.anomalies == expected.anomalies and result.counts == expected.counts

@@ -57,6 +57,11 @@ def _topic(kafka: KafkaSystem, partitions: int = 1) -> str:
     return name
 
 
+# ZooKeeper mode's run of this test is the default case's path (cases/kafka/zk-kill-leader.yaml:
+# kill -9 of the leader under load, its restart, every acknowledged record read back), which CI
+# runs: left to the full matrix (`bin/test -m full_matrix`) to keep CI within its budget.
+@pytest.mark.parametrize("kafka", [pytest.param("kafka-zk", marks=pytest.mark.full_matrix), "kafka-kraft"],
+                         indirect=True)
 def test_produce_consume_kill_leader_and_restart(kafka: KafkaSystem, nemesis: Nemesis,
                                                  tmp_path) -> None:
     topic = _topic(kafka)
