@@ -327,9 +327,13 @@ def _train(work: Path, checks: int, say: object) -> Path:
 
 def train_when_idle() -> None:
     """The supervisor's call after an idle stop: train at the lowest priority if a cache
-    is wanted and missing (in a process of its own, so the supervisor exits now)."""
+    is wanted and missing and no other server runs (another interpreter's, a newer code
+    version's: its checks may be under way), in a process of its own, so the supervisor
+    exits now."""
+    from harness.check import server
+
     cache = cache_file()
-    if cache is None or cache.is_file():
+    if cache is None or cache.is_file() or server.servers():
         return
     with contextlib.suppress(OSError):
         subprocess.Popen([sys.executable, "-m", "harness.check.server", "train", "--background"],

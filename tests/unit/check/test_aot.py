@@ -138,3 +138,29 @@ def test_the_training_run_is_the_synthetic_profiles(tmp_path: Path) -> None:
     packed = {p.relative_to(tmp_path / "packed"): p.read_bytes() for p in (tmp_path / "packed").rglob("*")
               if p.is_file()}
     assert sorted(made) == sorted(packed) and made == packed
+
+
+def test_an_idle_stop_trains_only_when_no_other_server_runs(state: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import os
+    import subprocess
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda args, **kw: started.append(args))
+    directory = server.server_dir()
+    directory.mkdir(parents=True)
+    (directory / "server.json").write_text(json.dumps({  # a running server (this process's pid)
+        "pid": os.getpid(), "jvm_pid": os.getpid(), "port": 1, "python": "py", "pyspark": "4", "started": 1.0,
+        "session": "00000000-0000-0000-0000-000000000000"}))
+    aot.train_when_idle()
+    assert started == []  # its checks may be under way
+    (directory / "server.json").unlink()
+    aot.train_when_idle()
+    assert [a[-2:] for a in started] == [["train", "--background"]]
+    cache = aot.cache_file()
+    assert cache is not None
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(b"")
+    aot.train_when_idle()
+    assert len(started) == 1  # a cache is there
