@@ -318,7 +318,7 @@ def _train(work: Path, checks: int, say: object) -> Path:
     done = subprocess.run(create, capture_output=True, timeout=_DUMP_TIMEOUT_S, check=False)
     if done.returncode != 0 or not part.is_file():
         part.unlink(missing_ok=True)
-        tail = done.stdout.decode(errors="replace").strip().splitlines()[-3:]
+        tail = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()[-3:]
         raise CheckError(f"Java could not make the AOT cache (exit {done.returncode}): {' / '.join(tail)}")
     part.replace(cache)
     say(f"aot: wrote {cache} ({cache.stat().st_size >> 20} MB) in {time.monotonic() - t0:.0f} s")
