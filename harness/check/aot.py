@@ -21,8 +21,9 @@ synthetic run (:data:`TRAINING_RUN`) three times and stops, and Java then writes
 cache (about 80 s and 240 MB on a 2-core machine). The shared server's supervisor trains
 after an idle stop, when no cache exists, at the lowest CPU priority
 (``HARNESS_SPARK_AOT=0``: never); ``python -m harness.check.server train`` trains at once.
-A server uses the cache when it exists; Java ignores one that no longer matches its class
-path (jars replaced in place), with a warning in ``server.log``. ``harness clean`` ends a
+A server uses the cache when it exists. Java ignores one it cannot use (a truncated file,
+jars replaced in place), with its reason in ``server.log``; the supervisor then removes it
+(its JVM did not map it), and the next idle stop trains a new one. ``harness clean`` ends a
 training and removes what a killed one left.
 """
 
@@ -43,9 +44,9 @@ from pathlib import Path
 
 from harness.errors import CheckError
 
-__all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "command", "java_home", "record_config",
-           "remove_leftovers", "stop_training", "train", "train_when_idle", "wanted",
-           "without_missing_modules"]
+__all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "command", "drop_if_unused", "identity_of",
+           "in_command", "java_home", "record_config", "remove_leftovers", "stop_training", "train",
+           "train_when_idle", "wanted", "without_missing_modules"]
 
 #: the first Java whose AOT cache holds method profiles (JEP 515)
 MIN_VERSION = 25
@@ -194,6 +195,40 @@ def _aot_options() -> list[str]:
     if cache is not None and cache.is_file():
         return [f"-XX:AOTCache={cache}"]
     return []
+
+
+def in_command(cmd: Sequence[str]) -> Path | None:
+    """The AOT cache a server's JVM command names, if any."""
+    for arg in cmd:
+        if arg.startswith("-XX:AOTCache="):
+            return Path(arg.removeprefix("-XX:AOTCache="))
+    return None
+
+
+def drop_if_unused(cache: Path, jvm_pid: int, identity: tuple[int, int] | None) -> bool:
+    """After a server's start: when its JVM did not map ``cache`` (Java refused it: a
+    truncated file, jars replaced in place; the reason is in ``server.log``), removes it, so
+    that the next idle stop trains a new one; True then. ``identity``: the file's (inode,
+    mtime) when the JVM was started; a cache made since is kept."""
+    try:
+        if str(cache) in Path(f"/proc/{jvm_pid}/maps").read_text():
+            return False
+        now = cache.stat()
+    except OSError:  # the JVM is gone, or the file
+        return False
+    if identity != (now.st_ino, now.st_mtime_ns):
+        return False
+    cache.unlink(missing_ok=True)
+    return True
+
+
+def identity_of(cache: Path | None) -> tuple[int, int] | None:
+    """A cache file's (inode, mtime), None when absent."""
+    try:
+        st = cache.stat() if cache is not None else None
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns) if st is not None else None
 
 
 def stop_training() -> None:

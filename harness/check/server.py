@@ -374,6 +374,8 @@ def _idle(directory: Path) -> bool:
 
 def serve(directory: Path) -> int:
     """The supervisor: start the server, record it, stop it when idle or told to."""
+    from harness.check import aot
+
     stopping = False
 
     def on_term(signum: int, frame: object) -> None:
@@ -393,6 +395,8 @@ def serve(directory: Path) -> int:
         except CheckError as exc:
             print(f"the Spark Connect server did not start: {exc}", flush=True)
             return 1
+        cache = aot.in_command(cmd)
+        cache_id = aot.identity_of(cache)
         jvm = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and jvm.poll() is None and not stopping and not _listening(port):
@@ -404,6 +408,9 @@ def serve(directory: Path) -> int:
         if stopping or attempt == 2:
             print("the Spark Connect server did not start", flush=True)
             return 1
+    if cache is not None and aot.drop_if_unused(cache, jvm.pid, cache_id):
+        print(f"the JVM did not use the AOT cache {cache} (its reason is above): removed; the next "
+              "idle stop makes a new one", flush=True)
     server = Server(pid=os.getpid(), jvm_pid=jvm.pid, port=port, python=sys.executable,
                     pyspark=_pyspark_version(), started=time.time(), session=str(uuid.uuid4()))
     (directory / "used").touch()  # idle from now, not from an earlier server's last check
@@ -427,10 +434,7 @@ def serve(directory: Path) -> int:
                 jvm.wait()
     idle = not stopping and not died
     print(f"stopped ({'told to' if stopping else 'idle' if idle else 'JVM exited'})", flush=True)
-    if idle:  # nothing is checking: a good time to make the AOT cache, if it is missing
-        from harness.check import aot
-
-        if aot.record_config() is None:
+    if idle and aot.record_config() is None:  # nothing is checking: make the AOT cache, if missing
             aot.train_when_idle()
     return 0
 

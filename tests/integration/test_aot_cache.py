@@ -1,5 +1,6 @@
 """The checker server's AOT cache, for real (harness.check.aot): a training makes it, a new
-server maps it, and that server's check finds what the synthetic history holds."""
+server maps it, and that server's check finds what the synthetic history holds; a cache
+Java refuses is removed."""
 
 from __future__ import annotations
 
@@ -39,3 +40,14 @@ def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: P
                                      inject={"lost-write": 1}))
     result = spark_job.run(run)
     assert result.anomalies == expected.anomalies and result.counts == expected.counts
+
+    # A cache Java cannot use (here truncated) is not used, and the supervisor removes it: the
+    # next idle stop trains a new one instead of every server starting without one.
+    spark_job.close()
+    server.stop()
+    cache.write_bytes(cache.read_bytes()[: 8 << 20])
+    srv = server.ensure()
+    assert str(cache) not in Path(f"/proc/{srv.jvm_pid}/maps").read_text()
+    assert not cache.exists()
+    log = (server.server_dir() / "server.log").read_text()
+    assert f"the JVM did not use the AOT cache {cache}" in log and "[aot]" in log

@@ -83,11 +83,16 @@ def test_a_failing_launcher_is_one_clear_error(state: Path, tmp_path: Path,
 def test_a_check_that_wants_the_machine_ends_an_idle_training(state: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
+    import time
 
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
     other = subprocess.Popen(sleep)  # a process that took a dead training's pid
     training = subprocess.Popen([*sleep, "-m", "harness.check.server", "train", "--background"])
     try:
+        for _ in range(200):  # until the child has exec'd (before, its command line is pytest's)
+            if b"--background" in Path(f"/proc/{training.pid}/cmdline").read_bytes():
+                break
+            time.sleep(0.05)
         (state / "aot").mkdir(parents=True)
         (state / "aot" / "train.pid").write_text(str(other.pid))
         aot.stop_training()
@@ -164,3 +169,27 @@ def test_an_idle_stop_trains_only_when_no_other_server_runs(state: Path,
     cache.write_bytes(b"")
     aot.train_when_idle()
     assert len(started) == 1  # a cache is there
+
+
+def test_a_cache_the_jvm_did_not_map_is_removed_unless_made_since(tmp_path: Path) -> None:
+    import mmap
+    import os
+
+    cache = tmp_path / "c.aot"
+    assert aot.in_command(["java", "-Xmx1g", f"-XX:AOTCache={cache}", "Main"]) == cache
+    assert aot.in_command(["java", "-XX:AOTMode=record", "Main"]) is None
+    me = os.getpid()  # this process's maps stand in for the server JVM's
+    refused = tmp_path / "refused.aot"
+    refused.write_bytes(b"x" * 4096)
+    assert aot.drop_if_unused(refused, me, aot.identity_of(refused)) and not refused.exists()
+
+    remade = tmp_path / "remade.aot"  # a training replaced it after the JVM's start
+    remade.write_bytes(b"x" * 4096)
+    assert not aot.drop_if_unused(remade, me, (0, 0)) and remade.exists()
+    assert aot.identity_of(tmp_path / "absent.aot") is None and aot.identity_of(None) is None
+
+    used = tmp_path / "used.aot"
+    used.write_bytes(b"x" * 4096)
+    with open(used, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ):
+        assert not aot.drop_if_unused(used, me, aot.identity_of(used)) and used.exists()
+    assert not aot.drop_if_unused(used, 1 << 30, aot.identity_of(used))  # no such process: kept
