@@ -435,7 +435,7 @@ def serve(directory: Path) -> int:
     idle = not stopping and not died
     print(f"stopped ({'told to' if stopping else 'idle' if idle else 'JVM exited'})", flush=True)
     if idle and aot.record_config() is None:  # nothing is checking: make the AOT cache, if missing
-            aot.train_when_idle()
+        aot.train_when_idle()
     return 0
 
 
