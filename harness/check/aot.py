@@ -45,7 +45,7 @@ from pathlib import Path
 from harness.errors import CheckError
 
 __all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "command", "drop_if_unused", "identity_of",
-           "in_command", "java_home", "record_config", "remove_leftovers", "stop_training", "train",
+           "in_command", "java_home", "record_config", "remove_leftovers", "status", "stop_training", "train",
            "train_when_idle", "wanted", "without_missing_modules"]
 
 #: the first Java whose AOT cache holds method profiles (JEP 515)
@@ -231,22 +231,46 @@ def identity_of(cache: Path | None) -> tuple[int, int] | None:
     return (st.st_ino, st.st_mtime_ns) if st is not None else None
 
 
-def stop_training() -> None:
-    """Ends a training started after an idle stop, if one is under way: a check wants the
-    machine (the training's own server stops with it, and nothing of it is left)."""
+def _idle_training() -> int | None:
+    """The pid of a training started after an idle stop, if one is under way."""
     from harness.check import server
 
     try:
         pid = int((server.state_dir() / "aot" / "train.pid").read_text())
     except (OSError, ValueError):
-        return
+        return None
     try:  # a training's, not another process's that took a dead one's pid
         words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return
-    if pid != os.getpid() and b"harness.check.server" in words and b"train" in words:
+        return None
+    return pid if pid != os.getpid() and b"harness.check.server" in words and b"train" in words else None
+
+
+def stop_training() -> None:
+    """Ends a training started after an idle stop, if one is under way: a check wants the
+    machine (the training's own server stops with it, and nothing of it is left)."""
+    pid = _idle_training()
+    if pid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
+
+
+def status() -> str:
+    """One line on the cache, for ``python -m harness.check.server status``."""
+    cache = cache_file()
+    if cache is None:
+        why = "HARNESS_SPARK_AOT=0" if os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0" else (
+            f"the server's Java ({java_home() or 'the system Java'}) is older than {MIN_VERSION}")
+        return f"AOT cache: off ({why})"
+    training = _idle_training()
+    if training is not None:
+        return f"AOT cache: being made (training pid {training}); {cache}"
+    try:
+        size = cache.stat().st_size
+    except OSError:
+        return (f"AOT cache: none yet ({cache}); the next idle stop makes one, or "
+                "`python -m harness.check.server train` now")
+    return f"AOT cache: {cache} ({size >> 20} MB)"
 
 
 def remove_leftovers() -> int:

@@ -470,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"pyspark {server.pyspark})")
         if not found:
             print("not running")
+        from harness.check import aot
+
+        print(aot.status())
         return 0
     print("stopped" if stop() else "not running")
     return 0

@@ -193,3 +193,40 @@ def test_a_cache_the_jvm_did_not_map_is_removed_unless_made_since(tmp_path: Path
     with open(used, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ):
         assert not aot.drop_if_unused(used, me, aot.identity_of(used)) and used.exists()
     assert not aot.drop_if_unused(used, 1 << 30, aot.identity_of(used))  # no such process: kept
+
+
+def test_the_status_line_says_where_the_cache_stands(state: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+    import time
+
+    cache = aot.cache_file()
+    assert cache is not None
+    assert aot.status().startswith(f"AOT cache: none yet ({cache}); the next idle stop makes one")
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(b"x" * (3 << 20))
+    assert aot.status() == f"AOT cache: {cache} (3 MB)"
+    assert server.main(["status"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["not running", f"AOT cache: {cache} (3 MB)"]
+
+    training = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                                 "-m", "harness.check.server", "train", "--background"])
+    try:
+        for _ in range(200):  # until the child has exec'd
+            if b"--background" in Path(f"/proc/{training.pid}/cmdline").read_bytes():
+                break
+            time.sleep(0.05)
+        (cache.parent / "train.pid").write_text(str(training.pid))
+        assert aot.status() == f"AOT cache: being made (training pid {training.pid}); {cache}"
+    finally:
+        training.kill()
+        training.wait()
+    assert aot.status() == f"AOT cache: {cache} (3 MB)"  # the pid file names a dead process
+
+    monkeypatch.setenv("HARNESS_SPARK_AOT", "0")
+    assert aot.status() == "AOT cache: off (HARNESS_SPARK_AOT=0)"
+    monkeypatch.delenv("HARNESS_SPARK_AOT")
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "17.0.2")))
+    assert aot.status() == f"AOT cache: off (the server's Java ({tmp_path / 'java-17.0.2'}) is older than 25)"
