@@ -260,7 +260,7 @@ def status() -> str:
     cache = cache_file()
     if cache is None:
         why = "HARNESS_SPARK_AOT=0" if os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0" else (
-            f"the server's Java ({java_home() or 'the system Java'}) is older than {MIN_VERSION}")
+            f"the server's Java ({java_home() or 'the system Java'}) is not Java {MIN_VERSION} or later")
         return f"AOT cache: off ({why})"
     training = _idle_training()
     if training is not None:

@@ -228,5 +228,6 @@ def test_the_status_line_says_where_the_cache_stands(state: Path, tmp_path: Path
     monkeypatch.setenv("HARNESS_SPARK_AOT", "0")
     assert aot.status() == "AOT cache: off (HARNESS_SPARK_AOT=0)"
     monkeypatch.delenv("HARNESS_SPARK_AOT")
-    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "17.0.2")))
-    assert aot.status() == f"AOT cache: off (the server's Java ({tmp_path / 'java-17.0.2'}) is older than 25)"
+    java17 = _fake_java(tmp_path, "17.0.2")
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(java17))
+    assert aot.status() == f"AOT cache: off (the server's Java ({java17}) is not Java 25 or later)"
