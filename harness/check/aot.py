@@ -155,9 +155,13 @@ def _jvm_options(cmd: Sequence[str]) -> list[str]:
     return list(cmd[1:end])
 
 
+def _turned_off() -> bool:
+    return os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0"
+
+
 def wanted() -> bool:
     """Whether a server here would use a cache (Java 25 or later, not turned off)."""
-    if os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0":
+    if _turned_off():
         return False
     major = _major(_release(java_home()))
     return major is not None and major >= MIN_VERSION
@@ -211,12 +215,10 @@ def drop_if_unused(cache: Path, jvm_pid: int, identity: tuple[int, int] | None) 
     that the next idle stop trains a new one; True then. ``identity``: the file's (inode,
     mtime) when the JVM was started; a cache made since is kept."""
     try:
-        if str(cache) in Path(f"/proc/{jvm_pid}/maps").read_text():
-            return False
-        now = cache.stat()
-    except OSError:  # the JVM is gone, or the file
+        mapped = str(cache) in Path(f"/proc/{jvm_pid}/maps").read_text()
+    except OSError:  # the JVM is gone
         return False
-    if identity != (now.st_ino, now.st_mtime_ns):
+    if mapped or identity is None or identity_of(cache) != identity:
         return False
     cache.unlink(missing_ok=True)
     return True
@@ -259,7 +261,7 @@ def status() -> str:
     """One line on the cache, for ``python -m harness.check.server status``."""
     cache = cache_file()
     if cache is None:
-        why = "HARNESS_SPARK_AOT=0" if os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0" else (
+        why = "HARNESS_SPARK_AOT=0" if _turned_off() else (
             f"the server's Java ({java_home() or 'the system Java'}) is not Java {MIN_VERSION} or later")
         return f"AOT cache: off ({why})"
     training = _idle_training()

@@ -4,6 +4,9 @@ server with it.)"""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,17 @@ def _fake_java(tmp_path: Path, version: str, modules: str = "java.base") -> Path
     home.mkdir()
     (home / "release").write_text(f'JAVA_VERSION="{version}"\nMODULES="{modules}"\n')
     return home
+
+
+def _training_like(sleep: list[str]) -> subprocess.Popen[bytes]:
+    """A process whose command line is an idle training's, once it has exec'd (before, its
+    command line is pytest's)."""
+    child = subprocess.Popen([*sleep, "-m", "harness.check.server", "train", "--background"])
+    for _ in range(200):
+        if b"--background" in Path(f"/proc/{child.pid}/cmdline").read_bytes():
+            break
+        time.sleep(0.05)
+    return child
 
 
 def test_an_add_modules_option_keeps_only_the_modules_the_runtime_has() -> None:
@@ -81,18 +95,10 @@ def test_a_failing_launcher_is_one_clear_error(state: Path, tmp_path: Path,
 
 
 def test_a_check_that_wants_the_machine_ends_an_idle_training(state: Path, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    import time
-
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
     other = subprocess.Popen(sleep)  # a process that took a dead training's pid
-    training = subprocess.Popen([*sleep, "-m", "harness.check.server", "train", "--background"])
+    training = _training_like(sleep)
     try:
-        for _ in range(200):  # until the child has exec'd (before, its command line is pytest's)
-            if b"--background" in Path(f"/proc/{training.pid}/cmdline").read_bytes():
-                break
-            time.sleep(0.05)
         (state / "aot").mkdir(parents=True)
         (state / "aot" / "train.pid").write_text(str(other.pid))
         aot.stop_training()
@@ -149,7 +155,6 @@ def test_an_idle_stop_trains_only_when_no_other_server_runs(state: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import json
     import os
-    import subprocess
 
     started: list[list[str]] = []
     monkeypatch.setattr(subprocess, "Popen", lambda args, **kw: started.append(args))
@@ -198,10 +203,6 @@ def test_a_cache_the_jvm_did_not_map_is_removed_unless_made_since(tmp_path: Path
 def test_the_status_line_says_where_the_cache_stands(state: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    import subprocess
-    import sys
-    import time
-
     cache = aot.cache_file()
     assert cache is not None
     assert aot.status().startswith(f"AOT cache: none yet ({cache}); the next idle stop makes one")
@@ -211,13 +212,8 @@ def test_the_status_line_says_where_the_cache_stands(state: Path, tmp_path: Path
     assert server.main(["status"]) == 0
     assert capsys.readouterr().out.splitlines() == ["not running", f"AOT cache: {cache} (3 MB)"]
 
-    training = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
-                                 "-m", "harness.check.server", "train", "--background"])
+    training = _training_like([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        for _ in range(200):  # until the child has exec'd
-            if b"--background" in Path(f"/proc/{training.pid}/cmdline").read_bytes():
-                break
-            time.sleep(0.05)
         (cache.parent / "train.pid").write_text(str(training.pid))
         assert aot.status() == f"AOT cache: being made (training pid {training.pid}); {cache}"
     finally:
