@@ -49,6 +49,7 @@ __all__ = [
     "LoadedRun",
     "Rates",
     "is_run_dir",
+    "not_a_run_dir",
     "result_window",
     "TimelineEntry",
     "load_run",
@@ -77,6 +78,20 @@ def is_run_dir(path: Path) -> bool:
             or (path / "history").is_dir()
     except OSError:  # unreadable: not ours to show
         return False
+
+
+def not_a_run_dir(path: Path) -> str:
+    """The error for a directory that :func:`is_run_dir` refuses, naming the runs it holds
+    (a reports directory given for one of its runs)."""
+    message = f"{path}: not a run directory: it holds no result.json, timeline.jsonl or history/"
+    try:
+        runs = sorted(child.name for child in path.iterdir() if child.is_dir() and is_run_dir(child))
+    except OSError:  # unreadable: the message as it is
+        runs = []
+    if runs:
+        shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+        message += f"; it holds runs ({shown}): give one of them"
+    return message
 
 
 def _text(value: Any) -> str | None:

@@ -40,6 +40,7 @@ from harness.report.load import (
     TimelineEntry,
     is_run_dir,
     load_run,
+    not_a_run_dir,
     result_window,
     safe_href,
     scan_history,
@@ -479,8 +480,7 @@ def render_run(run_dir: str | os.PathLike[str]) -> Path:
     if not exists:
         raise HarnessError(f"{run_dir}: no such run directory")
     if not is_run_dir(run_dir):
-        raise HarnessError(f"{run_dir}: not a run directory: it holds no result.json, "
-                           "timeline.jsonl or history/")
+        raise HarnessError(not_a_run_dir(run_dir))
     try:
         html = _run_page(run_dir)
     except HarnessError:

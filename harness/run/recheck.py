@@ -39,6 +39,7 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
     A run that failed before its recovery read comes back unchanged (verdict ``error``).
     """
     from ..check import check_run
+    from ..report.load import is_run_dir, not_a_run_dir
 
     run_dir = Path(run_dir)
     try:
@@ -47,6 +48,8 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
         raise CheckError(f"{run_dir}: unreadable: {exc.strerror}") from None
     if not is_dir:
         raise CheckError(f"{run_dir}: not a run directory")
+    if not is_run_dir(run_dir):  # a reports directory, say: result.json's absence would mislead
+        raise CheckError(not_a_run_dir(run_dir))
     result = RunResult.read(run_dir)
     case = _case(run_dir, result)
     run_failed = result.verdict == "error" and not (result.error or "").startswith(CHECK_FAILED)

@@ -134,6 +134,20 @@ def test_a_missing_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert f"{run / missing}: missing" in err
 
 
+def test_a_reports_directory_names_the_runs_it_holds(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    run, _ = _run(tmp_path)
+    reports = run.parent
+    (reports / "notes").mkdir()  # not a run: not named
+    for command in ("check", "report"):
+        code = main([command, str(reports)])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "", command
+        assert err == (f"harness: error: {reports}: not a run directory: it holds no result.json, "
+                       f"timeline.jsonl or history/; it holds runs ({run.name}): give one of them\n"), command
+    assert not (reports / "result.json").exists() and not (reports / "report.html").exists()
+
+
 def test_an_invalid_case_copy_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run, _ = _run(tmp_path)
     before = (run / "result.json").read_bytes()

@@ -14,7 +14,7 @@ import harness.report.render as render
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.report import render_index, render_run
-from harness.report.load import load_run
+from harness.report.load import load_run, not_a_run_dir
 
 if TYPE_CHECKING:
     from conftest import RunFactory
@@ -91,6 +91,15 @@ def test_report_wants_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err == (f"harness: error: {some}: not a run directory: it holds no result.json, timeline.jsonl "
                    "or history/\n")
     assert not (some / "report.html").exists() and not (tmp_path / "some" / "index.html").exists()
+
+
+def test_a_reports_directory_names_three_of_its_runs_and_counts_the_rest(tmp_path: Path) -> None:
+    for name in ("r5", "r1", "r4", "r2", "r3"):
+        (tmp_path / name / "history").mkdir(parents=True)
+    (tmp_path / "r0").mkdir()  # no marker: not a run
+    assert not_a_run_dir(tmp_path) == (f"{tmp_path}: not a run directory: it holds no result.json, "
+                                       "timeline.jsonl or history/; it holds runs (r1, r2, r3 and 2 more): "
+                                       "give one of them")
 
 
 @pytest.mark.parametrize("marker", ["result.json", "timeline.jsonl", "history"])
