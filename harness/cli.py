@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .check.master import require_reachable
 from .clusters import CASES_DIR, REPORTS_DIR, SYSTEMS
 from .errors import HarnessError
 from .run.events import console
@@ -157,6 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise HarnessError(f"--seed {args.seed}: a seed is between 0 and {MAX_SEED}")
     case = load_case(DEFAULT_CASE if args.case is None else args.case, cluster=args.cluster,
                      version=args.version)
+    require_reachable(args.spark_master)  # before the run, not when its check starts
     code = 0
     for n in range(1, args.repeat + 1):
         if args.repeat > 1:
@@ -183,6 +185,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     cells = cells_of(args.paths or [str(CASES_DIR / "kafka" / "regressions")], args.version or ())
     if not cells:
         raise HarnessError(f"no case has a version entry named {', '.join(args.version)}")
+    require_reachable(args.spark_master)
     done = run_matrix(cells, reps=args.reps, reports_dir=Path(args.reports),
                       spark_master=args.spark_master)
     page = write_matrix(done, Path(args.reports))

@@ -60,6 +60,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    master = config.getoption("--chaos-spark-master", default=None)
+    if master:  # a bad one is a usage error before any case runs, not an error in each
+        from .check.master import require_reachable
+        from .errors import CheckError
+
+        try:
+            require_reachable(master, option="--chaos-spark-master")
+        except CheckError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:

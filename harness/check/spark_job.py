@@ -59,6 +59,7 @@ from harness.check import mids as mids_kernel
 from harness.check import placed as placed_kernel
 from harness.check import scratch as scratch_dir
 from harness.check.inputs import require_lines, run_files
+from harness.check.master import DEFAULT_MASTER, master_of, require_reachable
 from harness.check.mids import (  # per-id flags: those of the per-id step
     F_ABORTED,
     F_DUP,
@@ -80,7 +81,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MASTER", "close", "master_of", "run", "session"]
 
-DEFAULT_MASTER = "local-connect"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 # Event type codes and row flags: those of the ingest step.
@@ -130,12 +130,6 @@ _session_lock = threading.Lock()
 _run_lock = threading.Lock()
 _session: SparkSession | None = None
 _session_key: str | None = None  # the master, and for the shared server which one
-
-
-def master_of(master: str | None) -> str:
-    """The master a check runs on: ``master``, else ``$HARNESS_SPARK_MASTER``, else
-    :data:`DEFAULT_MASTER` (the shared local Spark Connect server)."""
-    return master or os.environ.get("HARNESS_SPARK_MASTER") or DEFAULT_MASTER
 
 
 def workers_see_local_files(master: str | None) -> bool:
@@ -280,7 +274,9 @@ def _start(master: str) -> SparkSession:
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # the JVM failed to start: pyspark raises several types here
-        raise CheckError(f"cannot start Spark on {master}: {exc} (is Java 17 installed?)") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = " (is Java 17 installed?)" if "JAVA_GATEWAY_EXITED" in first else ""
+        raise CheckError(f"cannot start Spark on {master}: {first}{hint}") from exc
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
@@ -369,6 +365,7 @@ def _shuffle_partitions(input_bytes: int) -> int:
 def run(run_dir: Path, master: str | None = None) -> CheckResult:
     """Check one run directory on ``master``; see :func:`harness.check.check_run`."""
     files, replicas = run_files(run_dir)  # before Spark starts: one clear error for a bad input
+    require_reachable(master)  # a bad master, or a cluster gone: one line, not Spark's retries
     if max(len(files), len(replicas)) > ingest.MAX_FILES:
         raise CheckError(f"{run_dir}: {max(len(files), len(replicas))} history or replica files; "
                          f"at most {ingest.MAX_FILES} supported")
