@@ -167,6 +167,8 @@ def session(master: str | None = None) -> SparkSession:
         with api_mode(_is_connect(master)):
             _session = _remote(shared.url, shared=True) if master == DEFAULT_MASTER else (
                 _remote(master) if master.startswith("sc://") else _start(master))
+            if master == DEFAULT_MASTER:
+                _no_retries_once_gone(_session, shared.jvm_pid)
         _session_key = key
         _register_kernels()
         return _session
@@ -240,6 +242,22 @@ def _remote(url: str, shared: bool = False) -> SparkSession:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CheckError(f"cannot reach the Spark Connect server {url}: {first}") from exc
     return spark
+
+
+def _no_retries_once_gone(spark: SparkSession, jvm_pid: int) -> None:
+    """Spark Connect's retries (up to about ten minutes of backoff when the server does not
+    answer) on the shared server, but none once its JVM has exited (killed, out of memory):
+    the check then fails at once (:func:`run` says why) instead of waiting for a server
+    that will not come back."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    from harness.check import server
+
+    class WhileTheServerLives(DefaultPolicy):
+        def can_retry(self, e: BaseException) -> bool:
+            return super().can_retry(e) and server.alive(jvm_pid)
+
+    spark.client.set_retry_policies([WhileTheServerLives()])
 
 
 def _import_connect_client() -> None:
@@ -392,9 +410,26 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
                                                 [str(f.resolve()) for f in replicas], local=local)).result()
         except (PySparkException, Py4JError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            gone = _shared_server_gone(master)
+            if gone:
+                raise CheckError(f"{run_dir}: Spark check failed: {gone}") from exc
             raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _shared_server_gone(master: str | None) -> str | None:
+    """Why a check on the shared server failed, if its JVM exited during it (the next check
+    starts a new server); else None."""
+    if master_of(master) != DEFAULT_MASTER or _session_key is None:
+        return None
+    from harness.check import server
+
+    now = server.running()
+    if now is not None and _session_key.endswith(f":{now.key}"):
+        return None
+    return (f"the shared Spark server stopped during the check (its JVM exited; see "
+            f"{server.server_dir() / 'server.log'}): check again, a new server starts")
 
 
 def _in_use(master: str | None) -> contextlib.AbstractContextManager[None]:
