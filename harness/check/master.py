@@ -1,7 +1,7 @@
 """Where a check runs (``--spark-master``, ``$HARNESS_SPARK_MASTER``), checked before any
 work: a value Spark would refuse, or a cluster nobody answers on, is one clear error at
-the start of ``harness run`` or ``harness check``, not a Java stack trace (or a minute of
-Spark Connect's retries) after the run.
+the start of ``harness run`` or ``harness check``, not a Java stack trace after a minute (or
+minutes of Spark Connect's retries) after the run.
 
 Accepted: ``local-connect`` (:data:`DEFAULT_MASTER`, the shared local Spark Connect server),
 ``local``, ``local[N]``, ``local[*]``, ``local[N,F]`` and ``local[*,F]`` (Spark in the
