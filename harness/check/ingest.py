@@ -209,6 +209,20 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
                              .cast(_RESULT_SCHEMA), tally])
 
 
+def dirs_under(root: str, *parts: str) -> str:
+    """``root/parts...``, made where missing, but never ``root`` itself (the driver makes
+    it in the check's scratch directory): a task still writing when its check failed and
+    removed that directory gets FileNotFoundError instead of making it again."""
+    path = root
+    for part in os.path.join(*parts).split(os.sep):
+        path = os.path.join(path, part)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass
+    return path
+
+
 class _Writers:
     """One split's Parquet writers, opened as rows come: ``o/`` (always, so that every
     split leaves a file), ``r/``, and one per ``p/<topic hash>_<partition>/``. A split's
@@ -227,7 +241,7 @@ class _Writers:
         key = os.path.join(root, where)
         writer = self.open.get(key)
         if writer is None:
-            os.makedirs(key, exist_ok=True)
+            dirs_under(root, where)
             ids = root != self.out_dir
             writer = self.open[key] = pq.ParquetWriter(
                 os.path.join(key, self.name), IDS_SCHEMA if ids else EVENTS_SCHEMA, compression="lz4",

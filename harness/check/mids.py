@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.check.ingest import FAIL, IDS_SCHEMA, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC
+from harness.check.ingest import FAIL, IDS_SCHEMA, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC, dirs_under
 
 __all__ = ["MIDS_SCHEMA", "TASK_SCHEMA", "aggregate", "bucket_stem", "kernel"]
 
@@ -102,9 +102,8 @@ def _write(table: pa.Table, out_dir: str, stem: str) -> None:
     body = table.drop_columns(["ack_topic", "ack_part"]).take(pa.array(order))
     for lo, hi in zip([0, *change], [*change, len(order)], strict=False):
         tn, tv, pn, pv = keys[:, lo]
-        path = os.path.join(out_dir, f"ack_topic={HIVE_NULL if tn else int(tv)}",
-                            f"ack_part={HIVE_NULL if pn else int(pv)}")
-        os.makedirs(path, exist_ok=True)
+        path = dirs_under(out_dir, f"ack_topic={HIVE_NULL if tn else int(tv)}",
+                          f"ack_part={HIVE_NULL if pn else int(pv)}")
         pq.write_table(body.slice(lo, hi - lo), os.path.join(path, f"{stem}.parquet"),
                        compression="lz4", use_dictionary=False, write_statistics=_STATS)
 

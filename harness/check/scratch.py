@@ -14,7 +14,9 @@ workers waited on I/O for 10 and 26 of the step's 57 and 78 core-seconds in two 
 waits come and go: when the disk had few, memory still gained about 2 s a check (five
 alternated pairs, medians 50.3 against 52.5 s; docs/checker-log.md, session 29).
 
-A check removes its scratch directory when it ends, on an error or Ctrl-C too. A directory
+A check removes its scratch directory when it ends, on an error or Ctrl-C too; tasks of a
+failed step still running then fail to write (:func:`harness.check.ingest.dirs_under`) instead
+of making it again. A directory
 left by a check that was killed is removed by :func:`remove_stale` (``harness clean``):
 the directory's name holds the checking process's id.
 """

@@ -45,6 +45,7 @@ import importlib
 import logging
 import math
 import os
+import re
 import shutil
 import sys
 import threading
@@ -409,13 +410,30 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
             return _Job(spark, scratch, _Inputs(run_dir, [str(f.resolve()) for f in files],
                                                 [str(f.resolve()) for f in replicas], local=local)).result()
         except (PySparkException, Py4JError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            gone = _shared_server_gone(master)
-            if gone:
-                raise CheckError(f"{run_dir}: Spark check failed: {gone}") from exc
-            raise CheckError(f"{run_dir}: Spark check failed: {first}") from exc
+            reason = _shared_server_gone(master) or _reason(exc)
+            if "No space left on device" in reason:
+                reason += (f" (the check's scratch directory is in {scratch.parent}, which filled up: "
+                           "$HARNESS_CHECK_SCRATCH moves it)")
+            raise CheckError(f"{run_dir}: Spark check failed: {reason}") from exc
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _reason(exc: BaseException) -> str:
+    """A Spark failure in one line: for an exception in a Python worker, its own last line
+    (``OSError: [Errno 28] ... No space left on device``), not PySpark's "An exception was
+    thrown from the Python worker. Please see the stack trace below."; else the first line."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if "Traceback (most recent call last)" in text:
+        last = [line for line in lines if not _SQLSTATE.fullmatch(line)][-1]
+        return _SQLSTATE.sub("", last).strip() or lines[0]
+    return lines[0]
+
+
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+$")
 
 
 def _shared_server_gone(master: str | None) -> str | None:
@@ -576,6 +594,7 @@ class _Job:
         and its count of lines and skipped lines (step 2's input)."""
         out = self.scratch / "events"
         out.mkdir()
+        (self.scratch / "ids").mkdir()  # the tasks make what is below, never these
         splits = ingest.plan(self.inputs.history, self.inputs.replicas)
         run = ingest.kernel(str(out), str(self.scratch / "ids"), self.buckets)
         names = self._each(splits, ingest.TASK_SCHEMA, run, ingest.RESULT_SCHEMA,

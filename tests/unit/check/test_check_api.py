@@ -83,3 +83,26 @@ def test_a_big_check_says_where_it_is(tmp_path: Path, monkeypatch: pytest.Monkey
         f"check: {result.counts['lines']:,} lines read; per message id (1 bucket)",
         "check: anomalies", "check: examples, latency and transactions", "check: done"]
     assert result.anomalies["lost-write"] == 1
+
+
+#: what PySpark's Connect client raised when a Python worker's Parquet write found its disk
+#: full (HARNESS_CHECK_SCRATCH on a 512-kB tmpfs; the traceback shortened)
+_WORKER_ENOSPC = """
+  An exception was thrown from the Python worker. Please see the stack trace below.
+[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
+  File "/work/main/harness/check/ingest.py", line 306, in __exit__
+    writer.close()
+  File "pyarrow/error.pxi", line 92, in pyarrow.lib.check_status
+OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device
+ SQLSTATE: 38000"""
+
+
+def test_a_spark_failure_is_told_by_its_own_line() -> None:
+    """A Python worker's exception by its last line, not PySpark's "see the stack trace below"
+    (which the one-line error leaves out); anything else by its first line."""
+    assert spark_job._reason(Exception(_WORKER_ENOSPC)) == (
+        "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device")
+    same_line = _WORKER_ENOSPC.replace("\n SQLSTATE: 38000", " SQLSTATE: 38000")
+    assert spark_job._reason(Exception(same_line)) == spark_job._reason(Exception(_WORKER_ENOSPC))
+    assert spark_job._reason(Exception("[TABLE_OR_VIEW_NOT_FOUND] x\nmore")) == "[TABLE_OR_VIEW_NOT_FOUND] x"
+    assert spark_job._reason(RuntimeError("")) == "RuntimeError"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,7 @@ def test_with_id_buckets_each_event_is_written_where_the_steps_read_it(tmp_path:
     ]) + "\n")
     out, ids = tmp_path / "events", tmp_path / "ids"
     out.mkdir()
+    ids.mkdir()
     run = ingest.kernel(str(out), str(ids), 4)
     task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
                     strict=True))
@@ -407,6 +409,30 @@ def test_a_partitions_polls_are_written_together_in_file_order(tmp_path: Path, o
     assert unplaced == (["b3"] if odd else [])
 
 
+def test_a_task_that_outlives_its_check_writes_nothing(tmp_path: Path) -> None:
+    """A check that failed removes its scratch directory while other tasks of the step may
+    still run: their writes fail instead of making the directory again (no leftover)."""
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(f'{{"type":"invoke","client":"p","topic":"t","mid":"m{i}","t":{i}}}\n'
+                               for i in range(20)))
+    scratch = tmp_path / "harness-check-1-x"
+    out, ids = scratch / "events", scratch / "ids"
+    out.mkdir(parents=True)
+    ids.mkdir()
+    run = ingest.kernel(str(out), str(ids), 2)
+    task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
+                    strict=True))
+    shutil.rmtree(scratch)  # the check failed and removed it
+    with pytest.raises(FileNotFoundError):
+        list(run([pa.RecordBatch.from_pylist([task])]))
+    assert not scratch.exists()
+    assert ingest.dirs_under(str(tmp_path), "a/b", "c") == str(tmp_path / "a" / "b" / "c")
+    assert ingest.dirs_under(str(tmp_path), "a", "b/c") == str(tmp_path / "a" / "b" / "c")  # made: no error
+    with pytest.raises(FileNotFoundError):
+        ingest.dirs_under(str(tmp_path / "gone"), "a")
+    assert not (tmp_path / "gone").exists()
+
+
 def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A split read in many blocks writes each id bucket's rows as one row group, in
     file order (a row group per block and bucket cost more than its rows)."""
@@ -416,6 +442,7 @@ def test_a_split_writes_each_id_bucket_once(tmp_path: Path, monkeypatch: pytest.
                                for i in range(200)))
     out, ids = tmp_path / "events", tmp_path / "ids"
     out.mkdir()
+    ids.mkdir()
     run = ingest.kernel(str(out), str(ids), 8)
     task = dict(zip(("path", "file", "replicas", "start", "stop"), ingest.plan([str(history)], [])[0],
                     strict=True))
@@ -447,6 +474,7 @@ def test_a_seq_names_the_split_that_wrote_it(tmp_path: Path, split_bytes: int) -
     ]).encode() + b"\n")
     out, ids = tmp_path / "events", tmp_path / "ids"
     out.mkdir()
+    ids.mkdir()
     run = ingest.kernel(str(out), str(ids), 3)
     for task in ingest.plan([str(history)], [], split_bytes):
         row = dict(zip(("path", "file", "replicas", "start", "stop"), task, strict=True))
