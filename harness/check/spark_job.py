@@ -411,7 +411,7 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
                                                 [str(f.resolve()) for f in replicas], local=local)).result()
         except (PySparkException, Py4JError) as exc:
             reason = _shared_server_gone(master) or _reason(exc)
-            if "No space left on device" in reason:
+            if "No space left on device" in reason and _in_a_worker(exc):  # the kernels write the scratch
                 reason += (f" (the check's scratch directory is in {scratch.parent}, which filled up: "
                            "$HARNESS_CHECK_SCRATCH moves it)")
             raise CheckError(f"{run_dir}: Spark check failed: {reason}") from exc
@@ -427,13 +427,18 @@ def _reason(exc: BaseException) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
-    if "Traceback (most recent call last)" in text:
+    if _in_a_worker(exc):
         last = [line for line in lines if not _SQLSTATE.fullmatch(line)][-1]
         return _SQLSTATE.sub("", last).strip() or lines[0]
     return lines[0]
 
 
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+$")
+
+
+def _in_a_worker(exc: BaseException) -> bool:
+    """Whether a Spark failure is a Python worker's exception (its traceback in the text)."""
+    return "Traceback (most recent call last)" in str(exc)
 
 
 def _shared_server_gone(master: str | None) -> str | None:
