@@ -13,6 +13,7 @@ left as it is.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
     and its report (and the index of the directory above), and returns the new result.
 
     A :class:`~harness.errors.HarnessError`, with nothing written, when the run directory, its
-    ``result.json`` or its case copy cannot be read, or when the check fails (CheckError).
+    ``result.json`` or its case copy cannot be read, when the directory cannot be written
+    (found before the check), or when the check fails (CheckError).
     A run that failed before its recovery read comes back unchanged (verdict ``error``).
     """
     from ..check import check_run
@@ -50,6 +52,10 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
         raise CheckError(f"{run_dir}: not a run directory")
     if not is_run_dir(run_dir):  # a reports directory, say: result.json's absence would mislead
         raise CheckError(not_a_run_dir(run_dir))
+    if not os.access(run_dir, os.W_OK | os.X_OK):  # before the check, not after it
+        raise CheckError(f"{run_dir}: cannot write there (a read-only file system, or no permission), "
+                         "and checking a run rewrites its result.json and report: copy the run "
+                         "directory somewhere writable and check the copy")
     result = RunResult.read(run_dir)
     case = _case(run_dir, result)
     run_failed = result.verdict == "error" and not (result.error or "").startswith(CHECK_FAILED)

@@ -148,6 +148,26 @@ def test_a_reports_directory_names_the_runs_it_holds(tmp_path: Path,
     assert not (reports / "result.json").exists() and not (reports / "report.html").exists()
 
 
+def test_a_run_that_cannot_be_rewritten_is_refused_before_the_check(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run on a read-only file system (os.access says no: root's permission bits would not)."""
+    import harness.check
+    import harness.run.recheck as recheck
+
+    run, _ = _run(tmp_path)
+    before = (run / "result.json").read_bytes()
+    monkeypatch.setattr(recheck.os, "access", lambda path, mode: Path(path) != run)
+    monkeypatch.setattr(harness.check, "check_run", lambda *a, **k: pytest.fail("checked"))
+    code, out, err = _check(run, capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines()[-1] == (
+        f"harness: error: {run}: cannot write there (a read-only file system, or no permission), and "
+        "checking a run rewrites its result.json and report: copy the run directory somewhere writable "
+        "and check the copy")
+    assert (run / "result.json").read_bytes() == before
+
+
 def test_an_invalid_case_copy_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run, _ = _run(tmp_path)
     before = (run / "result.json").read_bytes()
