@@ -152,6 +152,7 @@ def session(master: str | None = None) -> SparkSession:
     """
     global _session, _session_key
     master = master_of(master)
+    driver_memory()  # a bad setting is one line here, not a JVM that does not start
     with _session_lock:
         key = master
         if master == DEFAULT_MASTER:
@@ -346,7 +347,7 @@ def _driver_conf() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.memory": os.environ.get("HARNESS_SPARK_DRIVER_MEMORY") or _driver_memory(),
+        "spark.driver.memory": driver_memory(),
         "spark.driver.extraJavaOptions": " ".join(java),
         # Shuffle files of finished checks are removed when the driver collects garbage.
         "spark.cleaner.periodicGC.interval": "1min",
@@ -366,6 +367,21 @@ def _sql_conf() -> dict[str, str]:
         # The kernel's Arrow batches: 100k rows, not 10k (fewer round trips to the worker).
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     }
+
+
+def driver_memory() -> str:
+    """``$HARNESS_SPARK_DRIVER_MEMORY`` if it is a size Spark takes (``6g``, ``4096m``; a bare
+    number is MiB), else a CheckError naming it; unset: :func:`_driver_memory`."""
+    given = (os.environ.get("HARNESS_SPARK_DRIVER_MEMORY") or "").strip()
+    if not given:
+        return _driver_memory()
+    if not _MEMORY_SIZE.fullmatch(given):
+        raise CheckError(f"$HARNESS_SPARK_DRIVER_MEMORY {given!r}: not a memory size; give one such as "
+                         "6g or 4096m, or unset it (a third of this machine's memory, 1 to 16 GiB)")
+    return given
+
+
+_MEMORY_SIZE = re.compile(r"[1-9][0-9]*([kmgtp]b?|b)?", re.IGNORECASE)
 
 
 def _driver_memory() -> str:

@@ -106,3 +106,20 @@ def test_a_spark_failure_is_told_by_its_own_line() -> None:
     assert spark_job._reason(Exception(same_line)) == spark_job._reason(Exception(_WORKER_ENOSPC))
     assert spark_job._reason(Exception("[TABLE_OR_VIEW_NOT_FOUND] x\nmore")) == "[TABLE_OR_VIEW_NOT_FOUND] x"
     assert spark_job._reason(RuntimeError("")) == "RuntimeError"
+
+
+@pytest.mark.parametrize("given", ["6g", "4096", "512m", "2GB", " 8G "])
+def test_a_driver_memory_spark_takes_is_passed_on(monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+    monkeypatch.setenv("HARNESS_SPARK_DRIVER_MEMORY", given)
+    assert spark_job.driver_memory() == given.strip()
+
+
+@pytest.mark.parametrize("given", ["lots", "0g", "6 g", "-1g", "1.5g"])
+def test_a_driver_memory_spark_would_refuse_is_one_line(tmp_path: Path, given: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    generate(tmp_path, Profile(records=20))
+    monkeypatch.setenv("HARNESS_SPARK_DRIVER_MEMORY", given)
+    with pytest.raises(CheckError) as err:
+        check_run(tmp_path)
+    assert str(err.value) == (f"$HARNESS_SPARK_DRIVER_MEMORY {given!r}: not a memory size; give one such as "
+                              "6g or 4096m, or unset it (a third of this machine's memory, 1 to 16 GiB)")
