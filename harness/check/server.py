@@ -30,6 +30,7 @@ import fcntl
 import functools
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -48,7 +49,28 @@ from harness.errors import CheckError
 __all__ = ["IDLE_S", "Server", "alive", "ensure", "remove_leftovers", "running", "server_dir", "servers",
            "spark_home", "state_dir", "stop", "using"]
 
-IDLE_S = float(os.environ.get("HARNESS_SPARK_IDLE_S") or 900)
+_IDLE_DEFAULT_S = 900.0
+
+
+def idle_s(strict: bool = False) -> float:
+    """``$HARNESS_SPARK_IDLE_S``, seconds, if it is a positive number; else 900 (``strict``:
+    a CheckError naming the variable, which :func:`ensure` raises for a bad value)."""
+    given = (os.environ.get("HARNESS_SPARK_IDLE_S") or "").strip()
+    if not given:
+        return _IDLE_DEFAULT_S
+    try:
+        value = float(given)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and value > 0:
+        return value
+    if strict:
+        raise CheckError(f"$HARNESS_SPARK_IDLE_S {given!r}: not a positive number of seconds; give one "
+                         "such as 900 (the default), or unset it")
+    return _IDLE_DEFAULT_S
+
+
+IDLE_S = idle_s()
 START_TIMEOUT_S = 180.0
 _CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 _POLL_S = 2.0
@@ -190,6 +212,7 @@ def ensure() -> Server:
     :data:`START_TIMEOUT_S`."""
     import logging
 
+    idle_s(strict=True)  # a bad one is the user's to fix, not a server stopping at once
     directory = server_dir()
     with _locked(directory / "start.lock", fcntl.LOCK_EX):
         server = _running(directory)

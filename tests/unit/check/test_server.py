@@ -149,3 +149,25 @@ def test_the_server_keeps_sparks_temporary_files_in_its_directory(state: Path,
     assert server._environment(tmp)["SPARK_LOCAL_DIRS"] == str(tmp)  # the block manager's
     monkeypatch.setenv("SPARK_LOCAL_DIRS", "/big/disk")  # the user's choice stays
     assert server._environment(tmp)["SPARK_LOCAL_DIRS"] == "/big/disk"
+
+
+@pytest.mark.parametrize(("given", "seconds"), [(None, 900.0), ("", 900.0), ("60", 60.0), (" 0.5 ", 0.5)])
+def test_the_idle_time_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch, given: str | None,
+                                                     seconds: float) -> None:
+    if given is None:
+        monkeypatch.delenv("HARNESS_SPARK_IDLE_S", raising=False)
+    else:
+        monkeypatch.setenv("HARNESS_SPARK_IDLE_S", given)
+    assert server.idle_s(strict=True) == seconds
+
+
+@pytest.mark.parametrize("given", ["abc", "0", "-5", "inf", "nan"])
+def test_a_bad_idle_time_is_one_line_before_a_server_starts(state: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            given: str) -> None:
+    monkeypatch.setenv("HARNESS_SPARK_IDLE_S", given)
+    assert server.idle_s() == 900.0  # where nobody can be told (the module's import): the default
+    with pytest.raises(CheckError) as err:
+        server.ensure()
+    assert str(err.value) == (f"$HARNESS_SPARK_IDLE_S {given!r}: not a positive number of seconds; give one "
+                              "such as 900 (the default), or unset it")
+    assert not list(state.iterdir())  # nothing started, nothing made
