@@ -156,7 +156,7 @@ def _jvm_options(cmd: Sequence[str]) -> list[str]:
 
 
 def _turned_off() -> bool:
-    return os.environ.get("HARNESS_SPARK_AOT", "1").strip() == "0"
+    return os.environ.get("HARNESS_SPARK_AOT", "1").strip().lower() in ("0", "false", "no", "off")
 
 
 def wanted() -> bool:
@@ -261,7 +261,7 @@ def status() -> str:
     """One line on the cache, for ``python -m harness.check.server status``."""
     cache = cache_file()
     if cache is None:
-        why = "HARNESS_SPARK_AOT=0" if _turned_off() else (
+        why = f"HARNESS_SPARK_AOT={os.environ.get('HARNESS_SPARK_AOT', '').strip()}" if _turned_off() else (
             f"the server's Java ({java_home() or 'the system Java'}) is not Java {MIN_VERSION} or later")
         return f"AOT cache: off ({why})"
     training = _idle_training()

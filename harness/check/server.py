@@ -213,6 +213,10 @@ def ensure() -> Server:
     import logging
 
     idle_s(strict=True)  # a bad one is the user's to fix, not a server stopping at once
+    keep = os.environ.get("HARNESS_WORKER_KEEP_MB")  # read by its workers (harness.check.daemon)
+    if keep is not None and keep.strip() and not keep.strip().isdigit():
+        raise CheckError(f"$HARNESS_WORKER_KEEP_MB {keep!r}: not a number of MiB; give one such as 2048, "
+                         "0 (give everything back), or unset it")
     directory = server_dir()
     with _locked(directory / "start.lock", fcntl.LOCK_EX):
         server = _running(directory)

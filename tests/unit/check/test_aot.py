@@ -223,6 +223,11 @@ def test_the_status_line_says_where_the_cache_stands(state: Path, tmp_path: Path
 
     monkeypatch.setenv("HARNESS_SPARK_AOT", "0")
     assert aot.status() == "AOT cache: off (HARNESS_SPARK_AOT=0)"
+    for off in ("false", "No", " off "):  # as a user would write it
+        monkeypatch.setenv("HARNESS_SPARK_AOT", off)
+        assert aot.status() == f"AOT cache: off (HARNESS_SPARK_AOT={off.strip()})"
+    monkeypatch.setenv("HARNESS_SPARK_AOT", "1")
+    assert aot.status() == f"AOT cache: {cache} (3 MB)"
     monkeypatch.delenv("HARNESS_SPARK_AOT")
     java17 = _fake_java(tmp_path, "17.0.2")
     monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(java17))

@@ -171,3 +171,14 @@ def test_a_bad_idle_time_is_one_line_before_a_server_starts(state: Path, monkeyp
     assert str(err.value) == (f"$HARNESS_SPARK_IDLE_S {given!r}: not a positive number of seconds; give one "
                               "such as 900 (the default), or unset it")
     assert not list(state.iterdir())  # nothing started, nothing made
+
+
+@pytest.mark.parametrize("given", ["lots", "-1", "1.5", "2g"])
+def test_a_bad_worker_keep_is_one_line_before_a_server_starts(state: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              given: str) -> None:
+    monkeypatch.setenv("HARNESS_WORKER_KEEP_MB", given)
+    with pytest.raises(CheckError) as err:
+        server.ensure()
+    assert str(err.value) == (f"$HARNESS_WORKER_KEEP_MB {given!r}: not a number of MiB; give one such as "
+                              "2048, 0 (give everything back), or unset it")
+    assert not list(state.iterdir())
