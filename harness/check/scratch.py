@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from harness.check.server import alive
+from harness.errors import CheckError
 
 __all__ = ["MEMORY_DIR", "PREFIX", "make", "remove_stale", "root"]
 
@@ -48,8 +49,16 @@ def root(input_bytes: int, local: bool) -> str | None:
 
 
 def make(input_bytes: int, local: bool) -> Path:
-    """A new scratch directory (:func:`root`), named after this process."""
-    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root(input_bytes, local)))
+    """A new scratch directory (:func:`root`), named after this process; a CheckError naming
+    the place (and ``$HARNESS_CHECK_SCRATCH`` when it chose it) if it cannot be made."""
+    where = root(input_bytes, local)
+    try:
+        return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=where))
+    except OSError as exc:
+        named = f"$HARNESS_CHECK_SCRATCH {where}" if os.environ.get("HARNESS_CHECK_SCRATCH") \
+            else (where or tempfile.gettempdir())
+        raise CheckError(f"{named}: cannot make the check's scratch directory there: "
+                         f"{exc.strerror or exc}") from None
 
 
 def _fits(directory: str, input_bytes: int) -> bool:

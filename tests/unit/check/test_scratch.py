@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.check import placed, scratch
+from harness.errors import CheckError
 
 
 @pytest.fixture
@@ -63,6 +64,18 @@ def test_the_variable_names_the_directory(memory: Path, tmp_path: Path,
     assert scratch.root(1, local=True) == str(tmp_path)
     assert scratch.root(10**15, local=False) == str(tmp_path)
     assert scratch.make(1, local=True).parent == tmp_path
+
+
+def test_a_place_that_cannot_hold_it_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("")
+    for place, why in [(tmp_path / "absent" / "x", "No such file or directory"),
+                       (tmp_path / "file", "Not a directory")]:
+        monkeypatch.setenv("HARNESS_CHECK_SCRATCH", str(place))
+        with pytest.raises(CheckError) as err:
+            scratch.make(1, local=True)
+        assert str(err.value) == (f"$HARNESS_CHECK_SCRATCH {place}: cannot make the check's scratch "
+                                  f"directory there: {why}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
 def test_remove_stale_removes_only_the_scratch_of_dead_processes(memory: Path) -> None:
