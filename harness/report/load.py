@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from harness.errors import ResultError
+from harness.errors import HarnessError, ResultError
 from harness.history import BATCH_EVENTS, expand_batch, history_files
 from harness.report.inputs import (
     BAD_POSITION,
@@ -50,6 +50,7 @@ __all__ = [
     "Rates",
     "is_run_dir",
     "not_a_run_dir",
+    "run_dirs",
     "result_window",
     "TimelineEntry",
     "load_run",
@@ -80,13 +81,30 @@ def is_run_dir(path: Path) -> bool:
         return False
 
 
+def run_dirs(reports_dir: Path) -> list[Path]:
+    """The run directories in ``reports_dir`` (:func:`is_run_dir`); a HarnessError if it
+    cannot be listed."""
+    try:
+        children = list(reports_dir.iterdir())
+    except OSError as exc:
+        raise HarnessError(f"{reports_dir}: cannot list: {exc.strerror or exc}") from None
+    out = []
+    for child in children:
+        try:
+            if child.is_dir() and is_run_dir(child):
+                out.append(child)
+        except OSError:  # gone or unreadable: not listed
+            continue
+    return out
+
+
 def not_a_run_dir(path: Path) -> str:
     """The error for a directory that :func:`is_run_dir` refuses, naming the runs it holds
     (a reports directory given for one of its runs)."""
     message = f"{path}: not a run directory: it holds no result.json, timeline.jsonl or history/"
     try:
-        runs = sorted(child.name for child in path.iterdir() if child.is_dir() and is_run_dir(child))
-    except OSError:  # unreadable: the message as it is
+        runs = sorted(d.name for d in run_dirs(path))
+    except HarnessError:  # unreadable: the message as it is
         runs = []
     if runs:
         shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")

@@ -42,6 +42,7 @@ from harness.report.load import (
     load_run,
     not_a_run_dir,
     result_window,
+    run_dirs,
     safe_href,
     scan_history,
     scan_owners,
@@ -535,21 +536,6 @@ def _index_row(run_dir: Path) -> IndexRow:
                         macros.index_broken_row(run_dir.name, problem))  # type: ignore[attr-defined]
 
 
-def _run_dirs(reports_dir: Path) -> list[Path]:
-    try:
-        children = list(reports_dir.iterdir())
-    except OSError as exc:
-        raise HarnessError(f"{reports_dir}: cannot list: {exc.strerror or exc}") from None
-    out = []
-    for child in children:
-        try:
-            if child.is_dir() and is_run_dir(child):
-                out.append(child)
-        except OSError:  # gone or unreadable: not listed
-            continue
-    return out
-
-
 def render_index(reports_dir: str | os.PathLike[str]) -> Path | None:
     """Write ``reports_dir/index.html`` listing every run directory in it, newest first, and
     return its path; None (nothing written) when an ``index.html`` is there that the harness
@@ -560,7 +546,7 @@ def render_index(reports_dir: str | os.PathLike[str]) -> Path | None:
     target = reports_dir / INDEX_NAME
     if not index_is_ours(target):
         return None
-    rows = sorted((_index_row(d) for d in _run_dirs(reports_dir)),
+    rows = sorted((_index_row(d) for d in run_dirs(reports_dir)),
                   key=lambda r: (r.sort_time, r.run_id), reverse=True)
     try:
         html = _env().get_template("index.html.j2").render(
