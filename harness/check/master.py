@@ -81,9 +81,15 @@ def _addresses(master: str) -> list[tuple[str, int]]:
 
 def require_reachable(master: str | None, option: str = "--spark-master", timeout_s: float = 5.0) -> None:
     """For a ``spark://`` or ``sc://`` master (after :func:`validate`), a CheckError unless
-    one of its addresses accepts a TCP connection within ``timeout_s``; other masters start
-    with the check (nothing to reach)."""
+    one of its addresses accepts a TCP connection within ``timeout_s``; for the shared
+    server, a CheckError when one of its settings is bad (:func:`server.check_settings`);
+    other masters start with the check (nothing to reach)."""
     value = validate(master, option)
+    if value == DEFAULT_MASTER:
+        from harness.check import server
+
+        server.check_settings()
+        return
     if not value.startswith(("spark://", "sc://")):
         return
     failures = []

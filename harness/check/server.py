@@ -46,8 +46,8 @@ from typing import IO
 
 from harness.errors import CheckError
 
-__all__ = ["IDLE_S", "Server", "alive", "ensure", "remove_leftovers", "running", "server_dir", "servers",
-           "spark_home", "state_dir", "stop", "using"]
+__all__ = ["IDLE_S", "Server", "alive", "check_settings", "ensure", "remove_leftovers", "running",
+           "server_dir", "servers", "spark_home", "state_dir", "stop", "using"]
 
 _IDLE_DEFAULT_S = 900.0
 
@@ -206,17 +206,30 @@ def _locked(path: Path, mode: int) -> Iterator[IO[str]]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def check_settings() -> None:
+    """A :class:`CheckError` naming the variable when a setting of the server is bad
+    (``$HARNESS_SPARK_IDLE_S``, ``$HARNESS_WORKER_KEEP_MB``, ``$HARNESS_SPARK_JAVA_HOME``):
+    the user's to fix, not a server that does not start or stops at once. Called before a
+    run whose check will use the server, and by :func:`ensure`."""
+    from harness.check import aot
+
+    idle_s(strict=True)
+    keep = os.environ.get("HARNESS_WORKER_KEEP_MB")  # read by its workers (harness.check.daemon)
+    if keep is not None and keep.strip() and not keep.strip().isdigit():
+        raise CheckError(f"$HARNESS_WORKER_KEEP_MB {keep!r}: not a number of MiB; give one such as 2048, "
+                         "0 (give everything back), or unset it")
+    aot.check_java_home()
+
+
 def ensure() -> Server:
     """This interpreter's server, started (and waited for) if none runs. A
     :class:`CheckError` with the log's tail if it does not start within
     :data:`START_TIMEOUT_S`."""
     import logging
 
-    idle_s(strict=True)  # a bad one is the user's to fix, not a server stopping at once
-    keep = os.environ.get("HARNESS_WORKER_KEEP_MB")  # read by its workers (harness.check.daemon)
-    if keep is not None and keep.strip() and not keep.strip().isdigit():
-        raise CheckError(f"$HARNESS_WORKER_KEEP_MB {keep!r}: not a number of MiB; give one such as 2048, "
-                         "0 (give everything back), or unset it")
+    from harness.check import aot
+
+    check_settings()
     directory = server_dir()
     with _locked(directory / "start.lock", fcntl.LOCK_EX):
         server = _running(directory)
@@ -225,8 +238,6 @@ def ensure() -> Server:
         logging.getLogger(__name__).info(
             "starting the Spark Connect server for the checker (once; later checks reuse it, "
             "`harness clean` stops it)")
-        from harness.check import aot
-
         aot.stop_training()
         return _start(directory)
 

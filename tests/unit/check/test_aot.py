@@ -89,8 +89,14 @@ def test_the_server_runs_on_the_packaged_java_with_the_cache_once_it_exists(
 
 def test_a_failing_launcher_is_one_clear_error(state: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "25")))  # no bin/java
-    with pytest.raises(CheckError, match=r"Spark.s launcher failed \(exit 127, Java .*/bin/java\)"):
+    home = _fake_java(tmp_path, "25")
+    java = home / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text("#!/bin/sh\necho 'Error: this is not a Java' >&2\nexit 3\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(home))
+    with pytest.raises(CheckError, match=r"Spark.s launcher failed \(exit 3, Java .*/bin/java\): "
+                                         r"Error: this is not a Java$"):
         aot.command(server.spark_home(), ["--class", "X", "spark-internal"], {"PATH": "/usr/bin:/bin"})
 
 

@@ -114,6 +114,26 @@ def test_harness_run_refuses_before_the_run(capsys: pytest.CaptureFixture[str], 
         assert err.startswith(message) and "Traceback" not in out + err, err
 
 
+def test_the_shared_servers_settings_are_checked_before_the_run(capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.run
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(harness.run, "run_case", no_run)
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", "/nonexistent/jdk")
+    assert main(["run"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("harness: error: $HARNESS_SPARK_JAVA_HOME '/nonexistent/jdk' does not exist: "), err
+    assert "Traceback" not in out + err
+    require_reachable("local[1]")  # a check in this process does not use the server's settings
+    monkeypatch.delenv("HARNESS_SPARK_JAVA_HOME")
+    monkeypatch.setenv("HARNESS_SPARK_IDLE_S", "soon")
+    with pytest.raises(CheckError, match=r"^\$HARNESS_SPARK_IDLE_S 'soon': not a positive number"):
+        require_reachable(None)
+
+
 def test_the_pytest_option_is_a_usage_error(tmp_path: Path, closed: int) -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q",
                            f"--chaos-spark-master=spark://127.0.0.1:{closed}", str(tmp_path)],

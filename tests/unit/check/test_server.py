@@ -182,3 +182,22 @@ def test_a_bad_worker_keep_is_one_line_before_a_server_starts(state: Path, monke
     assert str(err.value) == (f"$HARNESS_WORKER_KEEP_MB {given!r}: not a number of MiB; give one such as "
                               "2048, 0 (give everything back), or unset it")
     assert not list(state.iterdir())
+
+
+@pytest.mark.parametrize("layout", ["missing", "empty", "not-runnable"])
+def test_a_java_home_without_java_is_one_line_before_a_server_starts(
+        state: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        layout: str) -> None:
+    home = tmp_path_factory.mktemp("java") / "jdk"
+    if layout != "missing":
+        (home / "bin").mkdir(parents=True)
+    if layout == "not-runnable":
+        (home / "bin" / "java").write_text("")  # not executable
+    monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(home))
+    with pytest.raises(CheckError) as err:
+        server.ensure()
+    why = "does not exist" if layout == "missing" else "has no runnable bin/java"
+    assert str(err.value) == (f"$HARNESS_SPARK_JAVA_HOME {str(home)!r} {why}: give the home of a Java 17 or "
+                              "later (the directory that holds bin/java), or unset it to use the packaged "
+                              "Java 25")
+    assert not list(state.iterdir())
