@@ -81,10 +81,15 @@ def _addresses(master: str) -> list[tuple[str, int]]:
 
 def require_reachable(master: str | None, option: str = "--spark-master", timeout_s: float = 5.0) -> None:
     """For a ``spark://`` or ``sc://`` master (after :func:`validate`), a CheckError unless
-    one of its addresses accepts a TCP connection within ``timeout_s``; for the shared
-    server, a CheckError when one of its settings is bad (:func:`server.check_settings`);
-    other masters start with the check (nothing to reach)."""
+    one of its addresses accepts a TCP connection within ``timeout_s``; other masters start
+    with the check (nothing to reach). And a CheckError when a setting of the driver that the
+    check would start is bad: ``$HARNESS_SPARK_DRIVER_MEMORY`` unless the driver is a
+    remote Spark Connect server, and the shared server's (:func:`server.check_settings`)."""
     value = validate(master, option)
+    if not value.startswith("sc://"):
+        from harness.check import spark_job
+
+        spark_job.driver_memory()
     if value == DEFAULT_MASTER:
         from harness.check import server
 

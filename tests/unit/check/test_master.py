@@ -132,6 +132,11 @@ def test_the_shared_servers_settings_are_checked_before_the_run(capsys: pytest.C
     monkeypatch.setenv("HARNESS_SPARK_IDLE_S", "soon")
     with pytest.raises(CheckError, match=r"^\$HARNESS_SPARK_IDLE_S 'soon': not a positive number"):
         require_reachable(None)
+    monkeypatch.delenv("HARNESS_SPARK_IDLE_S")
+    monkeypatch.setenv("HARNESS_SPARK_DRIVER_MEMORY", "lots")
+    for master in (None, "local[1]"):
+        with pytest.raises(CheckError, match=r"^\$HARNESS_SPARK_DRIVER_MEMORY 'lots': not a memory size"):
+            require_reachable(master)
 
 
 def test_the_pytest_option_is_a_usage_error(tmp_path: Path, closed: int) -> None:
