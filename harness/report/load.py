@@ -21,8 +21,10 @@ other value). The files themselves are only read.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -44,6 +46,8 @@ from harness.report.inputs import (
     read_lenient,
 )
 from harness.result import Expectation, RunResult
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "LoadedRun",
@@ -667,14 +671,20 @@ def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) 
     run_dir = Path(run_dir)
     files = history_files(run_dir)
     sizes = [_size(path) for path in files]
-    if len(files) > 1 and (os.cpu_count() or 1) > 1 and sum(sizes) >= PARALLEL_BYTES:
+    big = sum(sizes) >= PARALLEL_BYTES
+    t0 = time.monotonic()
+    if big:  # tens of seconds at 10M records: say so, as the check does
+        log.info("report: reading %.1f GB of history (%d files) for its charts", sum(sizes) / 1e9, len(files))
+    rates = None
+    if big and len(files) > 1 and (os.cpu_count() or 1) > 1:
         rates = _scan_parallel(run_dir, files, sizes, window)
-        if rates is not None:
-            return rates
-    rates = Rates(window=window)
-    for path in files:
-        _scan_file(rates, run_dir, path)
-    rates.finish_key_order()
+    if rates is None:
+        rates = Rates(window=window)
+        for path in files:
+            _scan_file(rates, run_dir, path)
+        rates.finish_key_order()
+    if big:
+        log.info("report: history read (%.0f s)", time.monotonic() - t0)
     return rates
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +212,22 @@ def test_a_client_in_two_files_is_read_in_one_process(tmp_path: Path,
     parallel = scan_history(run)
     monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 62)
     assert _state(parallel) == _state(scan_history(run))
+
+
+def test_a_big_history_is_announced_and_a_small_one_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """A history of PARALLEL_BYTES or more takes tens of seconds at 10M records: the scan says
+    so before and after, as the check does; a small one reads without a word."""
+    from harness.report import load
+
+    run = _history_files(tmp_path)
+    caplog.set_level(logging.INFO, logger="harness.report.load")
+    monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 62)
+    scan_history(run)
+    assert not caplog.records
+    monkeypatch.setattr(load, "PARALLEL_BYTES", 0)
+    scan_history(run)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages
+    assert re.fullmatch(r"report: reading 0\.0 GB of history \(4 files\) for its charts", messages[0])
+    assert re.fullmatch(r"report: history read \(\d+ s\)", messages[1])
