@@ -298,12 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="check a stored run again: judge it, rewrite its "
                                          "result.json and report (exit 0/1/2)")
-    check.add_argument("run_dir")
+    check.add_argument("run_dir", help="a run's directory (reports/<run>, as `harness run` prints it)")
     check.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     check.set_defaults(fn=cmd_check)
 
     report = sub.add_parser("report", help="regenerate a run's HTML report (and the index)")
-    report.add_argument("run_dir")
+    report.add_argument("run_dir", help="a run's directory (reports/<run>, as `harness run` prints it)")
     report.set_defaults(fn=cmd_report)
     return p
 
