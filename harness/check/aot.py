@@ -76,8 +76,8 @@ def java_home() -> Path | None:
 
 def check_java_home() -> None:
     """A :class:`CheckError` naming ``$HARNESS_SPARK_JAVA_HOME`` when it is set and holds no
-    ``bin/java`` that can be run (before, the launcher's error named only the path, in the
-    server's log)."""
+    ``bin/java`` that can be run (Spark's launcher would fail on it naming only the path, in
+    the server's log)."""
     given = os.environ.get("HARNESS_SPARK_JAVA_HOME")
     if not given:
         return
