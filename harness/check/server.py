@@ -227,8 +227,6 @@ def ensure() -> Server:
     :data:`START_TIMEOUT_S`."""
     import logging
 
-    from harness.check import aot
-
     check_settings()
     directory = server_dir()
     with _locked(directory / "start.lock", fcntl.LOCK_EX):
@@ -238,6 +236,8 @@ def ensure() -> Server:
         logging.getLogger(__name__).info(
             "starting the Spark Connect server for the checker (once; later checks reuse it, "
             "`harness clean` stops it)")
+        from harness.check import aot
+
         aot.stop_training()
         return _start(directory)
 

@@ -671,10 +671,11 @@ def scan_history(run_dir: str | os.PathLike[str], window: Window | None = None) 
     run_dir = Path(run_dir)
     files = history_files(run_dir)
     sizes = [_size(path) for path in files]
-    big = sum(sizes) >= PARALLEL_BYTES
+    total = sum(sizes)
+    big = total >= PARALLEL_BYTES
     t0 = time.monotonic()
     if big:  # tens of seconds at 10M records: say so, as the check does
-        log.info("report: reading %.1f GB of history (%d files) for its charts", sum(sizes) / 1e9, len(files))
+        log.info("report: reading %.1f GB of history (%d files) for its charts", total / 1e9, len(files))
     rates = None
     if big and len(files) > 1 and (os.cpu_count() or 1) > 1:
         rates = _scan_parallel(run_dir, files, sizes, window)
