@@ -10,11 +10,21 @@ held: the workers' system time was 10 to 12 s of a 10M check's 75 CPU-s, 3.3 to 
 with the memory kept. A worker that holds more than :func:`keep_bytes` after a task (a
 partition of a 100M history in the placed kernel: several GiB of NumPy columns) gives
 glibc's free memory back at once, so what it holds stays bounded; all of it goes back
-when the worker exits (after Spark's idle time for workers)."""
+when the worker exits (after Spark's idle time for workers).
+
+It imports PySpark's worker module too, then freezes what it has imported
+(``gc.freeze``, Python's way for a process that forks without ``exec``). A PySpark worker
+runs a full ``gc.collect()`` after each task, which walked the 79,000 objects the daemon
+had imported (about 20 ms each time) and, in a new worker, wrote to the pages that hold
+them (each page then copied from the daemon's). Frozen, they are in no collection: a
+check of a 10,000-record run took 2.11 and 2.22 CPU-s instead of 2.40 and 2.66, a 10M
+check right after another 73 and 72 instead of 75 and 75 (docs/checker-log.md,
+session 44)."""
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import sys
 from typing import Any
@@ -82,8 +92,10 @@ if __name__ == "__main__":
     import pyarrow.dataset  # noqa: F401
     import pyarrow.json  # noqa: F401
     import pyarrow.parquet  # noqa: F401
+    import pyspark.worker  # noqa: F401 (imported after the fork otherwise; starts no thread)
     from pyspark import daemon
 
     _fork_worker, _limit = daemon.worker, keep_bytes()
     daemon.worker = _worker
+    gc.freeze()  # last: what the workers inherit stays out of their collections
     daemon.manager()

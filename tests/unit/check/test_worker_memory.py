@@ -1,11 +1,13 @@
 """The shared server's workers (harness.check.daemon): memory freed by a task is kept
-for the next one; glibc's is given back past the limit (Arrow's pool keeps its own)."""
+for the next one; glibc's is given back past the limit (Arrow's pool keeps its own); what
+the daemon imported before forking is frozen, out of the workers' collections."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -43,3 +45,24 @@ def test_keep_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert daemon.keep_bytes() == 0
     monkeypatch.delenv("HARNESS_WORKER_KEEP_MB")
     assert 1 << 30 <= daemon.keep_bytes() <= 4 << 30
+
+
+def test_workers_leave_what_the_daemon_imported_out_of_their_collections() -> None:
+    """A worker of the shared server runs a full collection after each task: the objects
+    it inherits from the daemon are frozen (``gc.freeze``), so it walks only its own."""
+    from harness.check import spark_job
+
+    if spark_job.master_of(None) != spark_job.DEFAULT_MASTER:
+        pytest.skip("the daemon is the shared server's; $HARNESS_SPARK_MASTER names another master")
+
+    def frozen(batches: Any) -> Any:
+        import gc
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"frozen": [gc.get_freeze_count()]})
+
+    rows = spark_job.session().range(2).repartition(2).mapInArrow(frozen, "frozen long").collect()
+    assert len(rows) == 2 and all(r.frozen > 30_000 for r in rows), rows  # NumPy's, PyArrow's, PySpark's
