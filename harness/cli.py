@@ -196,6 +196,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0 if all(c.as_expected == len(c.runs) for c in done) else 1
 
 
+RUN_DIR_HELP = "a run's directory (reports/<run>, as `harness run` prints it)"
 SPARK_MASTER_HELP = ("where the check runs: local-connect (default, or $HARNESS_SPARK_MASTER): a Spark "
                      "Connect server on loopback shared by harness processes, started on first use, "
                      "stopped when idle or by `harness clean`; local[*]: Spark in this process; "
@@ -298,12 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="check a stored run again: judge it, rewrite its "
                                          "result.json and report (exit 0/1/2)")
-    check.add_argument("run_dir", help="a run's directory (reports/<run>, as `harness run` prints it)")
+    check.add_argument("run_dir", help=RUN_DIR_HELP)
     check.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     check.set_defaults(fn=cmd_check)
 
     report = sub.add_parser("report", help="regenerate a run's HTML report (and the index)")
-    report.add_argument("run_dir", help="a run's directory (reports/<run>, as `harness run` prints it)")
+    report.add_argument("run_dir", help=RUN_DIR_HELP)
     report.set_defaults(fn=cmd_report)
     return p
 
