@@ -215,8 +215,8 @@ class _Collector:
 
     def done(self) -> tuple[Columns, Columns]:
         """The columns (taken out of the collector: each column's pieces are freed as it is
-        joined, and given back to the system when the partition is big)."""
-        big = self.n >= _GIVE_BACK_ROWS
+        joined, and given back to the system when memory is short: :func:`short_of_memory`)."""
+        big = short_of_memory(self.n)
         if big:
             _give_back()
         values, valid = {}, {}
@@ -228,10 +228,21 @@ class _Collector:
         return values, valid
 
 
-#: a partition of this many rows or more gives its freed memory back as its columns are
-#: joined (about 190 MB at its peak); a smaller one leaves that to the worker's limit
-#: after the task (:mod:`harness.check.daemon`)
+#: a partition of fewer rows never gives its freed memory back while its columns are
+#: joined (about 190 MB at its peak): it leaves that to the worker's limit after the task
+#: (:mod:`harness.check.daemon`)
 _GIVE_BACK_ROWS = 1 << 20
+
+
+def short_of_memory(rows: int) -> bool:
+    """Whether a partition of ``rows`` rows gives its freed memory back as its columns are
+    joined: when it has :data:`_GIVE_BACK_ROWS` or more and its peak (:data:`PEAK_BYTES_PER_ROW`),
+    twice over for a task beside it, is more than the :func:`memory_budget` now (a 100M
+    history's partitions). Otherwise the worker keeps that memory for the rest of the task
+    and the next: on a VM that hands free pages back to its host, what it gave back cost
+    system time again when touched (at 10M, 13 gives per partition took a check's
+    workers from 2.6 to about 4.5 system-s: docs/checker-log.md, session 45)."""
+    return rows >= _GIVE_BACK_ROWS and 2 * rows * PEAK_BYTES_PER_ROW > memory_budget()
 
 
 def _trim() -> Any:

@@ -245,6 +245,36 @@ def test_kernel_tasks_take_turns_when_together_they_would_not_fit() -> None:
     assert task_slots(rows, 0, cores=1) == 1
 
 
+def test_a_partition_gives_memory_back_only_when_memory_is_short(monkeypatch: Any) -> None:
+    """The collector returns freed memory to the system (malloc_trim) while it joins a
+    partition's columns only when that partition, beside another as big, would not fit in
+    the memory budget: at 10M records (a few million rows, gigabytes free) it keeps it."""
+    from harness.check import placed
+
+    gives: list[int] = []
+    monkeypatch.setattr(placed, "_give_back", lambda: gives.append(1))
+    monkeypatch.setattr(placed, "_GIVE_BACK_ROWS", 4)
+    rows = [row(TAG_POLL, i, 10 + i, seq=i) for i in range(5)]
+    table = pa.Table.from_pylist(rows, schema=pa.schema([(c, pa.int64()) for c in IN_COLUMNS]))
+    peak = 2 * 5 * placed.PEAK_BYTES_PER_ROW
+
+    def joined(budget: int) -> tuple[Any, Any]:
+        monkeypatch.setattr(placed, "memory_budget", lambda: budget)
+        collected = placed._Collector()
+        collected.add(table)
+        return collected.done()
+
+    kept = joined(peak)  # fits, just
+    assert gives == []
+    given = joined(peak - 1)
+    assert len(gives) == 1 + len(IN_COLUMNS)  # before the joins, then after each column
+    assert all(np.array_equal(kept[0][c], given[0][c]) for c in IN_COLUMNS)
+    gives.clear()
+    monkeypatch.setattr(placed, "_GIVE_BACK_ROWS", 6)  # a small partition never gives back
+    joined(0)
+    assert gives == []
+
+
 def test_constant_columns_are_held_as_one_value_and_give_the_same_anomalies() -> None:
     from harness.check.placed import _Collector
 
