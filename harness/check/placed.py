@@ -240,14 +240,14 @@ def short_of_memory(rows: int) -> bool:
     twice over for a task beside it, is more than the :func:`memory_budget` now (a 100M
     history's partitions). Otherwise the worker keeps that memory for the rest of the task
     and the next: on a VM that hands free pages back to its host, what it gave back cost
-    system time again when touched (at 10M, 13 gives per partition took a check's
+    system time again when touched (at 10M, 12 gives per partition took a check's
     workers from 2.6 to about 4.5 system-s: docs/checker-log.md, session 45)."""
     return rows >= _GIVE_BACK_ROWS and 2 * rows * PEAK_BYTES_PER_ROW > memory_budget()
 
 
 def _trim() -> Any:
     """glibc's ``malloc_trim``, None elsewhere. Looked up at each call (about 20 us; only
-    partitions of a million rows or more call it, 12 times each): the kernel goes to the
+    partitions short of memory call it, 12 times each: :func:`short_of_memory`): the kernel goes to the
     workers by value, so a memo would go with it, and a ctypes function cannot be pickled
     (a ``functools.cache`` wrapper would go by reference to this package, which a
     cluster's executors need not have)."""
