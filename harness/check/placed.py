@@ -216,14 +216,14 @@ class _Collector:
     def done(self) -> tuple[Columns, Columns]:
         """The columns (taken out of the collector: each column's pieces are freed as it is
         joined, and given back to the system when memory is short: :func:`short_of_memory`)."""
-        big = short_of_memory(self.n)
-        if big:
+        short = short_of_memory(self.n)
+        if short:
             _give_back()
         values, valid = {}, {}
         for name in IN_COLUMNS:
             valid[name] = _joined(self._valid.pop(name), bool)
             values[name] = _joined(self._values.pop(name), _NARROW.get(name, np.int64), valid[name])
-            if big:
+            if short:
                 _give_back()
         return values, valid
 
@@ -247,8 +247,8 @@ def short_of_memory(rows: int) -> bool:
 
 def _trim() -> Any:
     """glibc's ``malloc_trim``, None elsewhere. Looked up at each call (about 20 us; only
-    partitions short of memory call it, 12 times each: :func:`short_of_memory`): the kernel goes to the
-    workers by value, so a memo would go with it, and a ctypes function cannot be pickled
+    partitions short of memory call it, 12 times each: :func:`short_of_memory`): the kernel
+    goes to the workers by value, so a memo would go with it, and a ctypes function cannot be pickled
     (a ``functools.cache`` wrapper would go by reference to this package, which a
     cluster's executors need not have)."""
     import ctypes
