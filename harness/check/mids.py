@@ -71,10 +71,9 @@ def kernel(ids_dir: str, out_dir: str, rc_clients: Iterable[int]) -> Any:
 
 def _one_bucket(ids_dir: str, out_dir: str, bucket: int, rc: np.ndarray) -> pa.RecordBatch:
     directory = os.path.join(ids_dir, str(bucket))
-    files = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-    out = (aggregate(pa.concat_tables(pq.read_table(os.path.join(directory, f), schema=IDS_SCHEMA,
-                                                    use_threads=False) for f in files), rc)
-           if files else MIDS_SCHEMA.empty_table())
+    names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    files = [os.path.join(directory, name) for name in names]
+    out = _aggregate(_Rows.read(files), rc) if files else MIDS_SCHEMA.empty_table()
     if out.num_rows:
         _write(out, out_dir, bucket_stem(bucket))
     inv_t = out["inv_t"].to_numpy(zero_copy_only=False)  # nulls read as NaN
@@ -108,6 +107,69 @@ def _write(table: pa.Table, out_dir: str, stem: str) -> None:
                        compression="lz4", use_dictionary=False, write_statistics=_STATS)
 
 
+class _Rows:
+    """A bucket's rows (:data:`harness.check.ingest.IDS_SCHEMA`) as NumPy columns, nulls
+    filled (:data:`_FILLS`), with a validity mask for those read as null or not
+    (:data:`_MASKED`); the ids and ``src`` stay Arrow chunks. Read a file at a time into
+    arrays of the bucket's size: the Arrow copy of a file is transient, and the columns
+    are not copied again to be NumPy (the bucket as one Arrow table, its columns then
+    made NumPy, peaked at 600 MB of Arrow's pool per task at 10M records, above what the
+    ingest's tasks hold: new memory for each worker; docs/checker-log.md, session 47)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.values = {c: np.empty(n, dtype) for c, (dtype, _) in _FILLS.items()}
+        self.valid = {c: np.empty(n, bool) for c in _MASKED}
+        self.mid: list[pa.Array] = []
+        self.src: list[pa.Array] = []
+        self._at = 0
+
+    @classmethod
+    def read(cls, files: list[str]) -> _Rows:
+        sizes = []
+        for path in files:
+            with pq.ParquetFile(path) as f:
+                sizes.append(f.metadata.num_rows)
+        rows = cls(sum(sizes))
+        for path in files:
+            rows.add(pq.read_table(path, schema=IDS_SCHEMA, use_threads=False))
+        return rows
+
+    @classmethod
+    def of(cls, table: pa.Table) -> _Rows:
+        rows = cls(table.num_rows)
+        rows.add(table)
+        return rows
+
+    def add(self, table: pa.Table) -> None:
+        lo, hi = self._at, self._at + table.num_rows
+        if hi > self.n:
+            raise ValueError(f"{hi} rows for a bucket of {self.n}")
+        for name, (_, fill) in _FILLS.items():
+            column = table[name]
+            self.values[name][lo:hi] = _np(column, fill)
+            if name in self.valid:
+                self.valid[name][lo:hi] = True if column.null_count == 0 else _valid(column)
+        self.mid.extend(table["mid"].chunks)
+        self.src.extend(table["src"].chunks)
+        self._at = hi
+
+    def taken(self, name: str, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``name`` at rows ``at`` (-1: none): values (the fill where null) and validity."""
+        given = at >= 0
+        where = np.where(given, at, 0)
+        valid = given & self.valid[name][where]
+        return np.where(valid, self.values[name][where], _FILLS[name][1]), valid
+
+
+#: the bucket's columns read as NumPy (:class:`_Rows`): their type and the value of a null
+_FILLS: dict[str, tuple[Any, Any]] = {
+    "code": (np.int32, -1), "flags": (np.int32, 0), "seq": (np.int64, np.iinfo(np.int64).max),
+    **{c: (np.int64, 0) for c in ("client_h", "topic_h", "part", "pl", "pe", "pb", "tx_h")},
+    "t": (np.float64, 0.0), "due": (np.float64, 0.0)}
+_MASKED = ("client_h", "topic_h", "part", "pl", "pe", "pb", "tx_h", "t", "due")
+
+
 def aggregate(table: pa.Table, rc_clients: np.ndarray) -> pa.Table:
     """One row per id (:data:`MIDS_SCHEMA`) of ``table``'s events (:data:`harness.check.ingest.IDS_SCHEMA`;
     an id and a code at most ``POLL``), in the id's event order (``seq``):
@@ -120,19 +182,22 @@ def aggregate(table: pa.Table, rc_clients: np.ndarray) -> pa.Table:
     - the first ack's client, topic (else the first invoke's), partition and position;
     - the first time of an ack, of a run-phase poll and of a read_committed poll.
     """
-    if not table.num_rows:
+    return _aggregate(_Rows.of(table), rc_clients)
+
+
+def _aggregate(rows_in: _Rows, rc_clients: np.ndarray) -> pa.Table:
+    if not rows_in.n:
         return MIDS_SCHEMA.empty_table()
-    enc = pc.dictionary_encode(_combined(table["mid"]))
+    values, valid = rows_in.values, rows_in.valid
+    enc = pc.dictionary_encode(pa.concat_arrays(rows_in.mid))
     g = enc.indices.to_numpy().astype(np.intp)
     n_ids = len(enc.dictionary)
     # No sort: a group's first event of a kind is the one with its least seq (unique:
     # the event's place in the history files), found with unbuffered ufunc reductions.
-    seq = _np(table["seq"], _NO_SEQ)
+    seq = values["seq"]
 
-    code = _np(table["code"], -1)
-    flags = _np(table["flags"], 0)
-    client = table["client_h"]
-    rc = np.isin(_np(client, 0), rc_clients) & _valid(client)
+    code, flags = values["code"], values["flags"]
+    rc = np.isin(values["client_h"], rc_clients) & valid["client_h"]
     poll, rec = code == POLL, (flags & ROW_REC) != 0
     invoke, ok = code == INVOKE, code == OK
     row_f = (np.where(invoke, F_INV, 0) | np.where(ok, F_OK, 0) | np.where(code == FAIL, F_FAIL, 0)
@@ -143,19 +208,21 @@ def aggregate(table: pa.Table, rc_clients: np.ndarray) -> pa.Table:
              | np.where(poll & rec & rc, F_REC_RC, 0))
     f = np.zeros(n_ids, np.int64)
     np.bitwise_or.at(f, g, row_f)
+    del row_f
 
     seq_ok = seq != _NO_SEQ
     first_inv = _first(invoke & seq_ok, g, seq, n_ids)
     first_ok = _first(ok & seq_ok, g, seq, n_ids)
-    at_inv, at_ok = _indices(first_inv), _indices(first_ok)
-    inv_topic = table["topic_h"].take(at_inv)
-    ack_topic = pc.coalesce(table["topic_h"].take(at_ok), inv_topic)
-    ack_pos = [table[c].take(at_ok) for c in ("part", "pl", "pe", "pb")]
+    inv_topic, inv_topic_ok = rows_in.taken("topic_h", first_inv)
+    ack_topic, ack_topic_ok = rows_in.taken("topic_h", first_ok)
+    ack_topic = np.where(ack_topic_ok, ack_topic, inv_topic)  # else the invoke's topic
+    ack_topic_ok |= inv_topic_ok
+    ack_pos = [rows_in.taken(c, first_ok) for c in ("part", "pl", "pe", "pb")]
 
     # F_DUP: bindings (topic, partition, position) of the polls that differ from one of
     # them, or the first ack's binding differing from it.
-    bound = poll & _valid(table["pl"]) & _valid(table["topic_h"])
-    cols = [_np(table[c], 0) for c in ("topic_h", "part", "pl", "pe", "pb")]
+    bound = poll & valid["pl"] & valid["topic_h"]
+    cols = [values[c] for c in ("topic_h", "part", "pl", "pe", "pb")]
     first_bound = _any(bound, g, n_ids)
     rows = np.flatnonzero(bound)
     rep = first_bound[g[rows]]
@@ -164,37 +231,48 @@ def aggregate(table: pa.Table, rc_clients: np.ndarray) -> pa.Table:
         differs |= col[rows] != col[rep]
     dup = np.zeros(n_ids, bool)
     dup[g[rows][differs]] = True
-    ack_cols = [_np(ack_topic, 0), *[_np(c, 0) for c in ack_pos]]
-    ack_bound = _valid(ack_pos[1]) & _valid(ack_topic)
+    ack_cols = [ack_topic, *[v for v, _ in ack_pos]]
+    ack_bound = ack_pos[1][1] & ack_topic_ok
     has_bound = first_bound >= 0
     rep_all = np.where(has_bound, first_bound, 0)
     ack_differs = np.zeros(n_ids, bool)
-    ack_null_part = ~_valid(ack_pos[0])
     for a, col in zip(ack_cols, cols, strict=True):
         ack_differs |= a != col[rep_all]
     # a null partition hashes apart from any value (the polls' are never null)
-    ack_differs |= ack_null_part
+    ack_differs |= ~ack_pos[0][1]
     dup |= has_bound & ack_bound & ack_differs
     f |= np.where(dup, F_DUP, 0)
 
-    t = table["t"]
+    def column(name: str, at: np.ndarray) -> pa.Array:
+        vals, ok_ = rows_in.taken(name, at)
+        return pa.array(vals, _TYPES[name], mask=~ok_)
+
+    def least(mask: np.ndarray) -> pa.Array:
+        return _min(values["t"], mask & valid["t"], g, n_ids)
+
+    src = pa.chunked_array(rows_in.src, _S).take(_indices(first_inv))
     out = {
         "mid": enc.dictionary,
         "f": pa.array(f.astype(np.int32)),
-        "inv_seq": table["seq"].take(at_inv),
-        "inv_client": client.take(at_inv),
-        "ack_client": client.take(at_ok),
-        "ack_topic": ack_topic,
-        "ack_part": ack_pos[0], "ack_pl": ack_pos[1], "ack_pe": ack_pos[2], "ack_pb": ack_pos[3],
-        "inv_t": _min(t, invoke, g, n_ids),
-        "due_t": table["due"].take(at_inv),
-        "ack_t": _min(t, ok, g, n_ids),
-        "poll_t": _min(t, poll & ~rec, g, n_ids),
-        "tx_h": table["tx_h"].take(at_inv),
-        "rc_t": _min(t, poll & rc, g, n_ids),
-        "src": table["src"].take(at_inv),
+        "inv_seq": pa.array(np.where(first_inv >= 0, seq[np.where(first_inv >= 0, first_inv, 0)], 0), _L,
+                            mask=first_inv < 0),
+        "inv_client": column("client_h", first_inv),
+        "ack_client": column("client_h", first_ok),
+        "ack_topic": pa.array(ack_topic, _L, mask=~ack_topic_ok),
+        **{f"ack_{c}": pa.array(v, _L, mask=~ok_) for c, (v, ok_) in zip(("part", "pl", "pe", "pb"), ack_pos,
+                                                                          strict=True)},
+        "inv_t": least(invoke),
+        "due_t": column("due", first_inv),
+        "ack_t": least(ok),
+        "poll_t": least(poll & ~rec),
+        "tx_h": column("tx_h", first_inv),
+        "rc_t": least(poll & rc),
+        "src": src,
     }
     return pa.table({k: _combined(v) for k, v in out.items()}, schema=MIDS_SCHEMA)
+
+
+_TYPES = {f.name: f.type for f in IDS_SCHEMA}
 
 
 def _np(arr: pa.Array | pa.ChunkedArray, fill: Any) -> np.ndarray:
@@ -232,12 +310,12 @@ def _indices(rows: np.ndarray) -> pa.Array:
     return pa.array(rows, _L, mask=rows < 0)
 
 
-def _min(values: pa.ChunkedArray | pa.Array, mask: np.ndarray, g: np.ndarray, n_ids: int) -> pa.Array:
-    """Per id, the least of ``values`` where ``mask`` (nulls left out; NaN only if all
-    are NaN, as Spark's ``min`` orders NaN last); null if none."""
-    rows = np.flatnonzero(mask & _valid(values))
+def _min(values: np.ndarray, mask: np.ndarray, g: np.ndarray, n_ids: int) -> pa.Array:
+    """Per id, the least of ``values`` where ``mask`` (the caller leaves nulls out; NaN only
+    if all are NaN, as Spark's ``min`` orders NaN last); null if none."""
+    rows = np.flatnonzero(mask)
     out = np.full(n_ids, np.nan)
-    np.fmin.at(out, g[rows], _np(values, 0.0)[rows])
+    np.fmin.at(out, g[rows], values[rows])
     has = np.zeros(n_ids, bool)
     has[g[rows]] = True
     return pa.array(out, _D, mask=~has)
