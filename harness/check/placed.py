@@ -393,9 +393,15 @@ def _group(v: Columns, ok: Columns) -> Columns:
         has_prev = prev >= 0
         cur = rows[has_prev]
         before = rows[prev[has_prev]]
-        reset_at = np.where(last_reset[has_prev] >= 0, rows[np.maximum(last_reset[has_prev], 0)], -1)
-        judged = ~reset[has_prev] & ((reset_at < 0) | (v["seq"][np.maximum(reset_at, 0)] < v["seq"][before]))
-        del rows, prev, last_reset, reset, has_prev, reset_at
+        del prev
+        judged = ~reset[has_prev]
+        last_reset = last_reset[has_prev]
+        del reset, has_prev
+        # after a reset of its sequence (few rows): judged only if the reset came before the
+        # row it is judged against (gathers of these rows only, not of every row)
+        after_reset = np.flatnonzero(last_reset >= 0)
+        judged[after_reset] &= v["seq"][rows[last_reset[after_reset]]] < v["seq"][before[after_reset]]
+        del rows, last_reset, after_reset
         cur, before = cur[judged], before[judged]
         poll = tag[cur] != TAG_ACK
         not_after = ~_after(v, cur, before)
@@ -417,11 +423,11 @@ def _silent_rereads(v: Columns, ok: Columns, rows: np.ndarray, first: np.ndarray
     members (each sequence's together, in file order; ``first`` marks a sequence's first
     row, ``reset`` its resets). A poll of an id at a Kafka offset (``pl`` -1) that the same
     sequence polled there before, with no reset of the sequence between the two."""
-    sequence = np.cumsum(first)
-    resets = np.cumsum(reset)  # resets up to each row: a sequence's rows are contiguous
+    sequence = np.cumsum(first, dtype=rows.dtype)
+    resets = np.cumsum(reset, dtype=rows.dtype)  # resets up to each row: a sequence's rows are contiguous
     at = rows
-    polls = np.flatnonzero(~reset & (v["tag"][at] != TAG_ACK) & ok["mh"][at] & ok["pl"][at]
-                           & (v["pl"][at] == -1))
+    polls = np.flatnonzero(~reset & (v["tag"][at] != TAG_ACK) & _gather(ok["mh"], at) & _gather(ok["pl"], at)
+                           & (_gather(v["pl"], at) == -1)).astype(rows.dtype)
     none = np.zeros(0, np.int64)
     if polls.size < 2:
         return none, none
@@ -430,9 +436,12 @@ def _silent_rereads(v: Columns, ok: Columns, rows: np.ndarray, first: np.ndarray
     # in its sequence; only the offsets such polls read can be read twice
     offset = v["pe"][at[polls]]
     if offset.min() >= 0 and offset.max() < 1 << 42 and sequence[-1] < 1 << 21:
-        key = (sequence[polls] << 42) | offset
+        key = sequence[polls].astype(np.int64)
+        key <<= 42  # in place: a poll's row is one of a partition's millions
+        key |= offset
     else:  # the rank of (sequence, offset): the same order, any values
         key = np.unique(np.stack([sequence[polls], offset]), axis=1, return_inverse=True)[1].ravel()
+    del offset, sequence
     back = np.zeros(polls.size, dtype=bool)
     back[1:] = key[1:] <= np.maximum.accumulate(key)[:-1]
     if not back.any():
@@ -447,6 +456,14 @@ def _silent_rereads(v: Columns, ok: Columns, rows: np.ndarray, first: np.ndarray
     earlier, again = polls[:-1][same], polls[1:][same]
     silent = resets[again] == resets[earlier]
     return at[again[silent]], at[earlier[silent]]
+
+
+def _gather(col: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``col[rows]``, or a view of its one value when ``col`` is a value broadcast
+    (:func:`_joined`): not an array of the rows' size."""
+    if col.strides == (0,) and col.size:
+        return np.broadcast_to(col[:1], rows.shape)
+    return col[rows]
 
 
 def _truncation_skips(v: Columns, ok: Columns, starts: np.ndarray, pid: np.ndarray) -> np.ndarray:
@@ -507,8 +524,8 @@ def _last_before(mark: np.ndarray, head: np.ndarray) -> np.ndarray:
 
 def _after(v: Columns, cur: np.ndarray, before: np.ndarray) -> np.ndarray:
     """Whether the position of each ``cur`` row is above that of its ``before`` row."""
-    a = [v[c][cur] for c in ("pl", "pe", "pb")]
-    b = [v[c][before] for c in ("pl", "pe", "pb")]
+    a = [_gather(v[c], cur) for c in ("pl", "pe", "pb")]
+    b = [_gather(v[c], before) for c in ("pl", "pe", "pb")]
     return (a[0] > b[0]) | ((a[0] == b[0]) & ((a[1] > b[1]) | ((a[1] == b[1]) & (a[2] > b[2]))))
 
 
