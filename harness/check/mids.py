@@ -254,8 +254,7 @@ def _aggregate(rows_in: _Rows, rc_clients: np.ndarray) -> pa.Table:
     out = {
         "mid": enc.dictionary,
         "f": pa.array(f.astype(np.int32)),
-        "inv_seq": pa.array(np.where(first_inv >= 0, seq[np.where(first_inv >= 0, first_inv, 0)], 0), _L,
-                            mask=first_inv < 0),
+        "inv_seq": pa.array(seq[np.maximum(first_inv, 0)], _L, mask=first_inv < 0),  # a first's seq is set
         "inv_client": column("client_h", first_inv),
         "ack_client": column("client_h", first_ok),
         "ack_topic": pa.array(ack_topic, _L, mask=~ack_topic_ok),
