@@ -1,9 +1,10 @@
 """The checker server's AOT cache, for real (harness.check.aot): a training makes it, a new
-server maps it, and that server's check finds what the synthetic history holds; a cache
-Java refuses is removed."""
+server maps it (and runs with the young generation's cap), and that server's check finds
+what the synthetic history holds; a cache Java refuses is removed."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,12 @@ def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: P
     cmdline = Path(f"/proc/{srv.jvm_pid}/cmdline").read_bytes().split(b"\0")
     assert f"-XX:AOTCache={cache}".encode() in cmdline
     assert str(cache) in Path(f"/proc/{srv.jvm_pid}/maps").read_text()  # Java mapped it: in use
+    # the young generation's cap (spark_job._young_generation_mib), as the JVM took it
+    young = spark_job._young_generation_mib() << 20
+    jcmd = Path(cmdline[0].decode()).with_name("jcmd")
+    flags = subprocess.run([str(jcmd), str(srv.jvm_pid), "VM.flags"], capture_output=True, text=True,
+                           timeout=60, check=True).stdout.split()
+    assert f"-XX:MaxNewSize={young}" in flags
 
     run = tmp_path / "run"
     expected = generate(run, Profile(records=500, partitions=2, producers=1, consumers=1, replicas=1,
