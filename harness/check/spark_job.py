@@ -339,7 +339,8 @@ def server_conf() -> dict[str, str]:
 
 def _driver_conf() -> dict[str, str]:
     # The throughput collector: this is batch work, pauses do not matter.
-    java = ["-XX:+UseParallelGC", f"-XX:MaxNewSize={_young_generation_mib()}m"]
+    heap = driver_memory()
+    java = ["-XX:+UseParallelGC", f"-XX:MaxNewSize={_young_generation_mib(_mib(heap))}m"]
     if _LOG_CONFIG.is_file():  # absent if not installed as package data: Spark's defaults then
         java.append(f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}")
     return {
@@ -347,7 +348,7 @@ def _driver_conf() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.memory": driver_memory(),
+        "spark.driver.memory": heap,
         "spark.driver.extraJavaOptions": " ".join(java),
         # Shuffle files of finished checks are removed when the driver collects garbage.
         "spark.cleaner.periodicGC.interval": "1min",
@@ -392,12 +393,26 @@ def _driver_memory() -> str:
     return f"{max(1, min(16, total // (3 << 30)))}g"
 
 
-def _young_generation_mib() -> int:
-    """The most the JVM's young generation may grow to: 192 MiB per core of this machine,
-    384 at least. Left to itself, the collector grew it to about 2 GB in a 10M check for no
-    gain in time: the JVM then held 3.2 GB instead of 1.4, and the peak of a 100M check was
-    14.1 GiB instead of 12.1 (docs/checker-log.md, session 48)."""
-    return 192 * max(2, os.cpu_count() or 1)
+def _young_generation_mib(heap_mib: int) -> int:
+    """The most the JVM's young generation may grow to: 192 MiB per core of this machine
+    (two at least), and no more than the JVM's own limit, a third of the heap. Left to
+    itself, the collector grew it to about 2 GB in a 10M check for no gain in time: the JVM
+    then held 3.2 GB instead of 1.4, and the peak of a 100M check was 14.1 GiB instead of
+    12.1 (docs/checker-log.md, session 48)."""
+    return max(1, min(192 * max(2, os.cpu_count() or 1), heap_mib // 3))
+
+
+_UNITS_MIB = {"b": 1 / (1 << 20), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1 << 20, "p": 1 << 30}
+
+
+def _mib(size: str) -> int:
+    """A memory size as Spark reads ``spark.driver.memory`` (:data:`_MEMORY_SIZE`; a bare
+    number is MiB), in MiB."""
+    match = re.fullmatch(r"([0-9]+)([kmgtp]?)(b?)", size.strip().lower())
+    if match is None:
+        raise ValueError(f"not a memory size: {size!r}")
+    number, prefix, in_bytes = match.groups()
+    return int(int(number) * _UNITS_MIB[prefix or ("b" if in_bytes else "m")])
 
 
 def _shuffle_partitions(input_bytes: int) -> int:

@@ -114,6 +114,28 @@ def test_a_driver_memory_spark_takes_is_passed_on(monkeypatch: pytest.MonkeyPatc
     assert spark_job.driver_memory() == given.strip()
 
 
+@pytest.mark.parametrize(("given", "mib"), [("6g", 6144), ("4096", 4096), ("512m", 512), ("2GB", 2048),
+                                           (" 8G ", 8192), ("2048k", 2), ("1t", 1 << 20),
+                                           ("1073741824b", 1024)])
+def test_a_driver_memory_is_read_in_mib_as_spark_reads_it(given: str, mib: int) -> None:
+    assert spark_job._mib(given) == mib
+
+
+def test_the_young_generation_is_capped_per_core_and_by_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: 2)
+    assert spark_job._young_generation_mib(7168) == 384
+    assert spark_job._young_generation_mib(768) == 256  # a third of a small heap, the JVM's own limit
+    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: 16)
+    assert spark_job._young_generation_mib(16384) == 3072
+    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: None)  # unknown: two cores' worth
+    assert spark_job._young_generation_mib(7168) == 384
+    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("HARNESS_SPARK_DRIVER_MEMORY", "900m")
+    conf = spark_job._driver_conf()
+    assert conf["spark.driver.memory"] == "900m"
+    assert "-XX:MaxNewSize=300m" in conf["spark.driver.extraJavaOptions"].split()
+
+
 @pytest.mark.parametrize("given", ["lots", "0g", "6 g", "-1g", "1.5g"])
 def test_a_driver_memory_spark_would_refuse_is_one_line(tmp_path: Path, given: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
