@@ -382,7 +382,7 @@ def driver_memory() -> str:
     return given
 
 
-_MEMORY_SIZE = re.compile(r"[1-9][0-9]*([kmgtp]b?|b)?", re.IGNORECASE)
+_MEMORY_SIZE = re.compile(r"([1-9][0-9]*)([kmgtp]b?|b)?", re.IGNORECASE)
 
 
 def _driver_memory() -> str:
@@ -408,11 +408,11 @@ _UNITS_MIB = {"b": 1 / (1 << 20), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1 << 20
 def _mib(size: str) -> int:
     """A memory size as Spark reads ``spark.driver.memory`` (:data:`_MEMORY_SIZE`; a bare
     number is MiB), in MiB."""
-    match = re.fullmatch(r"([0-9]+)([kmgtp]?)(b?)", size.strip().lower())
+    match = _MEMORY_SIZE.fullmatch(size.strip())
     if match is None:
         raise ValueError(f"not a memory size: {size!r}")
-    number, prefix, in_bytes = match.groups()
-    return int(int(number) * _UNITS_MIB[prefix or ("b" if in_bytes else "m")])
+    number, unit = match.groups()
+    return int(int(number) * _UNITS_MIB[(unit or "m")[0].lower()])
 
 
 def _shuffle_partitions(input_bytes: int) -> int:
