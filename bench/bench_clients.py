@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -68,7 +69,7 @@ def plain_consume(bootstrap: str, topic: str, n: int, fields: bool = False) -> f
     while last + 1 < end and time.monotonic() - t0 < 300:
         msgs = c.consume(1000, 0.5)
         if fields and msgs:
-            cols = [[m.error() for m in msgs], [m.partition() for m in msgs],
+            cols: list[list[Any]] = [[m.error() for m in msgs], [m.partition() for m in msgs],
                     [m.offset() for m in msgs], [m.leader_epoch() for m in msgs],
                     [m.timestamp()[1] for m in msgs], [m.key() for m in msgs],
                     [m.value() for m in msgs]]
@@ -78,7 +79,8 @@ def plain_consume(bootstrap: str, topic: str, n: int, fields: bool = False) -> f
         for m in msgs:
             if not m.error():
                 got += 1
-                last = m.offset()
+                offset = m.offset()  # never None for a record read without error
+                last = last if offset is None else offset
     c.close()
     return got / (time.monotonic() - t0)
 

@@ -5,6 +5,7 @@ what the synthetic history holds; a cache Java refuses is removed."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from harness.testing.synthetic import Profile, generate
 
 
 @pytest.fixture()
-def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A state directory of the test's own: its servers, not the session's shared one."""
     monkeypatch.setenv("HARNESS_SPARK_STATE", str(tmp_path / "state"))
     monkeypatch.delenv("HARNESS_SPARK_AOT", raising=False)
@@ -36,7 +37,7 @@ def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: P
     assert f"-XX:AOTCache={cache}".encode() in cmdline
     assert str(cache) in Path(f"/proc/{srv.jvm_pid}/maps").read_text()  # Java mapped it: in use
     # the young generation's cap (spark_job._young_generation_mib), as the JVM took it
-    young = spark_job._young_generation_mib() << 20
+    young = spark_job._young_generation_mib(spark_job._mib(spark_job.driver_memory())) << 20
     jcmd = Path(cmdline[0].decode()).with_name("jcmd")
     flags = subprocess.run([str(jcmd), str(srv.jvm_pid), "VM.flags"], capture_output=True, text=True,
                            timeout=60, check=True).stdout.split()

@@ -63,12 +63,12 @@ def test_kafka_reads_each_kind_of_checkpoint_from_the_log_dir() -> None:
         "/data/kafka/recovery-point-offset-checkpoint": _file(("t", 0, 66), ("t", 1, 33)),
         "/data/kafka/replication-offset-checkpoint": _file(("t", 0, 100), ("u", 0, 5)),
     })
-    node = SimpleNamespace(name="kafka-2", container=container)
+    node: Any = SimpleNamespace(name="kafka-2", container=container)
     assert kafka.checkpointed(node, "recovery-point") == {("t", 0): 66, ("t", 1): 33}
     assert kafka.checkpointed(node, "high-watermark") == {("t", 0): 100, ("u", 0): 5}
     # not written yet (a broker's first seconds): nothing checkpointed, not an error
-    assert kafka.checkpointed(SimpleNamespace(name="k", container=Container({})),
-                              "high-watermark") == {}
+    empty: Any = SimpleNamespace(name="k", container=Container({}))
+    assert kafka.checkpointed(empty, "high-watermark") == {}
 
 
 class Advancing:

@@ -169,7 +169,7 @@ def test_end_to_end_round_trips_split_into_phases_by_send_time() -> None:
     t0 = 1_700_000_000.0
     # one round trip every 0.5 s for 6 s: 2 ms, except sent during the fault (2 s to 4 s):
     # 1500 ms, and one not read at all (None: counted as the loop's 30 s)
-    trips = [(t0 + i / 2, 1500.0 if 4 <= i < 8 else 2.0) for i in range(12)]
+    trips: list[tuple[float, float | None]] = [(t0 + i / 2, 1500.0 if 4 <= i < 8 else 2.0) for i in range(12)]
     trips[5] = (t0 + 2.5, None)
     got = bench.trip_phases(trips, t0 + 2, t0 + 4)
     assert got["before"].rate == 2.0 and got["before"].p99 == 2.0

@@ -32,8 +32,9 @@ class Timeline:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def record(self, kind: str, **fields: Any) -> None:
-        self.rows.append({"kind": kind, **fields})
+    def record(self, type_: str, **fields: Any) -> dict[str, Any]:  # as harness.history.Recorder
+        self.rows.append({"kind": type_, **fields})
+        return self.rows[-1]
 
 
 def _node(container: FakeContainer) -> Node:

@@ -25,8 +25,9 @@ class Timeline:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def record(self, kind: str, **fields: Any) -> None:
-        self.rows.append({"kind": kind, **fields})
+    def record(self, type_: str, **fields: Any) -> dict[str, Any]:  # as harness.history.Recorder
+        self.rows.append({"kind": type_, **fields})
+        return self.rows[-1]
 
 
 def _node(status: str, events: list[str]) -> Node:
@@ -67,7 +68,11 @@ def test_a_running_node_is_not_gated_and_a_heal_is() -> None:
     gated: list[str] = []
     running, stopped = _node("running", events), _node("exited", events)
     nemesis = Nemesis(cast(Cluster, SimpleNamespace(nodes=lambda: [stopped])), None)
-    nemesis.before_start = lambda node: gated.append(node.name) or None
+
+    def gate(node: Node) -> None:
+        gated.append(node.name)
+
+    nemesis.before_start = gate
     assert nemesis.start(running) is None
     assert gated == [] and events == []
     assert nemesis.heal_all(start_down=True) == []

@@ -5,6 +5,7 @@ one"), from the tail of its log."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -18,13 +19,13 @@ BROKEN = ("[2026-11-22 12:07:27,463] ERROR [ReplicaStateMachine controllerId=1] 
 
 
 def _system(log: str, mode: str = "zk", controller: int = 1) -> KafkaSystem:
-    system = object.__new__(KafkaSystem)
+    system: Any = object.__new__(KafkaSystem)
     nodes = [SimpleNamespace(name=f"kafka-{i}", node_id=i, kind="broker") for i in (1, 2, 3)]
     system.spec = SimpleNamespace(mode=mode, nodes=nodes)
     logs = {"kafka-1": log, "kafka-2": BROKEN, "kafka-3": ""}
     system.cluster = SimpleNamespace(node=lambda name: SimpleNamespace(
         name=name, container=SimpleNamespace(logs=lambda tail: logs[name])))
-    system.controller = lambda: ControllerState(controller, 6)  # type: ignore[method-assign]
+    system.controller = lambda: ControllerState(controller, 6)
     return system
 
 

@@ -294,7 +294,12 @@ def test_paced_batches_send_each_key_once_in_order() -> None:
 
     got: list[list[str | None]] = []
     dues: list[float | None] = []
-    paced_batches(lambda b, due: (got.append(b), dues.append(due)), count=600, duration_s=None, rate=None,
+
+    def send(b: list[str | None], due: float | None) -> None:
+        got.append(b)
+        dues.append(due)
+
+    paced_batches(send, count=600, duration_s=None, rate=None,
                   keys=4, stop=None, wait=lambda s: None, batch=256)
     assert [len(b) for b in got] == [256, 256, 88]
     assert dues == [None, None, None]  # unpaced: no schedule

@@ -1,6 +1,7 @@
 """Counting a flapping lock (apache/pulsar#17759) in Docker's time-stamped log lines."""
 
 import datetime as dt
+from typing import Any
 
 from harness.systems.pulsar import count_recent
 
@@ -41,13 +42,13 @@ def test_ready_remedy_restarts_only_unregistered_bookies_and_says_why() -> None:
                                     start=lambda: None)
         return SimpleNamespace(name=name, container=container)
 
-    system = object.__new__(PulsarSystem)
+    system: Any = object.__new__(PulsarSystem)
     system._restarted = {}
     system.cluster = SimpleNamespace(node=node)
     system.spec = SimpleNamespace(nodes_of=lambda kind: [node(f"bookie-{i}") for i in (1, 2, 3)])
-    system.live_bookies = lambda: {"bookie-2:3181", "bookie-3:3181"}  # type: ignore[method-assign]
+    system.live_bookies = lambda: {"bookie-2:3181", "bookie-3:3181"}
     done = system.ready_remedy()
     assert restarted == ["bookie-1"] and "bookie-1" in system._restarted
     assert done is not None and "state:Closed" in done and "bookie-2" not in done
-    system.live_bookies = lambda: {f"bookie-{i}:3181" for i in (1, 2, 3)}  # type: ignore[method-assign]
+    system.live_bookies = lambda: {f"bookie-{i}:3181" for i in (1, 2, 3)}
     assert system.ready_remedy() is None

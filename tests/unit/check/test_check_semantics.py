@@ -30,7 +30,7 @@ def _sent(client: str, mid: str, topic: str, offset: int | None, *, with_topic: 
 def _poll(client: str, mid: str | None, topic: str, offset: int | None = None, *,
           phase: str | None = "run", pulsar: tuple[int, int, int] | None = None,
           **extra: Any) -> dict[str, Any]:
-    fields = {"phase": phase} if phase is not None else {}
+    fields: dict[str, Any] = {"phase": phase} if phase is not None else {}
     if pulsar is not None:
         fields.update(zip(("ledger", "entry", "batch"), pulsar, strict=False))
     return _ev("poll", client, mid=mid, topic=topic, partition=0, offset=offset, **fields, **extra)
@@ -42,7 +42,7 @@ def _recovery(topic: str, *reads: tuple[str | None, int]) -> list[dict[str, Any]
 
 def _polls(client: str, topic: str, *, phase: str | None = "run", **columns: Any) -> dict[str, Any]:
     """A polls line: batch fields and columns as given."""
-    fields = {"phase": phase} if phase is not None else {}
+    fields: dict[str, Any] = {"phase": phase} if phase is not None else {}
     return _ev("polls", client, topic=topic, **fields, **columns)
 
 

@@ -29,10 +29,11 @@ def _expected(path: Path, replicas: bool = False) -> list[tuple[Any, ...]]:
     """What ingest must give for ``path``, from the contract's reading, in file order."""
     out = []
     for _, ev in read_lines(path, replicas=replicas):
-        code = (ingest.REPLICA_TYPES if replicas else _TYPES).get(ev.get("type"))
+        code = (ingest.REPLICA_TYPES if replicas else _TYPES).get(ev.get("type", ""))
         if code is None:
             continue
         part, off, led, ent = (ev.get(k) for k in ("partition", "offset", "ledger", "entry"))
+        pos: tuple[Any, ...]
         if part is None or (off is not None and off < 0) or (off is None and (led is None or ent is None
                                                                                or led < 0 or ent < 0)):
             pos = (None, None, None)

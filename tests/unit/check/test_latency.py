@@ -42,6 +42,7 @@ def test_faults_and_the_phase_during(tmp_path: Path) -> None:
     f = faults_of(tmp_path)
     assert [(x.t - T0, x.action, x.node) for x in f.faults] == [(10, "kill9", "kafka-1"),
                                                                  (12, "pause", "kafka-2")]
+    assert f.start is not None and f.end is not None
     assert (f.start - T0, f.end - T0) == (10, 21)  # both restored at 21 s; the heal-all changes nothing
     # a fault never restored: during lasts to the end
     _timeline(tmp_path, (5, "kill9", "kafka-1"))

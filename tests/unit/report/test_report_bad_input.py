@@ -7,6 +7,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ def _acks(t0: float) -> list[str]:
                         "partition": 0, "offset": i}) for i in range(SECONDS)]
 
 
-def _run(make_run: RunFactory, history: list[str], timeline: list[str] = (), name: str = "bad",
+def _run(make_run: RunFactory, history: list[str], timeline: Sequence[str] = (), name: str = "bad",
          **result: Any) -> Path:
     """A run with ``result.json`` (overrides as for make_run) and these raw lines (plus newline)."""
     run_dir = make_run(name, history=False, **result)

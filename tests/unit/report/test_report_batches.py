@@ -189,8 +189,12 @@ def test_a_big_history_read_a_file_per_process_counts_as_one_process(
     run = _history_files(tmp_path)
     added: list[int] = []
     add_up = load._add_up
-    monkeypatch.setattr(load, "_add_up",
-                        lambda parts, window: added.append(len(parts)) or add_up(parts, window))
+
+    def counted(parts: Any, window: Any) -> Any:
+        added.append(len(parts))
+        return add_up(parts, window)
+
+    monkeypatch.setattr(load, "_add_up", counted)
     for window in (None, Window(T0 + 30, T0 + 200, "test")):
         monkeypatch.setattr(load, "PARALLEL_BYTES", 1 << 62)
         serial = scan_history(run, window)
