@@ -15,12 +15,22 @@ What each output column is (one row per id): :data:`MIDS_SCHEMA` and
 :func:`aggregate`. The task writes its rows as Parquet in Hive's layout, a directory
 per (ack topic, ack partition), the layout the anomaly step reads, one file per bucket in
 each (:func:`bucket_stem`): the details find an id's row in its bucket's files.
+
+Two small tables come with it, so that the anomaly step need not scan the per-id table
+with Spark SQL (two scans of 10M rows were most of the JVM's work in a 10M check:
+docs/checker-log.md, session 49): the **flag counts**, how many of the bucket's ids have
+each (flags, transaction) pair (:data:`COUNTS_SCHEMA`), over which the step evaluates its
+outcome counts; and, when the step gives the kernel the flag values that can make an id
+anomalous (:class:`Loud`, worked out by the step's own conditions), the bucket's ids with
+such flags, a second time (:data:`MIDS_SCHEMA`, one file per bucket), the only rows the
+step's id anomalies then read.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,11 +40,14 @@ import pyarrow.parquet as pq
 
 from harness.check.ingest import FAIL, IDS_SCHEMA, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC, dirs_under
 
-__all__ = ["MIDS_SCHEMA", "TASK_SCHEMA", "aggregate", "bucket_stem", "kernel"]
+__all__ = ["COUNTS_SCHEMA", "FLAG_VALUES", "MIDS_SCHEMA", "TASK_SCHEMA", "Loud", "aggregate", "bucket_stem",
+           "kernel"]
 
 # Per-id flags (spark_job's F_*).
 F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP, F_RU_READ, F_REC_RC = (
     1 << i for i in range(11))
+#: every per-id flag value is below this
+FLAG_VALUES = 1 << 11
 
 _L, _D, _S = pa.int64(), pa.float64(), pa.string()
 #: one row per id; ``ack_topic`` and ``ack_part`` name its directory
@@ -42,6 +55,8 @@ MIDS_SCHEMA = pa.schema([
     ("mid", _S), ("f", pa.int32()), ("inv_seq", _L), ("inv_client", _L), ("ack_client", _L),
     ("ack_topic", _L), ("ack_part", _L), ("ack_pl", _L), ("ack_pe", _L), ("ack_pb", _L), ("inv_t", _D),
     ("due_t", _D), ("ack_t", _D), ("poll_t", _D), ("tx_h", _L), ("rc_t", _D), ("src", _S)])
+#: the flag counts: how many ids of a bucket have these flags and this transaction
+COUNTS_SCHEMA = pa.schema([("f", pa.int32()), ("tx_h", _L), ("n", _L)])
 #: a task: one bucket
 TASK_SCHEMA = "bucket long"
 #: what a task returns: its bucket's ids, those sent in a transaction, and the least and
@@ -55,33 +70,79 @@ _STATS = ["f", "ack_pl", "tx_h", "src"]
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
-def kernel(ids_dir: str, out_dir: str, rc_clients: Iterable[int]) -> Any:
+@dataclass(frozen=True)
+class Loud:
+    """The flag values (``f``, below :data:`FLAG_VALUES`) that can make an id anomalous:
+    ``plain[f]`` for an id sent without a transaction, ``tx[f]`` for one with; and where
+    the ids with such flags go (a file per bucket)."""
+
+    plain: bytes
+    tx: bytes
+    out_dir: str
+
+    def mask(self, table: pa.Table) -> np.ndarray:
+        """Which rows of a per-id ``table`` have such flags."""
+        f = table["f"].to_numpy(zero_copy_only=False)  # never null
+        plain = np.frombuffer(self.plain, np.bool_)
+        tx = np.frombuffer(self.tx, np.bool_)
+        return np.where(_valid(table["tx_h"]), tx[f], plain[f])
+
+
+def kernel(ids_dir: str, out_dir: str, rc_clients: Iterable[int], counts_dir: str, tx_dir: str,
+           loud: Loud | None = None) -> Any:
     """The ``mapInArrow`` function for task rows of :data:`TASK_SCHEMA`: each bucket's
-    ids aggregated (:func:`aggregate`) and written under ``out_dir``; a row of its
-    bucket and id count comes back."""
+    ids aggregated (:func:`aggregate`) and written under ``out_dir``, its flag counts in
+    ``counts_dir``, its ids sent in a transaction again in ``tx_dir`` and, with ``loud``,
+    its ids of those flags in ``loud.out_dir`` (a file per bucket each, none when it has no
+    such id); a row of its bucket and id count comes back."""
     rc = np.array(sorted(rc_clients), np.int64)
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for bucket in batch.column(0).to_pylist():
-                yield _one_bucket(ids_dir, out_dir, bucket, rc)
+                yield _one_bucket(ids_dir, out_dir, bucket, rc, counts_dir, tx_dir, loud)
 
     return run
 
 
-def _one_bucket(ids_dir: str, out_dir: str, bucket: int, rc: np.ndarray) -> pa.RecordBatch:
+def _one_bucket(ids_dir: str, out_dir: str, bucket: int, rc: np.ndarray, counts_dir: str, tx_dir: str,
+                loud: Loud | None) -> pa.RecordBatch:
     directory = os.path.join(ids_dir, str(bucket))
     names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
     files = [os.path.join(directory, name) for name in names]
     out = _aggregate(_Rows.read(files), rc) if files else MIDS_SCHEMA.empty_table()
     if out.num_rows:
-        _write(out, out_dir, bucket_stem(bucket))
+        stem = bucket_stem(bucket)
+        _write(out, out_dir, stem)
+        pq.write_table(flag_counts(out), os.path.join(counts_dir, f"{stem}.parquet"), compression="lz4")
+        again = [(tx_dir, _valid(out["tx_h"]))]
+        if loud is not None:
+            again.append((loud.out_dir, loud.mask(out)))
+        for target, rows in again:
+            if rows.any():
+                pq.write_table(out.filter(pa.array(rows)), os.path.join(target, f"{stem}.parquet"),
+                               compression="lz4", use_dictionary=False, write_statistics=False)
     inv_t = out["inv_t"].to_numpy(zero_copy_only=False)  # nulls read as NaN
     finite = inv_t[np.isfinite(inv_t)]
     return pa.RecordBatch.from_pydict({
         "bucket": [bucket], "ids": [out.num_rows], "tx_ids": [len(out) - out["tx_h"].null_count],
         "inv_lo": [float(finite.min()) if finite.size else None],
         "inv_hi": [float(finite.max()) if finite.size else None]}, schema=_RESULT)
+
+
+def flag_counts(table: pa.Table) -> pa.Table:
+    """How many rows of a per-id ``table`` have each (``f``, ``tx_h``) pair
+    (:data:`COUNTS_SCHEMA`; a null ``tx_h`` is a pair of its own)."""
+    in_tx = _valid(table["tx_h"])
+    plain = np.bincount(table["f"].to_numpy(zero_copy_only=False)[~in_tx])  # most ids: no hashing
+    f = np.flatnonzero(plain)
+    parts = [pa.table([pa.array(f.astype(np.int32)), pa.nulls(len(f), _L), pa.array(plain[f])],
+                      schema=COUNTS_SCHEMA)]
+    if in_tx.any():
+        counted = table.select(["f", "tx_h"]).filter(pa.array(in_tx)).group_by(
+            ["f", "tx_h"], use_threads=False).aggregate([([], "count_all")])
+        parts.append(pa.table([counted["f"], counted["tx_h"], counted["count_all"]], schema=COUNTS_SCHEMA))
+    return pa.concat_tables(parts)
 
 
 def bucket_stem(bucket: int) -> str:

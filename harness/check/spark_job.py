@@ -20,8 +20,13 @@ Plan (each step one Spark action, intermediate data as Parquet in a scratch dir)
 3. per message id, in the Python workers (``harness.check.mids``, one task per id
    bucket the ingest wrote, so no shuffle): outcome and read flags, first invoke,
    first ack, and whether the id sits at more than one position; written in a
-   directory per (ack topic, ack partition).
-4. anomalies: id anomalies are filters of step 3. One task per (topic, partition)
+   directory per (ack topic, ack partition). Each task also writes how many of its ids
+   have each (flags, transaction) pair, and in a big check its ids whose flags can make
+   an id anomalous (worked out once per process by the id anomalies' own conditions over
+   every flag value: ``_Job._loud_flags``).
+4. anomalies: id anomalies are filters of step 3's ids whose flags can make one (a big
+   check) or of all its ids (a small one), and the outcome counts are sums over its flag
+   counts: no Spark SQL scan of the whole per-id table. One task per (topic, partition)
    reads its polls and replica records (its directory from step 1: no shuffle), its
    acks (step 3) and resets, and runs the NumPy kernel of
    ``harness.check.placed`` (``mapInArrow``): in position order, the recovery
@@ -54,6 +59,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from harness.check import details, ingest, tasks
 from harness.check import mids as mids_kernel
@@ -127,6 +134,8 @@ def _ddl(fields: Iterable[Any]) -> str:
 
 _MIDS_SCHEMA = _ddl(sorted(mids_kernel.MIDS_SCHEMA, key=lambda f: f.name in ("ack_topic", "ack_part")))
 
+#: :meth:`_Job._loud_flags`, once worked out
+_loud: tuple[bytes, bytes] | None = None
 _session_lock = threading.Lock()
 _run_lock = threading.Lock()
 _session: SparkSession | None = None
@@ -564,6 +573,11 @@ class _Job:
         #: finite first-invoke time (None: none)
         self.tx_ids = 0
         self.inv_span: tuple[float, float] | None = None
+        #: from step 3: its flag counts, its ids sent in a transaction, and in a big check
+        #: the ids that can be anomalous (each a small table in most runs)
+        self.flag_counts: DataFrame | None = None
+        self.tx_mids: DataFrame | None = None
+        self.loud: DataFrame | None = None
         self.size = size
         self._started = time.monotonic()
 
@@ -667,15 +681,55 @@ class _Job:
         """Step 3 in the Python workers (:mod:`harness.check.mids`): one task per id
         bucket the ingest wrote aggregates its ids and writes them in a directory per
         (ack topic, ack partition), read back from there."""
-        out = self.scratch / "mids"
-        out.mkdir()
-        run = mids_kernel.kernel(str(self.scratch / "ids"), str(out), names.rc_clients)
+        out, counts, tx = self.scratch / "mids", self.scratch / "mids-counts", self.scratch / "mids-tx"
+        for directory in (out, counts, tx):
+            directory.mkdir()
+        loud = None
+        if self.spread:  # a big check: its id anomalies read only the ids that can have one
+            (self.scratch / "mids-loud").mkdir()
+            loud = mids_kernel.Loud(*self._loud_flags(), str(self.scratch / "mids-loud"))
+        run = mids_kernel.kernel(str(self.scratch / "ids"), str(out), names.rc_clients, str(counts), str(tx),
+                                 loud)
         stats = self._each([(b,) for b in range(self.buckets)], mids_kernel.TASK_SCHEMA, run,
                            mids_kernel.RESULT_SCHEMA).collect()
         self.tx_ids = sum(r.tx_ids for r in stats)
         finite = [r for r in stats if r.inv_lo is not None]
         self.inv_span = (min(r.inv_lo for r in finite), max(r.inv_hi for r in finite)) if finite else None
+        self.flag_counts = self.spark.read.schema(_ddl(mids_kernel.COUNTS_SCHEMA)).parquet(str(counts))
+        ids = _ddl(mids_kernel.MIDS_SCHEMA)
+        self.tx_mids = self.spark.read.schema(ids).parquet(str(tx))
+        self.loud = None if loud is None else self.spark.read.schema(ids).parquet(loud.out_dir)
         return self.spark.read.schema(_MIDS_SCHEMA).parquet(str(out))
+
+    def _loud_flags(self) -> tuple[bytes, bytes]:
+        """The flag values that can make an id anomalous (:class:`harness.check.mids.Loud`),
+        worked out by the id anomalies' own conditions (:meth:`_mid_conditions`) over every
+        flag value, every transaction state (only ``TS_NONE`` for an id sent without a
+        transaction) and every order of the read and commit times, both known or not. A
+        condition over another column fails here, not in silence. Once per process: the
+        conditions are this module's code."""
+        global _loud
+        if _loud is None:
+            F = self.F
+            times = [(None, None), (0.0, 1.0), (1.0, 0.0), (None, 1.0), (1.0, None)]
+            cases = [(False, TS_NONE, rc_t, commit_t) for rc_t, commit_t in times]
+            cases += [(True, ts, rc_t, commit_t) for ts in (TS_NONE, *TS_NAMES) for rc_t, commit_t in times]
+            grid = (self.spark.range(mids_kernel.FLAG_VALUES).select(F.col("id").cast("int").alias("f"))
+                    .crossJoin(self.spark.createDataFrame(
+                        cases, "tx boolean, ts int, rc_t double, commit_t double")))
+            conditions, _ = self._mid_conditions()
+            anyone = F.lit(False)
+            for cond in conditions.values():
+                anyone = anyone | F.coalesce(cond, F.lit(False))
+            # at most 53k rows, as Arrow: no shuffle (a distinct's), no Row objects
+            found = grid.where(anyone).select("tx", "f").toArrow()
+            tx = found["tx"].to_numpy(zero_copy_only=False)
+            f = found["f"].to_numpy(zero_copy_only=False)
+            flags = [np.zeros(mids_kernel.FLAG_VALUES, np.bool_) for _ in range(2)]
+            for loud, at in zip(flags, (f[~tx], f[tx]), strict=True):
+                loud[at] = True
+            _loud = (flags[0].tobytes(), flags[1].tobytes())
+        return _loud
 
     # -- 4. anomalies -----------------------------------------------------------
 
@@ -685,10 +739,12 @@ class _Job:
 
         F = self.F
         ranks = _Ranks(F, names)
-        with_tx = self._with_tx(mids, txns)
-        rows = (self._mid_rows(with_tx)
+        assert self.flag_counts is not None  # step 3's
+        # the id anomalies over the ids that can have one (a big check) or all; the outcome
+        # counts over the flag counts (step 3's): neither scans the whole per-id table
+        rows = (self._mid_rows(self._with_tx(mids if self.loud is None else self.loud, txns))
                 .unionByName(self._placed_rows(self._by_pair(names), ranks))
-                .unionByName(self._count_rows(with_tx)))
+                .unionByName(self._count_rows(self._with_tx(self.flag_counts, txns))))
         if keyed:  # Key_Shared run polls (the ingest counts them)
             rows = rows.unionByName(self._key_order_rows(events, ranks))
         if txns is not None:
@@ -713,8 +769,10 @@ class _Job:
         """The id was written by an aborted transaction (its own, or ``"txn": "aborted"``)."""
         return self._has("f", F_ABORTED) | (self.F.col("ts") == TS_ABORTED)
 
-    def _mid_rows(self, mids: DataFrame) -> DataFrame:
-        """Anomalies of one id; ``mids`` with its transaction's state (:meth:`_with_tx`)."""
+    def _mid_conditions(self) -> tuple[dict[str, Column], Column]:
+        """The id anomalies: each kind's condition on a per-id row with its transaction's
+        state (:meth:`_with_tx`), and the aborted-read condition that only read_committed
+        polls meet (its example's ``n``)."""
         F = self.F
         has, lacks = self._has, self._lacks
         ts = F.col("ts")
@@ -727,14 +785,20 @@ class _Job:
         commit_t = F.col("commit_t")
         precommitted = (ts.isin(TS_COMMITTED, TS_SEEN, TS_UNKNOWN) & has("f", F_RC_READ)
                         & (commit_t.isNull() | (F.col("rc_t") < commit_t - PRECOMMIT_SLACK_S)))
-        found = self._explode_kinds(mids, {
+        return {
             "lost-write": committed & lacks("f", F_REC),
             "unseen": committed & lacks("f", F_RUN) & has("f", F_REC),
             "duplicate": has("f", F_DUP),
             "unexpected": has("f", F_RUN | F_REC) & lacks("f", F_INV),
             "aborted-read": rc_aborted | failed_read,
             "precommitted-read": precommitted,
-        })
+        }, rc_aborted
+
+    def _mid_rows(self, mids: DataFrame) -> DataFrame:
+        """Anomalies of one id; ``mids`` with its transaction's state (:meth:`_with_tx`)."""
+        F = self.F
+        conditions, rc_aborted = self._mid_conditions()
+        found = self._explode_kinds(mids, conditions)
         ack = {c: F.col(f"ack_{c}") for c in ("client", "topic", "part", "pl", "pe", "pb")}
         kind = F.col("kind")
         return found.select(*self._uniform(kind, {"s": F.col("mid")}, {
@@ -772,7 +836,7 @@ class _Job:
 
     # -- transactions (docs/checker.md "Transactions") ---------------------------
 
-    def _transactions(self, events: DataFrame, mids: DataFrame) -> DataFrame | None:
+    def _transactions(self, events: DataFrame) -> DataFrame | None:
         """One row per transaction: its state ``ts`` (``TS_*``), commit time, name, producer
         and order, and of its ids: how many (``n``), in the recovery read (``rec``; by a
         read_committed reader ``rec_rc``), read by read_committed (``rc``) and
@@ -781,9 +845,10 @@ class _Job:
         name is that of its first ``txn`` event, else (none) of its first send."""
         F = self.F
         x = self.scratch / "events" / ingest.TXNS
-        sent = mids.where(F.col("tx_h").isNotNull())
         if not x.is_dir() and not self.tx_ids:
             return None
+        assert self.tx_mids is not None  # step 3's
+        sent = self.tx_mids
 
         def ids(bits: int) -> Column:
             return F.sum(F.when(self._has("f", bits), 1).otherwise(0))
@@ -960,7 +1025,9 @@ class _Job:
             **{name: F.col(name) for name in ("seq2", "ql", "qe", "qb")},
         }
 
-    def _count_rows(self, mids: DataFrame) -> DataFrame:
+    def _count_rows(self, counts: DataFrame) -> DataFrame:
+        """The outcome counts, over the flag counts (step 3's, with their transactions'
+        states: :meth:`_with_tx`): each ``n`` ids."""
         has, lacks = self._has, self._lacks
         outcomes = {
             "fail": has("f", F_FAIL) & lacks("f", F_OK),
@@ -974,13 +1041,15 @@ class _Job:
             conditions[f"{outcome}-present"] = cond & has("f", F_REC)
             conditions[f"{outcome}-absent"] = cond & lacks("f", F_REC)
         conditions["aborted-uncommitted-read"] = self._aborted() & has("f", F_RU_READ)
-        return self._sums(mids, conditions)
+        return self._sums(counts, conditions, weight="n")
 
-    def _sums(self, df: DataFrame, conditions: Mapping[str, Column]) -> DataFrame:
-        """Uniform ``count:<name>`` rows: the rows of ``df`` where each condition holds."""
+    def _sums(self, df: DataFrame, conditions: Mapping[str, Column], weight: str | None = None) -> DataFrame:
+        """Uniform ``count:<name>`` rows: the rows of ``df`` where each condition holds (each
+        counting as its ``weight`` column, else as one)."""
         F = self.F
         names = list(conditions)
-        sums = df.agg(*[F.sum(F.when(cond, 1).otherwise(0)).alias(f"c{i}")
+        one = F.lit(1) if weight is None else F.col(weight)
+        sums = df.agg(*[F.sum(F.when(cond, one).otherwise(0)).alias(f"c{i}")
                         for i, cond in enumerate(conditions.values())])
         counts = sums.select(F.explode(F.array(*[
             F.struct(F.lit(f"count:{name}").alias("kind"), F.coalesce(F.col(f"c{i}"), F.lit(0)).alias("n"))
@@ -1003,7 +1072,7 @@ class _Job:
         names = self._names(name_rows)
         mids = self._mids(names)
         self._progress("anomalies")
-        txns = self._transactions(events, mids)
+        txns = self._transactions(events)
         totals: dict[str, int] = {}
         firsts: dict[str, list[Row]] = {}
         for row in sorted(self._anomalies(events, mids, names, txns, copies, keyed), key=lambda r: r.rn):

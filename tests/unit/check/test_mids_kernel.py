@@ -23,7 +23,10 @@ from harness.check.mids import (
     F_REC_RC,
     F_RU_READ,
     F_RUN,
+    FLAG_VALUES,
+    Loud,
     aggregate,
+    flag_counts,
 )
 from harness.testing.copier_history import generate as copier_history
 from harness.testing.synthetic import INJECTABLE, Profile, generate
@@ -42,6 +45,21 @@ def _event(mid: str, code: int, seq: int, **fields: object) -> dict:
 
 AT_10 = {"topic_h": 7, "part": 0, "pl": -1, "pe": 10, "pb": -1}
 AT_11 = {**AT_10, "pe": 11}
+
+
+def test_flag_counts_and_loud_ids() -> None:
+    """Step 3's flag counts (ids per flags and transaction, a null transaction a pair of its
+    own) and its loud ids (flags marked for an id sent with or without a transaction)."""
+    ids = pa.table({"f": pa.array([F_INV | F_OK, F_INV, F_INV | F_OK, F_INV, F_INV | F_OK], pa.int32()),
+                    "tx_h": pa.array([None, 5, 5, None, None], pa.int64())})
+    assert sorted(flag_counts(ids).to_pylist(), key=lambda r: (r["f"], r["tx_h"] or 0)) == [
+        {"f": F_INV, "tx_h": None, "n": 1}, {"f": F_INV, "tx_h": 5, "n": 1},
+        {"f": F_INV | F_OK, "tx_h": None, "n": 2}, {"f": F_INV | F_OK, "tx_h": 5, "n": 1}]
+    plain, tx = np.zeros(FLAG_VALUES, np.bool_), np.zeros(FLAG_VALUES, np.bool_)
+    plain[F_INV | F_OK] = True
+    tx[F_INV] = True
+    loud = Loud(plain.tobytes(), tx.tobytes(), "")
+    assert loud.mask(ids).tolist() == [True, True, False, False, True]
 
 
 def test_the_aggregate_takes_firsts_by_seq_and_finds_duplicates() -> None:
