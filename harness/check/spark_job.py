@@ -711,7 +711,8 @@ class _Job:
         global _loud
         if _loud is None:
             F = self.F
-            times = [(None, None), (0.0, 1.0), (1.0, 0.0), (None, 1.0), (1.0, None)]
+            # (read, commit) times: neither, one, both in each order, far apart (any slack)
+            times = [(None, None), (0.0, 1e9), (1e9, 0.0), (None, 0.0), (0.0, None)]
             cases = [(False, TS_NONE, rc_t, commit_t) for rc_t, commit_t in times]
             cases += [(True, ts, rc_t, commit_t) for ts in (TS_NONE, *TS_NAMES) for rc_t, commit_t in times]
             grid = (self.spark.range(mids_kernel.FLAG_VALUES).select(F.col("id").cast("int").alias("f"))

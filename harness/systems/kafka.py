@@ -132,6 +132,7 @@ class KafkaSystem:
 
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                          config=dict(config or {}))
+        brokers = len(self.spec.nodes_of("broker"))
 
         def created() -> bool | str:
             """True once created; a message (truthy: stop waiting) for a permanent error."""
@@ -144,6 +145,8 @@ class KafkaSystem:
                 if getattr(err, "retriable", lambda: False)() or "_DESTROY_BROKER" in str(exc) \
                         or "_TRANSPORT" in str(exc) or "_TIMED_OUT" in str(exc):
                     raise  # transient (a broker connection being replaced): wait_until retries
+                if "INVALID_REPLICATION_FACTOR" in str(exc) and replication_factor <= brokers:
+                    raise  # a broker of the cluster not registered yet (just restarted): retried
                 return str(exc)
             return True
 
