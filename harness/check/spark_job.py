@@ -686,8 +686,9 @@ class _Job:
             directory.mkdir()
         loud = None
         if self.spread:  # a big check: its id anomalies read only the ids that can have one
-            (self.scratch / "mids-loud").mkdir()
-            loud = mids_kernel.Loud(*self._loud_flags(), str(self.scratch / "mids-loud"))
+            loud_dir = self.scratch / "mids-loud"
+            loud_dir.mkdir()
+            loud = mids_kernel.Loud(*self._loud_flags(), str(loud_dir))
         run = mids_kernel.kernel(str(self.scratch / "ids"), str(out), names.rc_clients, str(counts), str(tx),
                                  loud)
         stats = self._each([(b,) for b in range(self.buckets)], mids_kernel.TASK_SCHEMA, run,
@@ -719,9 +720,7 @@ class _Job:
                     .crossJoin(self.spark.createDataFrame(
                         cases, "tx boolean, ts int, rc_t double, commit_t double")))
             conditions, _ = self._mid_conditions()
-            anyone = F.lit(False)
-            for cond in conditions.values():
-                anyone = anyone | F.coalesce(cond, F.lit(False))
+            anyone = self._any_of(conditions)
             # at most 53k rows, as Arrow: no shuffle (a distinct's), no Row objects
             found = grid.where(anyone).select("tx", "f").toArrow()
             tx = found["tx"].to_numpy(zero_copy_only=False)
@@ -757,12 +756,18 @@ class _Job:
                              F.row_number().over(kind.orderBy("sk")).alias("rn"))
         return ranked.where(F.col("rn") <= MAX_EXAMPLES).collect()
 
-    def _explode_kinds(self, df: DataFrame, conditions: Mapping[str, Column]) -> DataFrame:
-        """One row per (row of ``df``, kind whose condition holds), kind in column ``kind``."""
+    def _any_of(self, conditions: Mapping[str, Column]) -> Column:
+        """True where one of ``conditions`` holds (a null one counts as false)."""
         F = self.F
         anyone = F.lit(False)
         for cond in conditions.values():
             anyone = anyone | F.coalesce(cond, F.lit(False))
+        return anyone
+
+    def _explode_kinds(self, df: DataFrame, conditions: Mapping[str, Column]) -> DataFrame:
+        """One row per (row of ``df``, kind whose condition holds), kind in column ``kind``."""
+        F = self.F
+        anyone = self._any_of(conditions)
         kinds = F.array_compact(F.array(*[F.when(cond, F.lit(kind)) for kind, cond in conditions.items()]))
         return df.where(anyone).select(F.explode(kinds).alias("kind"), "*")
 
