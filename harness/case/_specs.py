@@ -181,6 +181,11 @@ def read_expect(node: Node, armed: bool, field: str = "expect") -> Expect:
     if reproduces and verdict != "fail":
         raise error(f.at("verdict"), f.sub("verdict"),
                     "a case that reproduces an anomaly expects verdict fail")
+    if verdict == "fail" and not reproduces:
+        # else any failure, or none of the bug's, would count as the bug reproduced
+        raise error(f.at("verdict"), f.sub("verdict"),
+                    "verdict fail needs reproduces: the anomalies the bug makes (expected e.g. "
+                    "reproduces: [lost-write], which implies verdict fail)")
     return Expect(anomalies=MappingProxyType({a: n for a, n in limits.items() if a not in observe}),
                   observe=observe, min_acked=f.get("min_acked", NON_NEGATIVE, 1),
                   injection_hit=injection_hit, verdict=verdict, reproduces=reproduces,

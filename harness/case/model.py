@@ -338,6 +338,10 @@ class Expect:
     #: checker's ``aborted-uncommitted-read`` count; None: not judged)
     min_aborted_seen: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.verdict == "fail" and not self.reproduces:
+            raise ValueError("an Expect of verdict fail names the anomalies it reproduces")
+
 
 @dataclass(frozen=True)
 class Case:

@@ -68,13 +68,15 @@ def _latency_rows(case: Case, latency: Any) -> list[Expectation]:
 
 
 def as_expected(case: Case, rows: list[Expectation], verdict: str) -> bool:
-    """Whether the verdict is the one the case expects; a case that ``reproduces`` anomalies
-    fails exactly on those (each over its limit, every other expectation holding)."""
+    """Whether the verdict is the one the case expects; a case that expects ``fail`` fails
+    exactly on the anomalies it ``reproduces`` (each over its limit, every other expectation
+    holding), never on any failure at all."""
     if verdict != case.expect.verdict:
         return False
-    if not case.expect.reproduces:
+    if case.expect.verdict != "fail":
         return True
-    return all(r.ok != (r.name in case.expect.reproduces) for r in rows)
+    named = case.expect.reproduces
+    return bool(named) and named <= {r.name for r in rows} and all(r.ok != (r.name in named) for r in rows)
 
 
 def check_and_judge(case: Case, result: RunResult, run_dir: Path, spark_master: str | None, *,

@@ -101,7 +101,7 @@ def test_kafka_kraft_transactional_inject() -> None:
         FaultArgs(Selector(role="controller")),
         HealArgs(Selector(role="controller")),
     ]
-    assert case.expect == Expect(injection_hit=True, verdict="fail")
+    assert case.expect == Expect(injection_hit=True, verdict="fail", reproduces=frozenset({"lost-write"}))
 
 
 def test_pulsar() -> None:
