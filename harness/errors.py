@@ -16,7 +16,9 @@ at the boundary (``raise BackendError(...) from exc``).
     ├── WorkloadError      a client workload failed or did not stop
     ├── WaitTimeout        a condition was not met in time (says what, shows logs)
     ├── CheckError         the checker could not read or judge a history
-    └── ResultError        a run's result.json is missing, not JSON or has a field of the wrong type
+    ├── ResultError        a run's result.json is missing, not JSON or has a field of the wrong type
+    │   └── ResultSchemaError  its schema is one this harness does not read (a newer one)
+    └── InputError         a file to read is not a regular file (a FIFO, a device) or is over its cap
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ __all__ = [
     "WaitTimeout",
     "CheckError",
     "ResultError",
+    "ResultSchemaError",
+    "InputError",
 ]
 
 
@@ -98,3 +102,19 @@ class CheckError(HarnessError):
 
 class ResultError(HarnessError):
     """A run directory's ``result.json`` is missing, unreadable or malformed (names the field)."""
+
+
+class ResultSchemaError(ResultError):
+    """A ``result.json`` of a schema this harness does not read: it is neither shown as one it
+    knows nor rewritten (the fields it does not know would be lost)."""
+
+
+class InputError(HarnessError):
+    """A file the harness reads is refused before it is read: not a regular file (a FIFO, a
+    device, a directory), or larger than the cap for its kind. ``str(err)`` reads
+    ``<path>: <reason>``; the reason gives the size and the cap when it is too large."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")

@@ -8,7 +8,11 @@ whenever a field changes meaning or type.
 Reading is tolerant of what a crashed or errored run leaves out (every field
 has a default), and strict about what is there: a field of the wrong type is a
 :class:`~harness.errors.ResultError` naming the file and the field, never a
-traceback deep inside a renderer.
+traceback deep inside a renderer; a schema this harness does not know is a
+:class:`~harness.errors.ResultSchemaError`, never read as one it knows. The file
+itself must be a regular file of at most :data:`MAX_RESULT_BYTES` (:func:`open_input`,
+which the report uses for every file it reads): a FIFO is never opened, a device
+never read.
 """
 
 from __future__ import annotations
@@ -17,17 +21,23 @@ import json
 import math
 import os
 import shlex
+import stat
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from .errors import ResultError
+from .errors import InputError, ResultError, ResultSchemaError
 
-__all__ = ["SCHEMA", "VERDICTS", "Expectation", "InjectionSummary", "Recovery", "RunResult",
-           "StepRecord"]
+__all__ = ["MAX_RESULT_BYTES", "SCHEMA", "SCHEMAS", "VERDICTS", "Expectation", "InjectionSummary",
+           "Recovery", "RunResult", "StepRecord", "open_input", "size_text"]
 
 #: The version of ``result.json``'s layout (1: the untyped dict of round 1).
 SCHEMA = 2
+#: The layouts this harness reads (a file without ``schema`` is of schema 1).
+SCHEMAS = (1, 2)
+#: The largest ``result.json`` read: a run writes tens of KB (its examples, transactions and
+#: latency windows are bounded), so a larger file is not one a run wrote.
+MAX_RESULT_BYTES = 64 << 20
 #: A run's verdict: its expectations held (pass), did not (fail), or it could not be judged.
 VERDICTS = ("pass", "fail", "error")
 
@@ -181,9 +191,12 @@ class RunResult:
     def from_json(cls, raw: Any, *, source: str = "result.json") -> RunResult:
         """A result from its JSON form; missing keys take their defaults, a key of the wrong
         type is a :class:`ResultError` naming ``source`` and the key. A file without
-        ``schema`` is of schema 1 (round 1 wrote none; every later writer writes it)."""
+        ``schema`` is of schema 1 (round 1 wrote none; every later writer writes it); one
+        whose ``schema`` is an integer not in :data:`SCHEMAS` is a :class:`ResultSchemaError`,
+        whatever else it holds (its fields may mean something else)."""
         if not isinstance(raw, dict):
             raise ResultError(f"{source}: not a JSON object")
+        _known_schema(raw.get("schema"), source)
         if not isinstance(raw.get("run_id"), str) or not raw["run_id"]:
             raise ResultError(f"{source}: run_id: missing or not a string")
         kwargs: dict[str, Any] = {}
@@ -196,20 +209,95 @@ class RunResult:
 
     @classmethod
     def read(cls, run_dir: Path) -> RunResult:
-        """``run_dir/result.json``; :class:`ResultError` when it is missing or unreadable."""
+        """``run_dir/result.json``; :class:`ResultError` when it is missing, unreadable (not a
+        regular file, over :data:`MAX_RESULT_BYTES`) or malformed, :class:`ResultSchemaError`
+        when it is of a schema this harness does not read."""
         path = Path(run_dir) / "result.json"
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            raise ResultError(f"{path}: missing (the run did not finish writing its result)") \
-                from None
-        except OSError as exc:
-            raise ResultError(f"{path}: unreadable: {exc.strerror or exc}") from None
-        try:
-            raw = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # ValueError: also an integer of 5000 digits
-            raise ResultError(f"{path}: not JSON: {exc}") from None
-        return cls.from_json(raw, source=str(path))
+        return cls.from_json(read_json(path), source=str(path))
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value of a ``result.json`` at ``path``, read as :meth:`RunResult.read` reads it
+    (the report's salvage of a malformed one reads it the same way); a :class:`ResultError`
+    naming the file when it cannot be read or is not JSON."""
+    try:
+        with open_input(path, MAX_RESULT_BYTES, "result.json") as fh:
+            data = fh.read(MAX_RESULT_BYTES + 1)
+    except FileNotFoundError:
+        raise ResultError(f"{path}: missing (the run did not finish writing its result)") from None
+    except InputError as exc:
+        raise ResultError(f"{path}: unreadable: {exc.reason}") from None
+    except OSError as exc:
+        raise ResultError(f"{path}: unreadable: {exc.strerror or exc}") from None
+    if len(data) > MAX_RESULT_BYTES:  # it grew after it was looked at
+        raise ResultError(f"{path}: unreadable: {_too_large(len(data), MAX_RESULT_BYTES, 'result.json')}")
+    try:
+        return json.loads(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError) as exc:  # ValueError: also an integer of 5000 digits
+        raise ResultError(f"{path}: not JSON: {exc}") from None
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes for a reader: ``812 bytes``, ``64 MiB``, ``3.7 GiB``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
+
+
+def _too_large(size: int, limit: int, what: str) -> str:
+    return (f"{size_text(size)} ({size} bytes), over the cap of {size_text(limit)} for {what} "
+            "(is it the right file?)")
+
+
+def _refusal(info: os.stat_result, limit: int, what: str) -> str | None:
+    """Why a file of this ``stat`` is not read as ``what``, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+        return f"{kind}, not a regular file ({what} is read only from a regular file)"
+    if info.st_size > limit:
+        return _too_large(info.st_size, limit, what)
+    return None
+
+
+def open_input(path: Path, limit: int, what: str) -> BinaryIO:
+    """``path`` open for reading in binary, when it is a regular file of at most ``limit``
+    bytes; else an :class:`InputError` naming the file and why (its kind; or its size and the
+    cap). ``what`` names the kind of file in the message (``result.json``, ``a history``).
+
+    The type and size are looked at with ``stat`` before the file is opened, so a FIFO is
+    never opened and a device never read (``/dev/zero`` would never end), and again with
+    ``fstat`` on what was opened (without blocking: it may have been swapped since). A
+    missing or unreadable file is the ``OSError`` of ``stat`` or ``open``.
+    """
+    why = _refusal(os.stat(path), limit, what)
+    if why is not None:
+        raise InputError(str(path), why)
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        why = _refusal(os.fstat(fd), limit, what)
+        if why is not None:
+            raise InputError(str(path), why)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _known_schema(schema: Any, source: str) -> None:
+    """A :class:`ResultSchemaError` when ``schema`` is an integer this harness does not read."""
+    if _is_int(schema) and int(schema) not in SCHEMAS:
+        raise ResultSchemaError(
+            f"{source}: schema {int(schema)}: this harness reads result.json of schema "
+            f"{' or '.join(map(str, SCHEMAS))} only, and neither shows nor rewrites another "
+            "(a newer harness wrote it, or something else did): use the harness that wrote it")
 
 
 _NOT_NULL = frozenset({"injections", "broker_config", "observed", "anomalies", "examples", "counts",

@@ -9,6 +9,7 @@ chart; :func:`bulk_window` finds one from the events themselves.
 
 from __future__ import annotations
 
+import io
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -16,15 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.errors import InputError
 from harness.history import BATCH_EVENTS, expand_batch
+from harness.result import open_input
 
-__all__ = ["MAX_LINE", "MARGIN_S", "MAX_RUN_S", "Skipped", "Window", "bulk_window", "read_lenient",
+__all__ = ["MAX_LINE", "MARGIN_S", "MAX_RUN_S", "MAX_HISTORY_BYTES", "MAX_TIMELINE_BYTES", "Skipped",
+           "Window", "bulk_window", "read_lenient",
            "TORN", "TOO_LONG", "NOT_JSON", "NOT_EVENT", "BAD_BATCH", "BAD_TIME", "BAD_STALL",
            "BAD_POSITION", "OUTSIDE", "OUTSIDE_TIMELINE"]
 
 #: A history or timeline line longer than this is skipped (a batch of thousands of records
 #: is far shorter), so junk without newlines costs bounded memory.
 MAX_LINE = 16 << 20
+#: The largest history file read: a 100M-record run writes 17 GB, read by the report in minutes
+#: at bounded memory; a larger file is left out (counted), not read for hours.
+MAX_HISTORY_BYTES = 32 << 30
+#: The largest timeline read: its entries are held in memory (a run writes a few MB).
+MAX_TIMELINE_BYTES = 256 << 20
 #: Events this far before a run's start or after its finish are not the run's (a clock jump,
 #: a corrupt number): they are counted, not charted.
 MARGIN_S = 300.0
@@ -66,10 +75,17 @@ class Skipped:
         return bool(self.counts)
 
 
-def _lines(path: Path, where: str, skipped: Skipped) -> Iterator[str]:
+def _lines(path: Path, where: str, skipped: Skipped, limit: int, what: str) -> Iterator[str]:
     """The complete lines of ``path``, each at most :data:`MAX_LINE` characters (longer ones and
-    a torn tail are counted in ``skipped``); undecodable bytes become U+FFFD."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    a torn tail are counted in ``skipped``); undecodable bytes become U+FFFD. A file that is not
+    a regular file of at most ``limit`` bytes (``what``: its kind, in the reason) is not opened
+    (a FIFO would block, a device never end): it is counted, with the reason, as one left out."""
+    try:
+        binary = open_input(path, limit, what)
+    except InputError as exc:
+        skipped.add(where, f"not read: {exc.reason}")
+        return
+    with io.TextIOWrapper(binary, encoding="utf-8", errors="replace") as fh:
         while line := fh.readline(MAX_LINE):
             if line.endswith("\n"):
                 yield line
@@ -90,14 +106,15 @@ def _batch_ok(event: dict[str, Any]) -> bool:
         and len({len(c) for c in columns}) == 1
 
 
-def read_lenient(path: Path, where: str, skipped: Skipped, *,
-                 expand: bool = True) -> Iterator[dict[str, Any]]:
+def read_lenient(path: Path, where: str, skipped: Skipped, *, expand: bool = True,
+                 limit: int = MAX_HISTORY_BYTES, what: str = "a history file") -> Iterator[dict[str, Any]]:
     """The events of one JSONL file (batches expanded), like :func:`harness.history.read_events`,
-    but counting in ``skipped`` every line it cannot use instead of stopping at it.
+    but counting in ``skipped`` every line it cannot use instead of stopping at it, and the
+    file itself when it is not a regular file of at most ``limit`` bytes.
 
     With ``expand`` false a well-formed batch comes out as it is (one event standing for
     several; a malformed one is still counted and left out)."""
-    for line in _lines(path, where, skipped):
+    for line in _lines(path, where, skipped, limit, what):
         if not line.strip():
             continue
         try:

@@ -26,13 +26,14 @@ import math
 import os
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from harness.errors import HarnessError, ResultError
+from harness.errors import HarnessError, ResultError, ResultSchemaError
 from harness.history import BATCH_EVENTS, expand_batch, history_files
 from harness.report.inputs import (
     BAD_POSITION,
@@ -40,12 +41,13 @@ from harness.report.inputs import (
     BAD_TIME,
     MARGIN_S,
     MAX_RUN_S,
+    MAX_TIMELINE_BYTES,
     OUTSIDE,
     Skipped,
     Window,
     read_lenient,
 )
-from harness.result import Expectation, RunResult
+from harness.result import Expectation, RunResult, read_json
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +238,8 @@ def _salvage(run_dir: Path) -> tuple[RunResult, tuple[str, ...]]:
     (list items and object members one by one), and a message for each value left out."""
     empty = RunResult(run_dir.name)
     try:
-        raw = json.loads((run_dir / "result.json").read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError):
+        raw = read_json(run_dir / "result.json")
+    except ResultError:
         return empty, ()
     if not isinstance(raw, dict):
         return empty, ()
@@ -285,10 +287,14 @@ def _salvage(run_dir: Path) -> tuple[RunResult, tuple[str, ...]]:
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> LoadedRun:
-    """The run in ``run_dir``; never raises for a bad ``result.json`` (see :class:`LoadedRun`)."""
+    """The run in ``run_dir``; never raises for a bad ``result.json`` (see :class:`LoadedRun`)
+    but for one of a schema this harness does not read (:class:`ResultSchemaError`): its values
+    may mean something else, so none is shown as if it were of a known schema."""
     run_dir = Path(run_dir)
     try:
         return LoadedRun(run_dir, RunResult.read(run_dir))
+    except ResultSchemaError:
+        raise
     except ResultError as exc:
         # the message starts with the file's path; inside the run's page it is just result.json
         problem = str(exc).removeprefix(f"{run_dir}{os.sep}")
@@ -639,10 +645,10 @@ def scan_owners(run_dir: str | os.PathLike[str]) -> dict[int, list[str]]:
     """Per partition, the distinct leaders/owners of the timeline in order (None skipped)."""
     path = Path(run_dir) / "timeline.jsonl"
     owners: dict[int, list[str]] = {}
-    if not path.is_file():
+    if not os.path.lexists(path):
         return owners
     try:
-        for event in read_lenient(path, "timeline.jsonl", Skipped()):  # scan_timeline counts them
+        for event in _read_timeline(path, Skipped()):  # scan_timeline counts what it leaves out
             partition = _partition(event.get("partition"))
             if event["type"] == "leader" and partition is not None:
                 leader = event.get("leader_node") or event.get("leader")
@@ -861,6 +867,12 @@ def _entry(event: dict[str, Any], t: float) -> TimelineEntry | None:
     return None
 
 
+def _read_timeline(path: Path, skipped: Skipped) -> Iterator[dict[str, Any]]:
+    """The events of ``timeline.jsonl`` (:func:`read_lenient`, within :data:`MAX_TIMELINE_BYTES`:
+    a FIFO or a device there is counted, never opened or read)."""
+    return read_lenient(path, "timeline.jsonl", skipped, limit=MAX_TIMELINE_BYTES, what="the timeline")
+
+
 #: Timeline event types that become entries.
 TIMELINE_KINDS = frozenset({"fault", "inject", "leader", "step", "mark"})
 
@@ -869,13 +881,13 @@ def scan_timeline(run_dir: str | os.PathLike[str], skipped: Skipped | None = Non
     """The run's ``timeline.jsonl`` as entries in time order (leader snapshots as changes); lines
     and events it cannot use are counted in ``skipped``."""
     path = Path(run_dir) / "timeline.jsonl"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return []
     skipped = Skipped() if skipped is None else skipped
     entries: list[TimelineEntry] = []
     leaders = _Leaders()
     try:
-        for event in read_lenient(path, "timeline.jsonl", skipped):
+        for event in _read_timeline(path, skipped):
             if event["type"] not in TIMELINE_KINDS:
                 continue
             t = _time(event.get("t"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import pickle
@@ -31,7 +32,7 @@ from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUn
 from jinja2.bccache import Bucket
 from markupsafe import Markup
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.report.chart import Axis, Chart, latency_chart, line_chart, peak
 from harness.report.inputs import OUTSIDE_TIMELINE, Skipped, Window, bulk_window
 from harness.report.load import (
@@ -48,8 +49,11 @@ from harness.report.load import (
     scan_owners,
     scan_timeline,
 )
+from harness.result import open_input
 
 __all__ = ["render_run", "render_index", "render_matrix", "index_is_ours", "INDEX_MARK"]
+
+log = logging.getLogger(__name__)
 
 MAX_EXAMPLES = 5
 MAX_PARTITION_CHARTS = 32
@@ -60,6 +64,10 @@ MAX_DROPPED = 20
 REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
 MATRIX_NAME = "matrix.html"
+#: Kinds of left-out input the console names (the page lists every one).
+_TOLD = 3
+#: No cap on a file of which only the head is read.
+_ANY_SIZE = 1 << 62
 #: In the head of every index the harness writes; an index.html without it is not replaced.
 INDEX_MARK = '<meta name="generator" content="chaos-harness index">'
 
@@ -325,9 +333,24 @@ def _read(run: LoadedRun) -> Reading:
     return Reading(rates, entries, window, skipped)
 
 
+def _tell_left_out(run: LoadedRun, skipped: Skipped) -> None:
+    """Says on the console what the page leaves out (the page lists it all), so that
+    ``harness report`` is not silent about a FIFO history or a result.json it could not use."""
+    if run.problem:
+        log.warning("report: %s: %s (the page shows the verdict unknown)", run.run_dir / "result.json",
+                    run.problem.removeprefix("result.json: "))
+    if skipped:
+        rows = skipped.rows()
+        shown = "; ".join(f"{where}: {why} ({n})" for where, why, n in rows[:_TOLD])
+        more = f"; and {len(rows) - _TOLD} more" if len(rows) > _TOLD else ""
+        log.warning("report: %d recorded line(s), event(s) or file(s) could not be used and are "
+                    "left out of the page: %s%s", skipped.total, shown, more)
+
+
 def _run_page(run_dir: Path) -> str:
     run = load_run(run_dir)
     reading = _read(run)
+    _tell_left_out(run, reading.skipped)
     rates, entries = reading.rates, reading.entries
     charts = _charts(rates, [e for e in entries if not e.outside])
     files = _files(run)
@@ -499,10 +522,10 @@ def index_is_ours(path: Path) -> bool:
         return False
     if not path.exists():
         return True
-    try:
-        with open(path, "rb") as fh:
+    try:  # only its head is read, so any size will do; a FIFO or a device is not opened
+        with open_input(path, _ANY_SIZE, "an index") as fh:
             head = fh.read(4096).decode("utf-8", errors="replace")
-    except OSError:  # a directory, no permission
+    except (InputError, OSError):  # a FIFO, a directory, no permission
         return False
     return INDEX_MARK in head or ("<title>Chaos runs (" in head and "default-src 'none'" in head)
 
