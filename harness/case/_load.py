@@ -69,9 +69,27 @@ def load_case_text(text: str, path: StrPath = _NO_FILE, *, cluster: str | None =
         if size > MAX_CASE_BYTES:
             raise CaseError(too_large("the case text", f"{size} bytes", MAX_CASE_BYTES), path=shown)
     try:
-        return _build(parse(text), case_path, cluster, version)
+        root = parse(text)
+        case = _build(root, case_path, cluster, version)
+        if cluster is None:  # the file as written: every entry of versions must hold
+            for label in case.variants:
+                if label != case.variant:
+                    _build_entry(root, case_path, label)
+        return case
     except CaseError as exc:
         raise CaseError(exc.reason, path=shown, line=exc.line, field=exc.field) from None
+
+
+def _build_entry(root: Node | None, path: Path | None, label: str) -> Case:
+    """The case as the ``versions:`` entry ``label`` runs it; an error that is not in the
+    entry's own keys (a step its version lacks) says which entry it is about."""
+    try:
+        return _build(root, path, None, label)
+    except CaseError as exc:
+        if exc.field is not None and exc.field.startswith("versions"):
+            raise
+        raise CaseError(f"{exc.reason} (in the versions entry {label!r})", line=exc.line,
+                        field=exc.field) from None
 
 
 def find_case_files(paths: Iterable[StrPath]) -> list[Path]:
@@ -151,18 +169,26 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
     description = f.get("description", string, "")
     system = f.need("system", choice(*SYSTEMS, kind="system"))
     entries = f.get("versions", _entries, [])
+    if entries and f.has("version"):
+        raise error(f.at("version"), "version", "a case with versions: runs the version of each "
+                    "entry (expected no top-level version: give it to the entries)")
+    if version_override is not None and not version_override.strip():
+        raise CaseError("an empty version was given (expected a label of the case's versions: "
+                        "entries or a version of its cluster; leave it out for the default)",
+                        field="version (override)")
     entry = _select(entries, version_override, f.at("versions")) if entries else None
-    cluster_node = f.at("cluster")
+    cluster_node, cluster_field = f.at("cluster"), "cluster"
     cluster = f.need("cluster", _cluster)
     if entry is not None and entry.has("cluster"):
-        cluster_node, cluster = entry.at("cluster"), entry.need("cluster", _cluster)
+        cluster_node, cluster_field = entry.at("cluster"), entry.sub("cluster")
+        cluster = entry.need("cluster", _cluster)
     if cluster_override is not None:
         if cluster_override not in CLUSTERS:
             raise error(cluster_node, "cluster (override)", f"unknown cluster "
                         f"{cluster_override!r} (known: {', '.join(sorted(CLUSTERS))})")
         cluster = CLUSTERS[cluster_override]
     if cluster.system != system:
-        raise error(cluster_node, "cluster",
+        raise error(cluster_node, cluster_field,
                     f"{cluster.name} is a {cluster.system} cluster, but system is {system}")
     if entry is not None:
         version = entry.need("version", _version(cluster))

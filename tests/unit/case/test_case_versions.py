@@ -133,3 +133,41 @@ def test_entries_marked_ci_false_are_listed_for_the_full_matrix() -> None:
     assert load_case_text(text, "case.yaml").outside_ci == {"b"}
     err = _error(HEAD + 'versions:\n  - {version: "3.9.2", ci: "no", expect: {}}\n')
     assert err.field == "versions[0].ci"
+
+
+TRUNCATE = """system: kafka
+cluster: kafka-zk
+steps:
+  - inject: {point: TRUNCATE-AFTER}
+  - kill9: leader
+versions:
+  - {version: "0.10.2.2", expect: {injection_hit: true}}
+  - {version: "3.9.2", expect: {injection_hit: true}}
+"""
+
+
+def test_a_later_entry_whose_version_lacks_a_point_fails_validation_whichever_entry_is_loaded() -> None:
+    for version in (None, "0.10.2.2"):
+        err = _error(TRUNCATE, version)
+        assert (err.line, err.field) == (4, "steps[0].inject.point")
+        assert "point 'TRUNCATE-AFTER' not available for kafka 3.9.2" in str(err)
+        assert str(err).endswith("(in the versions entry '3.9.2')")
+
+
+def test_a_cluster_override_validates_the_entry_it_runs_only() -> None:
+    # `harness run --cluster` runs one entry elsewhere; the others name the file's cluster
+    text = HEAD + 'versions:\n  - {version: "3.9.2", expect: {}}\n  - {version: "0.10.2.2", expect: {}}\n'
+    assert load_case_text(text, "case.yaml", cluster="kafka-kraft").cluster == "kafka-kraft"
+    assert load_case_text(text, "case.yaml").variants == ("3.9.2", "0.10.2.2")
+
+
+def test_an_empty_version_override_is_an_error_not_the_default() -> None:
+    err = _error(HEAD, version="")
+    assert err.field == "version (override)" and "an empty version was given" in str(err)
+    assert load_case_text(HEAD, "case.yaml").version == "3.9.2"
+
+
+def test_a_top_level_version_beside_versions_is_an_error() -> None:
+    text = HEAD.replace("steps:", 'version: "2.0.1"\nsteps:')
+    err = _error(text + 'versions:\n  - {version: "3.9.2", expect: {}}\n')
+    assert (err.line, err.field) == (4, "version") and "runs the version of each entry" in str(err)
