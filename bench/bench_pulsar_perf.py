@@ -150,8 +150,8 @@ def parse_pulsar_perf_run(text: str, records: int, size: int) -> Figures:
     Not its "Aggregated throughput stats": it keeps sending while acknowledgements are in
     flight (146,435 to 202,440 records acknowledged for ``-m 100000``, measured), and its
     elapsed time runs to the next wake-up of its 10-s reporting loop, so a run shorter than
-    10 s was divided by 10 s (every 100,000-record row measured 10.0 s: the figures of
-    sessions 14 to 19 before this parser). PerformanceProducer's source has both."""
+    10 s is divided by 10 s (every 100,000-record row measured 10.0 s by it; bench/LOG.md
+    has the figures it gave). PerformanceProducer's source has both."""
     created = done = None
     for line in text.splitlines():
         stamp, _, rest = line.strip().partition(" ")
