@@ -13,6 +13,7 @@ from harness.errors import CaseError
 
 from ._fields import Fields, Reader, boolean, choice, duration, error, name, show, str_map, string, unknown
 from ._files import MAX_CASE_BYTES, Unreadable, os_reason, read_limited, too_large
+from ._scenario import scenario_gaps
 from ._specs import read_client, read_expect, read_topic
 from ._steps import StepContext, read_steps
 from ._yaml import Node, parse
@@ -220,9 +221,10 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
                       base_dir=path.absolute().parent if path else Path.cwd(),
                       case_timeout_s=timeout_s, isolation_level=client.isolation_level)
     steps = f.need("steps", lambda n, _: read_steps(n, ctx))
-    expect = f.get("expect", lambda n, _: read_expect(n, bool(ctx.armed)), Expect())
+    gaps = scenario_gaps(steps, system, client.isolation_level)
+    expect = f.get("expect", lambda n, fld: read_expect(n, bool(ctx.armed), fld, gaps), Expect())
     if entry is not None and entry.has("expect"):
-        expect = entry.need("expect", lambda n, fld: read_expect(n, bool(ctx.armed), fld))
+        expect = entry.need("expect", lambda n, fld: read_expect(n, bool(ctx.armed), fld, gaps))
     elif entries and not f.has("expect"):
         raise error(entry.node if entry is not None else root, "expect",
                     "each entry of versions needs an expect, or the case one for all")

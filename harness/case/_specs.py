@@ -23,6 +23,7 @@ from ._fields import (
     str_map,
     string,
 )
+from ._scenario import read_scenario
 from ._yaml import Node
 from .model import (
     ACKS,
@@ -74,7 +75,7 @@ _CLIENT: dict[str, _Table] = {
 }
 
 _EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces", "max_unavailable",
-                "p99_latency_ms", "p99_e2e_latency_ms", "min_aborted_seen")
+                "p99_latency_ms", "p99_e2e_latency_ms", "min_aborted_seen", "scenario")
 
 
 def _read_section(node: Node, field: str, system: str,
@@ -157,8 +158,10 @@ def _check_kafka_client(f: Fields, client: ClientSpec) -> None:
                   f"linger_ms + request_timeout_ms ({floor})")
 
 
-def read_expect(node: Node, armed: bool, field: str = "expect") -> Expect:
-    """The ``expect`` section; ``armed``: whether the case has an inject step."""
+def read_expect(node: Node, armed: bool, field: str = "expect",
+                gaps: Mapping[str, str] = MappingProxyType({})) -> Expect:
+    """The ``expect`` section; ``armed``: whether the case has an inject step; ``gaps``: the
+    scenario facts its steps cannot produce, with the reason (:func:`._scenario.scenario_gaps`)."""
     f = Fields(node, field, ANOMALIES + _EXPECT_KEYS, kind="anomaly")
     # `unseen` is informative (the recovery read found it), so it is observed unless limited.
     default_observe = frozenset(a for a in DEFAULT_OBSERVED if not f.has(a))
@@ -192,7 +195,9 @@ def read_expect(node: Node, armed: bool, field: str = "expect") -> Expect:
                   max_unavailable_s=f.get("max_unavailable", duration, None),
                   p99_latency_ms=f.get("p99_latency_ms", number, None),
                   p99_e2e_latency_ms=f.get("p99_e2e_latency_ms", number, None),
-                  min_aborted_seen=f.get("min_aborted_seen", NON_NEGATIVE, None))
+                  min_aborted_seen=f.get("min_aborted_seen", NON_NEGATIVE, None),
+                  scenario=f.get("scenario", lambda n, fld: read_scenario(n, fld, gaps),
+                                 MappingProxyType({})))
 
 
 def _anomaly_list(node: Node, field: str) -> frozenset[str]:

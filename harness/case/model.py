@@ -25,7 +25,7 @@ __all__ = [
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "Expect",
+    "Expect", "Bound", "SCENARIO_FACTS",
     "DRIVERS",
 ]
 
@@ -311,6 +311,51 @@ class Step:
         return f"steps[{self.index}].{self.action}"
 
 
+#: What a case can state must have happened (``expect.scenario``), each a count of what the
+#: run recorded (measured by :mod:`harness.run.scenario`), and what it counts.
+SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
+    "stalls": "stall events in the history (a transactional hold; a Pulsar send that blocked)",
+    "held-transactions-aborted": "transactions a hold held before their commit whose late commit "
+                                 "was refused (fail or info) and none of whose records the "
+                                 "read_committed recovery read holds: the broker aborted them",
+    "truncated": "records a follower's truncation cut, the most on one node (an injection's HIT "
+                 "line: leo_before - leo)",
+    "powerloss-cut": "records the power losses cut (the cuts of the timeline's powerloss faults)",
+    "chaos-faults": "faults the chaos steps applied (not skipped)",
+})
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A count's bounds, each inclusive (None: unbounded on that side; one is set)."""
+
+    at_least: int | None = None
+    at_most: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.at_least is None and self.at_most is None:
+            raise ValueError("a Bound has at_least, at_most or both")
+
+    def holds(self, count: int) -> bool:
+        """Whether ``count`` is within the bounds."""
+        return ((self.at_least is None or count >= self.at_least)
+                and (self.at_most is None or count <= self.at_most))
+
+    def __str__(self) -> str:
+        """``>= 1``, ``<= 0``, ``== 1`` or ``1 to 5``: how a verdict row shows it."""
+        if self.at_most is None:
+            return f">= {self.at_least}"
+        if self.at_least is None:
+            return f"<= {self.at_most}"
+        if self.at_least == self.at_most:
+            return f"== {self.at_least}"
+        return f"{self.at_least} to {self.at_most}"
+
+
+def _no_scenario() -> Mapping[str, Bound]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True)
 class Expect:
     """What the verdict judges.
@@ -337,6 +382,9 @@ class Expect:
     #: at least this many ids of aborted transactions read by read_uncommitted clients (the
     #: checker's ``aborted-uncommitted-read`` count; None: not judged)
     min_aborted_seen: int | None = None
+    #: what must have happened (:data:`SCENARIO_FACTS` -> its bounds): a run whose scenario
+    #: did not happen is not as expected, whatever else it shows
+    scenario: Mapping[str, Bound] = field(default_factory=_no_scenario)
 
     def __post_init__(self) -> None:
         if self.verdict == "fail" and not self.reproduces:

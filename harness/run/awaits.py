@@ -187,6 +187,6 @@ AWAITS: dict[str, Callable[[RunContext, Params, float], dict[str, Any]]] = {
     "controller_change": _controller_change,
     "checkpoint": _checkpoint,
 }
-#: the conditions whose result carries the time waited (as in round 1)
+#: the conditions whose result carries the time waited (a leader or ISR wait, not a sleep)
 _TIMED = frozenset({"leader_change", "no_leader", "leader_is", "isr_size", "log",
                     "controller_change", "checkpoint"})

@@ -1,8 +1,9 @@
 """The judge: the case's expectations against what the checker found.
 
 The checker (:mod:`harness.check`) counts anomalies; the judge compares those
-counts, the acknowledged writes and the injection's hit with the case's
-``expect`` section. Nothing else in the harness decides a verdict.
+counts, the acknowledged writes, the injection's hit and the facts of the case's
+scenario (:mod:`.scenario`: what must have happened) with the case's ``expect``
+section. Nothing else in the harness decides a verdict.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from ..case import Case
 from ..errors import HarnessError
 from ..result import Expectation, InjectionSummary, RunResult
+from .scenario import scenario_missed, scenario_rows
 
 __all__ = ["CHECK_FAILED", "apply_check", "as_expected", "check_and_judge", "judge"]
 
@@ -24,9 +26,11 @@ CHECK_FAILED = "check failed: "
 
 
 def judge(case: Case, check: dict[str, Any], injection: InjectionSummary | None,
-          injections: list[InjectionSummary] | None = None) -> tuple[list[Expectation], str]:
+          injections: list[InjectionSummary] | None = None,
+          scenario: list[Expectation] | None = None) -> tuple[list[Expectation], str]:
     """Expectations against what was observed, and the verdict they give (``injection_hit``
-    judges every armed point in ``injections``, else the one ``injection``)."""
+    judges every armed point in ``injections``, else the one ``injection``; ``scenario``: the
+    rows of :func:`.scenario.scenario_rows`, judged with the rest)."""
     anomalies = check.get("anomalies", {})
     rows = []
     for name, limit in case.expect.anomalies.items():
@@ -45,6 +49,7 @@ def judge(case: Case, check: dict[str, Any], injection: InjectionSummary | None,
         hit = bool(every) and all(i.hit for i in every)
         rows.append(Expectation("injection hit", case.expect.injection_hit, hit,
                                 hit == case.expect.injection_hit))
+    rows += scenario or []
     return rows, "pass" if all(r.ok for r in rows) else "fail"
 
 
@@ -116,10 +121,14 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
         # no further than the last skipped line the check counted (or the third)
         where = first_skipped(run_dir, min(3, result.counts["skipped"])) if run_dir is not None else []
         log.warning("warning: %s%s", warning, f"; the first: {', '.join(where)}" if where else "")
-    rows, verdict = judge(case, check, result.injection, result.injections)
+    rows, verdict = judge(case, check, result.injection, result.injections,
+                          scenario_rows(case, result, run_dir))
     result.expectations = rows
+    missed = scenario_missed(rows)
+    if missed:
+        log.warning("%s", missed)
     if not after_error:
         result.verdict = verdict
         result.as_expected = as_expected(case, rows, verdict)
         log.info("verdict: %s%s", verdict, "" if result.as_expected else
-                 f" (expected {case.expect.verdict})")
+                 f" (expected {case.expect.verdict}){': ' + missed if missed else ''}")

@@ -3,7 +3,7 @@ judged against the expectations of the case copy in the run directory, as the ru
 judged it (:func:`.judge.apply_check`); ``result.json`` and the report are rewritten.
 
 Only what the check decides changes: anomalies, examples, counts, expectations, the
-verdict and whether it was expected (and the story's sentence on lost records).
+verdict and whether it was expected (and the story's sentences on the scenario and on lost records).
 What the run recorded (steps, injection, recovery, evidence, story) stays as the run
 wrote it. A run that failed after its recovery read keeps its error and its verdict
 ``error``, with fresh counts; one that failed before it has no history to judge and is
@@ -21,14 +21,15 @@ from ..case import Case, load_case, load_case_text
 from ..errors import CaseError, CheckError
 from ..result import RunResult
 from .judge import CHECK_FAILED, apply_check
-from .story import loss_sentence
+from .story import loss_sentence, scenario_sentence
 
 __all__ = ["recheck"]
 
 log = logging.getLogger(__name__)
 
 CASE_COPY = "case.yaml"
-_LOSS = re.compile(r"No acknowledged record was lost\.|\d+ acknowledged record\(s\) were lost\.")
+_RETOLD = re.compile(r"No acknowledged record was lost\.|\d+ acknowledged record\(s\) were lost\."
+                     r"|Scenario did not happen: .*\.")
 
 
 def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
@@ -72,7 +73,7 @@ def recheck(run_dir: Path, *, spark_master: str | None = None) -> RunResult:
     apply_check(case, result, check, after_error=run_failed, run_dir=run_dir)
     if run_failed:
         log.info("the run failed after its recovery read: counts updated, verdict stays error")
-    _retell_loss(result)
+    _retell(result)
     result.write(run_dir)
     log.info("wrote %s", run_dir / "result.json")
     try:
@@ -111,13 +112,14 @@ def _case(run_dir: Path, result: RunResult) -> Case:
         raise CaseError(f"cannot judge the run: its case copy is invalid: {exc}") from None
 
 
-def _retell_loss(result: RunResult) -> None:
-    """The story's sentence on lost records (:func:`.story.loss_sentence`), told again from
-    the new counts: in place of the old one, else last."""
-    after = loss_sentence(result)
+def _retell(result: RunResult) -> None:
+    """The story's sentences on the scenario and on lost records (:func:`.story.scenario_sentence`,
+    :func:`.story.loss_sentence`), told again from the new judgement: in place of the old
+    ones, else last."""
+    after = [s for s in (scenario_sentence(result), loss_sentence(result)) if s is not None]
     story = list(result.story)
-    at = next((i for i, line in enumerate(story) if _LOSS.fullmatch(line)), len(story))
-    story = [line for line in story if not _LOSS.fullmatch(line)]
-    if after is not None:
-        story.insert(min(at, len(story)), after)
+    told = [i for i, line in enumerate(story) if _RETOLD.fullmatch(line)]
+    at = told[0] if told else len(story)
+    story = [line for line in story if not _RETOLD.fullmatch(line)]
+    story[at:at] = after
     result.story = story

@@ -7,8 +7,9 @@ from typing import Any
 from ..history import history_files, read_events
 from ..result import RunResult
 from .context import RunContext
+from .scenario import scenario_missed
 
-__all__ = ["loss_sentence", "story"]
+__all__ = ["loss_sentence", "scenario_sentence", "story"]
 
 
 def story(result: RunResult, ctx: RunContext) -> list[str]:
@@ -34,10 +35,19 @@ def story(result: RunResult, ctx: RunContext) -> list[str]:
             lines.append(inj.seed)
     for note in ctx.recovery.actions + ctx.recovery.observations:
         lines.append(note[0].upper() + note[1:] + ".")
+    missed = scenario_sentence(result)
+    if missed is not None:
+        lines.append(missed)
     loss = loss_sentence(result)
     if loss is not None:
         lines.append(loss)
     return lines
+
+
+def scenario_sentence(result: RunResult) -> str | None:
+    """``Scenario did not happen: ...`` when a fact of the case's scenario did not hold."""
+    missed = scenario_missed(result.expectations)
+    return missed[0].upper() + missed[1:] + "." if missed else None
 
 
 def loss_sentence(result: RunResult) -> str | None:

@@ -1,0 +1,159 @@
+"""The scenario a case states (``expect.scenario``), counted from what the run recorded.
+
+A case about a bug or its fix proves nothing unless the interleaving it is about happened:
+the hold that lets the broker abort a transaction, the truncation a version makes or does
+not make, the power loss that cuts records, the faults a chaos step applies. Each fact of
+:data:`~harness.case.model.SCENARIO_FACTS` is counted here from the run directory's
+records, as the checker counts anomalies: the injections' HIT lines and the steps' details
+(``result.json``), the timeline's faults, the clients' history. A fact with nothing
+recorded to count it is *not measured*, and its bound does not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..case import Case
+from ..history import history_files, read_events
+from ..result import Expectation, RunResult
+
+__all__ = ["MEASURES", "SCENARIO_ROW", "Measured", "measure", "scenario_missed", "scenario_rows"]
+
+#: How the name of a scenario row begins (``scenario: truncated``).
+SCENARIO_ROW = "scenario: "
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A fact's count (None: nothing recorded to count it) and a note: where, or why not."""
+
+    count: int | None
+    note: str = ""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _truncated(result: RunResult, run_dir: Path | None) -> Measured:
+    """The most records one follower's truncation cut: a HIT line's ``leo_before - leo``."""
+    cuts = []
+    for inj in result.injections or ([result.injection] if result.injection else []):
+        hit = inj.detail or {}
+        if _is_int(hit.get("leo_before")) and _is_int(hit.get("leo")):
+            cuts.append((hit["leo_before"] - hit["leo"], str(hit.get("node") or inj.node)))
+    if not cuts:
+        return Measured(None, "no injection's HIT line gives leo_before and leo")
+    count, node = max(cuts)
+    return Measured(count, f"on {node}")
+
+
+def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
+    """The records the timeline's ``powerloss`` faults cut, summed."""
+    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
+    if timeline is None or not timeline.is_file():
+        return Measured(None, "no timeline")
+    losses = [e for e in read_events(timeline, expand=False)
+              if e["type"] == "fault" and e.get("action") == "powerloss"]
+    if not losses:
+        return Measured(None, "no power loss was applied")
+    cut = 0
+    for event in losses:
+        detail = event.get("detail")
+        cuts = detail.get("cuts") if isinstance(detail, dict) else None
+        for c in cuts if isinstance(cuts, list) else []:
+            if isinstance(c, dict) and _is_int(c.get("records_lost")):
+                cut += c["records_lost"]
+    return Measured(cut, f"by {len(losses)} power loss(es)")
+
+
+def _chaos_faults(result: RunResult, run_dir: Path | None) -> Measured:
+    """The faults the chaos steps applied (their step detail's ``applied``), summed."""
+    applied = [s.detail["applied"] for s in result.steps
+               if s.action == "chaos" and isinstance(s.detail, dict) and _is_int(s.detail.get("applied"))]
+    if not applied:
+        return Measured(None, "no chaos step finished")
+    return Measured(sum(applied))
+
+
+def _history(run_dir: Path | None) -> list[Path] | None:
+    return history_files(run_dir) if run_dir is not None and (run_dir / "history").is_dir() else None
+
+
+def _stalls(result: RunResult, run_dir: Path | None) -> Measured:
+    """The ``stall`` events of the clients' history."""
+    files = _history(run_dir)
+    if files is None:
+        return Measured(None, "no history")
+    return Measured(sum(1 for path in files for e in read_events(path, expand=False) if e["type"] == "stall"))
+
+
+def _held_transactions_aborted(result: RunResult, run_dir: Path | None) -> Measured:
+    """Transactions held before their commit (a ``stall`` with a ``tx``) whose commit was
+    called and never returned ``ok``, none of whose records the recovery read holds (the
+    case reads read_committed there: the loader sees to it)."""
+    files = _history(run_dir)
+    if files is None:
+        return Measured(None, "no history")
+    if result.recovery is None or result.recovery.read is None:
+        return Measured(None, "no recovery read")
+    held: set[str] = set()
+    commits: dict[str, set[str]] = {}
+    sent: dict[str, set[str]] = {}
+    recovered: set[str] = set()
+    for path in files:
+        for e in read_events(path):
+            kind, tx = e["type"], e.get("tx")
+            if kind == "stall" and isinstance(tx, str) and "commit" in str(e.get("reason", "commit")):
+                held.add(tx)
+            elif kind == "txn" and e.get("action") == "commit" and isinstance(tx, str):
+                commits.setdefault(tx, set()).add(str(e.get("status")))
+            elif kind == "invoke" and isinstance(tx, str):
+                sent.setdefault(tx, set()).add(str(e.get("mid")))
+            elif kind == "poll" and e.get("phase") == "recovery":
+                recovered.add(str(e.get("mid")))
+    aborted = [tx for tx in sorted(held)
+               if commits.get(tx) and "ok" not in commits[tx] and not sent.get(tx, set()) & recovered]
+    if not held:
+        return Measured(0, "no transaction was held")
+    return Measured(len(aborted), f"of {len(held)} held" + (f": {', '.join(aborted)}" if aborted else ""))
+
+
+#: fact -> how it is counted
+MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
+    "stalls": _stalls,
+    "held-transactions-aborted": _held_transactions_aborted,
+    "truncated": _truncated,
+    "powerloss-cut": _powerloss_cut,
+    "chaos-faults": _chaos_faults,
+}
+
+
+def measure(fact: str, result: RunResult, run_dir: Path | None) -> Measured:
+    """``fact`` counted from ``result`` and the run directory (None: the result alone)."""
+    return MEASURES[fact](result, run_dir)
+
+
+def scenario_rows(case: Case, result: RunResult, run_dir: Path | None) -> list[Expectation]:
+    """One row per fact of the case's scenario: its bounds against its count."""
+    rows = []
+    for fact, bound in case.expect.scenario.items():
+        got = measure(fact, result, run_dir)
+        if got.count is None:
+            rows.append(Expectation(SCENARIO_ROW + fact, str(bound), f"not measured ({got.note})", False))
+        else:
+            rows.append(Expectation(SCENARIO_ROW + fact, str(bound),
+                                    f"{got.count} ({got.note})" if got.note else got.count,
+                                    bound.holds(got.count)))
+    return rows
+
+
+def scenario_missed(rows: list[Expectation]) -> str | None:
+    """``scenario did not happen: truncated 0 (on kafka-3), expected >= 1`` when a scenario row
+    failed (None: the scenario happened, or the case states none)."""
+    missed = [f"{r.name[len(SCENARIO_ROW):]} {r.observed}, expected {r.expected}"
+              for r in rows if r.name.startswith(SCENARIO_ROW) and not r.ok]
+    return "scenario did not happen: " + "; ".join(missed) if missed else None

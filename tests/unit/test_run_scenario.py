@@ -1,0 +1,211 @@
+"""``expect.scenario``: a run is as expected only when what its case is about happened,
+counted from small synthetic run records (history, timeline, result fields; no Docker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.case import load_case, load_case_text
+from harness.case.model import SCENARIO_FACTS, Bound
+from harness.errors import CaseError
+from harness.result import InjectionSummary, Recovery, RunResult, StepRecord
+from harness.run.judge import apply_check
+from harness.run.scenario import MEASURES, measure, scenario_missed
+from harness.run.story import scenario_sentence
+
+CASES = Path(__file__).resolve().parents[2] / "cases" / "kafka"
+HOLD = CASES / "transactions" / "kafka-17754-hold.yaml"
+HOLD_JAVA = CASES / "transactions" / "kafka-17754-hold-java.yaml"
+TRUNCATE = CASES / "regressions" / "truncate-on-follow.yaml"
+EPOCH = CASES / "regressions" / "epoch-unknown-to-leader.yaml"
+DIVERGENCE = CASES / "regressions" / "kip-101-divergence.yaml"
+CHAOS = CASES / "random-faults.yaml"
+
+
+def _write(path: Path, events: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"t": 1.0, "m": 1.0, "client": "c", **e}) + "\n" for e in events))
+
+
+def _judged(case_path: Path, run_dir: Path, version: str | None = None, acked: int = 10_000,
+            **fields: Any) -> RunResult:
+    """A result judged as a run judges it: a clean check (nothing found, ``acked`` writes)
+    and ``fields`` for what the run recorded."""
+    case = load_case(case_path, version=version)
+    result = RunResult("r", recovery=Recovery(read={"polled": 100}), **fields)
+    apply_check(case, result, {"anomalies": {}, "counts": {"ok": acked}}, run_dir=run_dir)
+    return result
+
+
+def _txn_history(run_dir: Path, *, hold: bool = True, commit: str = "info",
+                 recovered: bool = False) -> None:
+    """Three transactions; the second held before its commit (when ``hold``), whose commit
+    returns ``commit``; the recovery read has the others' records (and the held one's when
+    ``recovered``)."""
+    events: list[dict[str, Any]] = []
+    for n in (1, 2, 3):
+        tx = f"txns.t{n}"
+        events.append({"type": "invokes", "tx": tx, "mids": [f"m{n}a", f"m{n}b"], "topic": "t"})
+        if hold and n == 2:
+            events.append({"type": "stall", "tx": tx, "reason": "held before commit", "seconds": 8})
+        events.append({"type": "txn", "tx": tx, "action": "commit", "status": "invoke"})
+        events.append({"type": "txn", "tx": tx, "action": "commit", "status": commit if n == 2 else "ok",
+                       **({"error": "_FENCED"} if n == 2 and commit != "ok" else {})})
+    _write(run_dir / "history" / "txns.jsonl", events)
+    read = [f"m{n}{x}" for n in (1, 3) for x in "ab"] + (["m2a", "m2b"] if recovered else [])
+    _write(run_dir / "history" / "recovery.jsonl",
+           [{"type": "polls", "phase": "recovery", "topic": "t", "mids": read,
+             "partitions": [0] * len(read), "offsets": list(range(len(read)))}])
+
+
+@pytest.mark.parametrize("path", [HOLD, HOLD_JAVA], ids=lambda p: p.stem)
+@pytest.mark.parametrize("version", ["4.1.2", "3.9.2"])
+def test_the_17754_cases_are_as_expected_when_the_broker_aborted_the_held_transaction(
+        tmp_path: Path, path: Path, version: str) -> None:
+    _txn_history(tmp_path, commit="fail" if path == HOLD_JAVA and version == "4.1.2" else "info")
+    result = _judged(path, tmp_path, version)
+    assert (result.verdict, result.as_expected) == ("pass", True)
+    row = next(r for r in result.expectations if r.name == "scenario: held-transactions-aborted")
+    assert (row.expected, row.observed, row.ok) == (">= 1", "1 (of 1 held: txns.t2)", True)
+
+
+@pytest.mark.parametrize(("history", "observed"), [
+    ({"hold": False}, "0 (no transaction was held)"),
+    ({"commit": "ok", "recovered": True}, "0 (of 1 held)"),  # the late commit went through
+    ({"recovered": True}, "0 (of 1 held)"),  # its records committed after all
+])
+@pytest.mark.parametrize("path", [HOLD, HOLD_JAVA], ids=lambda p: p.stem)
+def test_the_17754_cases_fail_saying_the_scenario_did_not_happen(
+        tmp_path: Path, path: Path, history: dict[str, Any], observed: str) -> None:
+    _txn_history(tmp_path, **history)
+    result = _judged(path, tmp_path)
+    assert (result.verdict, result.as_expected) == ("fail", False)
+    assert scenario_missed(result.expectations) == (
+        f"scenario did not happen: held-transactions-aborted {observed}, expected >= 1")
+    assert scenario_sentence(result) == (
+        f"Scenario did not happen: held-transactions-aborted {observed}, expected >= 1.")
+
+
+def _truncation(leo_before: int, leo: int) -> list[InjectionSummary]:
+    hit = {"node": "kafka-3", "role": "follower", "leo": leo, "leo_before": leo_before, "target": leo}
+    return [InjectionSummary("HW-LEADER-ONLY", 100, hit=True),
+            InjectionSummary("TRUNCATE-AFTER", 100, hit=True, node="kafka-3", detail=hit)]
+
+
+@pytest.mark.parametrize(("cut", "as_stated"), [
+    (1, {"0.10.2.2"}),  # C had N+1 = 101 records and kept N = 100
+    (0, {"0.11.0.3", "2.0.1"}),  # C kept its 101
+    (2, set()),
+])
+def test_truncate_on_follow_is_as_expected_only_with_the_truncation_each_version_states(
+        tmp_path: Path, cut: int, as_stated: set[str]) -> None:
+    for version in ("0.10.2.2", "0.11.0.3", "2.0.1"):
+        result = _judged(TRUNCATE, tmp_path, version, injections=_truncation(101, 101 - cut))
+        assert result.as_expected == (version in as_stated), (version, result.expectations)
+        row = next(r for r in result.expectations if r.name == "scenario: truncated")
+        assert row.observed == f"{cut} (on kafka-3)"
+
+
+def test_a_truncation_no_hit_line_measured_does_not_hold(tmp_path: Path) -> None:
+    # an injection without leo_before (or no hit at all): nothing says what was cut
+    for version in ("0.10.2.2", "0.11.0.3"):
+        result = _judged(TRUNCATE, tmp_path, version,
+                         injections=[InjectionSummary("TRUNCATE-AFTER", 100, hit=True, detail={"leo": 100})])
+        assert not result.as_expected
+        assert "truncated not measured (no injection's HIT line gives leo_before and leo)" in \
+            (scenario_missed(result.expectations) or "")
+
+
+def _powerloss(run_dir: Path, *records_lost: int) -> None:
+    _write(run_dir / "timeline.jsonl", [
+        {"type": "fault", "action": "kill9", "node": "kafka-1", "role": "leader", "detail": None},
+        *({"type": "fault", "action": "powerloss", "node": "kafka-2", "role": "leader",
+           "detail": {"checkpoint": True, "cuts": [{"topic": "t", "partition": 0, "recovery_point": 0,
+                                                     "segment": "0.log", "bytes_cut": 7 * n,
+                                                     "records_lost": n}]}}
+          for n in records_lost)])
+
+
+@pytest.mark.parametrize(("path", "version", "enough"), [
+    (EPOCH, "2.0.1", 100), (EPOCH, "3.9.2", 100), (EPOCH, "0.11.0.3", 100),
+    (DIVERGENCE, "0.11.0.3", 1), (DIVERGENCE, "3.9.2", 1), (DIVERGENCE, "0.10.2.2", 1),
+])
+def test_an_entry_whose_power_loss_cut_too_little_is_not_as_expected(
+        tmp_path: Path, path: Path, version: str, enough: int) -> None:
+    case = load_case(path, version=version)
+    divergence = {"replica-divergence": 1} if case.expect.reproduces else {}  # the bug, where stated
+    for lost, expected in ((0, False), (enough - 1, False), (enough, True)):
+        _powerloss(tmp_path, lost)
+        result = RunResult("r", recovery=Recovery(read={"polled": 100}))
+        apply_check(case, result, {"anomalies": divergence, "counts": {"ok": 250}}, run_dir=tmp_path)
+        assert result.as_expected == expected, (lost, result.expectations)
+    _write(tmp_path / "timeline.jsonl", [])  # no power loss at all
+    result = RunResult("r", recovery=Recovery(read={"polled": 100}))
+    apply_check(case, result, {"anomalies": divergence, "counts": {"ok": 250}}, run_dir=tmp_path)
+    assert not result.as_expected
+    missed = scenario_missed(result.expectations) or ""
+    assert "powerloss-cut not measured (no power loss was applied)" in missed
+
+
+def test_a_chaos_step_that_applied_no_fault_is_not_as_expected(tmp_path: Path) -> None:
+    def chaos(applied: int) -> list[StepRecord]:
+        detail = {"seed": 7, "planned": 3, "applied": applied, "skipped": 3 - applied, "schedule": []}
+        return [StepRecord(3, "chaos", "steps[3].chaos", 15, 1.0, "done", detail=detail)]
+
+    assert not _judged(CHAOS, tmp_path, steps=chaos(0)).as_expected
+    assert not _judged(CHAOS, tmp_path, steps=[]).as_expected  # the step never finished
+    assert _judged(CHAOS, tmp_path, steps=chaos(2)).as_expected
+
+
+def test_stalls_are_counted_from_the_history(tmp_path: Path) -> None:
+    _txn_history(tmp_path)
+    assert measure("stalls", RunResult("r"), tmp_path).count == 1
+    assert measure("stalls", RunResult("r"), None).count is None
+
+
+def test_every_scenario_fact_is_measured() -> None:
+    assert set(MEASURES) == set(SCENARIO_FACTS)
+
+
+HEAD = "system: kafka\ncluster: kafka-zk\n"
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), [
+    (HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {truncated: 1}}\n", 4,
+     "expect.scenario.truncated: cannot happen in this case: no inject step"),
+    (HEAD + "steps: [{powerloss: leader}]\nexpect: {scenario: {chaos-faults: 1}}\n", 4,
+     "expect.scenario.chaos-faults: cannot happen in this case: no chaos step"),
+    (HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {powerloss-cut: 1}}\n", 4,
+     "no powerloss step, and no chaos step draws powerloss"),
+    (HEAD + "steps: [{powerloss: leader}]\nexpect: {scenario: {powerloss-cut: 0}}\n", 4,
+     "expect.scenario.powerloss-cut: at least 0 always holds"),
+    (HEAD + "steps: [{powerloss: leader}]\nexpect: {scenario: {powerloss-cut: {at_least: 0}}}\n", 4,
+     "give at_most, or at_least of 1 or more"),
+    (HEAD + "steps: [{powerloss: leader}]\nexpect:\n  scenario:\n"
+     "    powerloss-cut: {at_least: 3, at_most: 2}\n", 6,
+     "expect.scenario.powerloss-cut.at_most: at_most 2 is below at_least 3"),
+    (HEAD + "steps: [{powerloss: leader}]\nexpect:\n  scenario:\n    powerloss-cuts: 1\n", 6,
+     "expect.scenario: unknown scenario fact 'powerloss-cuts'"),
+    (HEAD + "steps: [{powerloss: leader}]\nexpect: {scenario: {}}\n", 4, "expect.scenario: names no fact"),
+    (HEAD + "steps:\n  - produce: {count: 12, transactions: {hold: {transaction: 1, for: 5s}}}\n"
+     "expect: {scenario: {held-transactions-aborted: 1}}\n", 5,
+     "the recovery read is read_uncommitted"),
+    (HEAD + "steps: [{produce: {count: 1}}]\nexpect: {scenario: {stalls: 1}}\n", 4, "no step can stall"),
+])
+def test_a_scenario_the_steps_cannot_make_or_that_cannot_fail_is_refused(text: str, line: int,
+                                                                        fragment: str) -> None:
+    with pytest.raises(CaseError) as info:
+        load_case_text(text, "case.yaml")
+    assert info.value.line == line and fragment in str(info.value), str(info.value)
+
+
+def test_bounds_read_and_show_as_the_verdict_rows_do() -> None:
+    case = load_case_text(HEAD + "steps: [{powerloss: leader}, {inject: {point: C1}}]\n"
+                          "expect:\n  scenario: {powerloss-cut: 4, truncated: {at_most: 0}}\n", "case.yaml")
+    assert case.expect.scenario == {"powerloss-cut": Bound(at_least=4), "truncated": Bound(at_most=0)}
+    assert [str(Bound(at_least=4)), str(Bound(at_most=0)), str(Bound(1, 1)), str(Bound(1, 3))] == \
+        [">= 4", "<= 0", "== 1", "1 to 3"]
