@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without ``pip install -e .`
     sys.path.insert(0, str(ROOT))
 
 import machine  # noqa: E402  (bench/machine.py: this script's directory is on sys.path)
-from harness.check import check_run, spark_job  # noqa: E402
+from harness.check import check_run, plan  # noqa: E402
 from harness.clusters import SYSTEMS  # noqa: E402
 from harness.testing import reference_checker  # noqa: E402
 from harness.testing.synthetic import INJECTABLE, Profile, generate  # noqa: E402
@@ -123,7 +123,7 @@ def _trees_rss(roots: list[int]) -> int:
 def _roots() -> list[int]:
     """This process, and the shared Spark server's supervisor when it runs (its JVM and
     Python workers are not this process's children)."""
-    from harness.check import server
+    from harness.check.engine import server
 
     shared = server.running()
     return [os.getpid()] + ([shared.pid] if shared is not None else [])
@@ -237,7 +237,7 @@ def small_run(run: Path, records: int) -> None:
 
 def small(args: argparse.Namespace) -> bool:
     """Fresh-process, in-process and reference times on a small run; the cluster check."""
-    from harness.check import server
+    from harness.check.engine import server
 
     records, repeat = args.small, max(3, args.repeat)
     tmp = Path(tempfile.mkdtemp(prefix="bench-checker-small-", dir=args.tmp))
@@ -248,7 +248,7 @@ def small(args: argparse.Namespace) -> bool:
         t0 = time.monotonic()
         started = server.running() is None
         server.ensure()
-        from harness.check import aot
+        from harness.check.engine import aot
 
         cache = aot.cache_file()
         with_cache = "with" if cache is not None and cache.is_file() else "without"
@@ -307,7 +307,7 @@ def small(args: argparse.Namespace) -> bool:
                     check_run(run, spark_master=cluster.master)
                     second = time.monotonic() - t0
                 finally:
-                    spark_job.close()
+                    plan.close()
             same = on_cluster == result
             ok &= same
             print(f"  standalone cluster ({cluster.master}, 2 workers x 1 core): up in {up:.1f}s, "
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if small_ok else 1
 
     t0 = time.monotonic()
-    spark_job.session(args.master)
+    plan.session_for(args.master)
     warm = Path(tempfile.mkdtemp(prefix="bench-checker-warm-", dir=args.tmp))
     try:
         generate(warm, Profile(records=100_000))
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(warm, ignore_errors=True)
     print(f"Spark session and warm-up check: {time.monotonic() - t0:.1f}s "
-          f"(driver memory {spark_job.session(args.master).conf.get('spark.driver.memory', '?')}, "
+          f"(driver memory {plan.session_for(args.master).conf.get('spark.driver.memory', '?')}, "
           f"{os.cpu_count()} cores)", flush=True)
     rows = [row for n in args.records for row in bench(n, args)]
     widths = [max(len(h), *(len(r.cells()[i]) for r in rows)) for i, h in enumerate(HEADER)]

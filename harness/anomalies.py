@@ -1,38 +1,68 @@
-"""The anomaly names: what the checker reports and what a case's ``expect`` may bound.
+"""The registry of anomalies: what the checker reports and what a case's ``expect`` may bound.
 
-A leaf, so that the case validator (:mod:`harness.case`) and the checker
-(:mod:`harness.check`) read one list without importing each other. The
-definitions are in ``docs/checker.md``.
+One row per anomaly: its name (Jepsen's, where Jepsen has one), its family, what it is
+counted per, and whether it makes a run invalid by itself. A leaf, so that the case
+validator (:mod:`harness.case`), the checker (:mod:`harness.check`), the report and the
+reference checker (:mod:`harness.testing.reference_checker`) read one list without
+importing each other. Each family is one module of :mod:`harness.check.anomalies`, whose
+docstring defines its anomalies (the text ``docs/checker.md``'s table is checked against:
+``tests/unit/check/test_registry.py``).
 """
 
 from __future__ import annotations
 
-__all__ = ["ANOMALIES", "INFORMATIONAL"]
+from dataclasses import dataclass
 
-#: Anomaly names (Jepsen's), in report order.
-ANOMALIES = (
-    "lost-write",
-    "unseen",
-    "duplicate",
-    "inconsistent-offsets",
-    "replica-divergence",
-    "nonmonotonic-send",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "int-nonmonotonic-send",
-    "int-nonmonotonic-poll",
-    "int-poll-skip",
-    "truncation-skip",
-    "silent-reread",
-    "key-order",
-    "aborted-read",
-    "torn-transaction",
-    "precommitted-read",
-    "eos-duplicate",
-    "eos-loss",
-    "unexpected",
+__all__ = ["ANOMALIES", "FAMILIES", "INFORMATIONAL", "REGISTRY", "Anomaly", "anomaly"]
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One anomaly: ``family`` is the module of :mod:`harness.check.anomalies` that defines
+    and finds it; ``per`` what one of it counts (an id, a position, a poll...);
+    ``invalidates``: whether it makes a run invalid by itself (an informational one is
+    reported, and a case may bound it)."""
+
+    name: str
+    family: str
+    per: str
+    invalidates: bool = True
+
+
+#: every anomaly, in report order
+REGISTRY = (
+    Anomaly("lost-write", "ids", "id"),
+    Anomaly("unseen", "ids", "id", invalidates=False),
+    Anomaly("duplicate", "ids", "id"),
+    Anomaly("inconsistent-offsets", "positions", "position"),
+    Anomaly("replica-divergence", "replicas", "position"),
+    Anomaly("nonmonotonic-send", "sequences", "send"),
+    Anomaly("nonmonotonic-poll", "sequences", "poll"),
+    Anomaly("poll-skip", "sequences", "poll"),
+    Anomaly("int-nonmonotonic-send", "sequences", "send"),
+    Anomaly("int-nonmonotonic-poll", "sequences", "poll"),
+    Anomaly("int-poll-skip", "sequences", "poll"),
+    Anomaly("truncation-skip", "positions", "position"),
+    Anomaly("silent-reread", "sequences", "poll"),
+    Anomaly("key-order", "key_order", "poll"),
+    Anomaly("aborted-read", "ids", "id"),
+    Anomaly("torn-transaction", "transactions", "transaction"),
+    Anomaly("precommitted-read", "ids", "id"),
+    Anomaly("eos-duplicate", "copies", "input id"),
+    Anomaly("eos-loss", "copies", "input id"),
+    Anomaly("unexpected", "ids", "id"),
 )
 
-#: Anomalies that are reported but do not make a run invalid by themselves (a case observes
-#: them unless it bounds them).
-INFORMATIONAL = frozenset({"unseen"})
+#: the anomaly names, in report order
+ANOMALIES = tuple(a.name for a in REGISTRY)
+#: the families, in the order of their first anomaly
+FAMILIES = tuple(dict.fromkeys(a.family for a in REGISTRY))
+#: anomalies that are reported but do not make a run invalid by themselves (a case observes
+#: them unless it bounds them)
+INFORMATIONAL = frozenset(a.name for a in REGISTRY if not a.invalidates)
+_BY_NAME = {a.name: a for a in REGISTRY}
+
+
+def anomaly(name: str) -> Anomaly:
+    """The registry's row of ``name``; a KeyError for an unknown name."""
+    return _BY_NAME[name]

@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {doc}")
     master = config.getoption("--chaos-spark-master", default=None)
     if master:  # a bad one is a usage error before any case runs, not an error in each
-        from .check.master import require_reachable
+        from .check.engine.master import require_reachable
         from .errors import CheckError
 
         try:

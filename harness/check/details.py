@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,28 +32,16 @@ import pyarrow.dataset as ds
 
 from harness.check import ingest
 from harness.check import mids as mids_kernel
+from harness.check.anomalies.vocab import POLL, REPLICA, Ack, Place
 
 __all__ = ["PLACE", "Ack", "Place", "read"]
 
-#: a position in a (topic, partition): topic hash, partition, (pl, pe, pb)
-Place = tuple[int, int, int, int, int]
 PLACE = ("topic_h", "part", "pl", "pe", "pb")
 #: the event columns the examples read (an id bucket has no names: they are null there)
 COLUMNS = ("code", "client", "client_h", "mid", "topic", "topic_h", "part", "pl", "pe", "pb", "flags", "seq",
            "node", "t")
 _HIVE = ds.HivePartitioning(pa.schema([("ack_topic", pa.int64()), ("ack_part", pa.int64())]),
                             null_fallback=mids_kernel.HIVE_NULL)
-
-
-class Ack(NamedTuple):
-    """An id's acknowledged position, from the per-id table."""
-
-    mid: str
-    ack_topic: int | None
-    ack_part: int | None
-    ack_pl: int | None
-    ack_pe: int | None
-    ack_pb: int | None
 
 
 def read(scratch: Path, buckets: int, history: Sequence[str], ids: Sequence[str], places: Sequence[Place],
@@ -67,7 +55,7 @@ def read(scratch: Path, buckets: int, history: Sequence[str], ids: Sequence[str]
     files = sorted({*[str(f) for b in id_buckets for f in (bucket_dir / str(b)).glob("*.parquet")],
                     *(_send_files(bucket_dir, history, seqs) if seqs and bucket_dir.is_dir() else [])})
     events: list[dict[str, Any]] = []
-    wanted = _any([*([(pc.field("mid").isin(ids)) & (pc.field("code") == ingest.POLL)] if ids else []),
+    wanted = _any([*([(pc.field("mid").isin(ids)) & (pc.field("code") == POLL)] if ids else []),
                    *([pc.field("seq").isin(seqs)] if seqs else [])])
     if files:
         table = ds.dataset(files, schema=ingest.IDS_SCHEMA, format="parquet").to_table(
@@ -79,7 +67,7 @@ def read(scratch: Path, buckets: int, history: Sequence[str], ids: Sequence[str]
     if placed_files:
         table = ds.dataset(placed_files, schema=ingest.EVENTS_SCHEMA, format="parquet").to_table(
             columns=list(COLUMNS),
-            filter=pc.field("code").isin([ingest.POLL, ingest.REPLICA]) & _at(places, PLACE))
+            filter=pc.field("code").isin([POLL, REPLICA]) & _at(places, PLACE))
         events += table.to_pylist()
     table_dir = scratch / "mids"
     ack_files = sorted({*[str(f) for b in id_buckets

@@ -1,14 +1,9 @@
 """Step 1 of the check, ingest: history and replica lines to the ``events`` table, as
 Arrow work inside Spark tasks (``mapInArrow``; one task per file split).
 
-A task reads its split of a file in blocks of whole lines. A block is parsed by
-PyArrow's JSON reader, with the types it infers when they cast to the contract's
-(:func:`_read_inferred`), else with an explicit schema, which takes only well-typed lines:
-any line it refuses (not JSON, a number in a string field, a float offset, a list of
-strings where the contract allows anything...) sends the block's halves back to it,
-down to small groups that go through :mod:`harness.check.lines`, the contract's
-plain-Python reading (what the reference checker uses). So the slow path runs only
-near odd lines, and both paths read a line the same way. Batch lines (``polls``,
+A task reads its split of a file in blocks of whole lines, each parsed to the contract's
+fields by :mod:`harness.check.parse` (PyArrow, with the contract's plain-Python reading
+near odd lines). Batch lines (``polls``,
 ``oks``, ``invokes``) then become their events with NumPy index arithmetic, and the
 task writes its events as Parquet files in four places under the output directory:
 ``p/<topic hash>_<partition>/`` the rows with a place in a partition (polls with a
@@ -16,7 +11,8 @@ position, replica records with an id and a position), one directory per
 (topic, partition), so that the position and sequence step reads a partition's rows
 without a shuffle (like a table partitioned on write); ``r/`` the resets; ``x/`` the
 ``txn`` events (their ``tx``, its hash ``tx_h`` and ``txa``, the action and status:
-:func:`txa`); ``o/`` all other events. Invokes carry their ``tx`` and ``tx_h`` too, and a copier's ``src``.
+:func:`harness.check.anomalies.vocab.txa`); ``o/`` all other events. Invokes carry their
+``tx`` and ``tx_h`` too, and a copier's ``src``.
 With an ids directory, the events of the per-id step (an id, a code up to ``POLL``) are
 written once more, narrow (:data:`IDS_SCHEMA`), to ``<ids dir>/<bucket>/`` by
 :func:`bucket_of` (:mod:`harness.check.mids`), and the client events among them that
@@ -37,7 +33,6 @@ places never collide, and they sort as the files do.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -45,56 +40,43 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from harness.check.lines import (
-    ANY_LISTS,
-    BREAK,
-    DOUBLES,
-    LONG_LISTS,
-    LONGS,
-    STRING_LISTS,
-    STRINGS,
-    blank,
-    conform,
-    decode,
-    split_lines,
+from harness.check.anomalies.vocab import (
+    FAIL,
+    INFO,
+    INVOKE,
+    META,
+    OK,
+    POLL,
+    REPLICA,
+    RESET,
+    ROW_ABORTED,
+    ROW_RC,
+    ROW_REC,
+    TXN,
+    TXN_ACTION,
+    TXN_STATUS,
 )
-from harness.history import BATCH_EVENTS, CLIENT_TYPES, TXN_ACTIONS, TXN_STATUSES
+from harness.check.lines import (
+    LONGS,
+)
+from harness.check.parse import parse
+from harness.history import BATCH_EVENTS, CLIENT_TYPES
 
 __all__ = ["EVENTS_SCHEMA", "IDS_SCHEMA", "MAX_BUCKETS", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA",
            "bucket_of", "kernel", "line_split", "place_dir", "place_pair", "plan", "split_name"]
 
-# Event type codes.
-INVOKE, OK, FAIL, INFO, POLL, RESET, META, REPLICA, TXN = range(9)
 HISTORY_TYPES = {"invoke": INVOKE, "invokes": INVOKE, "ok": OK, "oks": OK, "fail": FAIL, "info": INFO,
                  "poll": POLL, "polls": POLL, "reset": RESET, "meta": META, "txn": TXN}
-#: a ``txn`` event's ``txa``: action index * 4 + status index (harness.history TXN_ACTIONS, TXN_STATUSES)
-TXN_ACTION = {name: i for i, name in enumerate(TXN_ACTIONS)}
-TXN_STATUS = {name: i for i, name in enumerate(TXN_STATUSES)}
-
-
-def txa(action: str, status: str) -> int:
-    """The ``txa`` code of a ``txn`` event's action and status."""
-    return TXN_ACTION[action] * 4 + TXN_STATUS[status]
 REPLICA_TYPES = {"replica": REPLICA}
-# Row flags.
-ROW_REC, ROW_ABORTED, ROW_RC = 1, 2, 4
 
 OFFSET_BITS = 50
 MAX_FILES = 1 << (63 - OFFSET_BITS)
 SPLIT_BYTES = 64 << 20  # at most this much of a file per task
 BLOCK_BYTES = 4 << 20  # parsed at once
-_SLOW_LINES = 32  # a refused group this small is read line by line
 
 _L, _S = pa.int64(), pa.string()
-_FIELD_TYPES = {**{n: _L for n in LONGS}, **{n: _S for n in STRINGS}, **{n: pa.float64() for n in DOUBLES},
-                **{n: pa.list_(_L) for n in LONG_LISTS}, **{n: pa.list_(_S) for n in STRING_LISTS},
-                # values never read, only counted: numbers here, anything on the slow path
-                **{n: pa.list_(pa.float64()) for n in ANY_LISTS}}
-_HISTORY_LINE = pa.schema([(n, t) for n, t in _FIELD_TYPES.items() if n != "node"])
-_REPLICA_LINE = pa.schema([(n, _FIELD_TYPES[n]) for n in ("type", "node", "mid", "topic", *LONGS)])
 # batch column -> the event field it holds (harness.history.BATCH_EVENTS), for the fields read
 _COLUMNS = {"partitions": "partition", "offsets": "offset", "ledgers": "ledger", "entries": "entry",
             "batches": "batch", "mids": "mid", "keys": "key", "srcs": "src"}
@@ -188,7 +170,7 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
     lines = skipped = copies = keyed = 0
     with _Writers(out_dir, name, ids_dir, buckets) as writers:
         for base, block in _blocks(path, start, stop):
-            table, refused = _parse(block, base, replicas)
+            table, refused = parse(block, base, replicas)
             events, unknown = _events(table, file, replicas)
             lines += table.num_rows + refused
             skipped += refused + unknown
@@ -333,7 +315,7 @@ _IDS_DICTIONARY = [n for n in _DICTIONARY if n in IDS_SCHEMA.names]
 #: the columns whose Parquet statistics a reader uses, to skip row groups or files: the
 #: details step's positions and ``seq``s, the kernels' and Spark's filters (code,
 #: transaction, Key_Shared time). Statistics on the others (ids, names, times) cost about
-#: a tenth of the writes and skip nothing (docs/checker-log.md, session 28).
+#: a tenth of the writes and skip nothing (bench/LOG.md).
 STATS = ("code", "seq", "topic_h", "part", "pl", "pe", "pb", "tx_h", "ks_t")
 _STATS = [n for n in STATS if n in EVENTS_SCHEMA.names]
 _IDS_STATS = [n for n in STATS if n in IDS_SCHEMA.names]
@@ -376,134 +358,6 @@ def _blocks(path: str, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
                 data += fh.readline()
             yield pos, data
             pos += len(data)
-
-
-def _parse(block: bytes, base: int, replicas: bool) -> tuple[pa.Table, int]:
-    """The block's lines that are read, as a table of the line schema plus ``_at`` (the
-    line's byte offset), and how many other lines (not blank) were not read."""
-    schema = _REPLICA_LINE if replicas else _HISTORY_LINE
-    parts = list(_parse_fast(block, base, schema, replicas))
-    refused = sum(n for _, n in parts)
-    return (pa.concat_tables([t for t, _ in parts]) if parts else _empty(schema)), refused
-
-
-def _empty(schema: pa.Schema) -> pa.Table:
-    return schema.append(pa.field("_at", _L)).empty_table()
-
-
-def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> Iterator[tuple[pa.Table, int]]:
-    if b"\r" not in block:  # lines end at \n only: the table's rows are the non-blank lines
-        table = _read_inferred(block, schema)
-        if table is None:
-            table = _read_explicit(block, schema)
-        starts = None if table is None else _line_starts(block, table.num_rows)
-        if table is not None and starts is not None:
-            yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L)), 0
-            return
-    # Refused: halves (by lines), down to small groups read line by line.
-    breaks = [0, *[m.end() for m in BREAK.finditer(block)]]
-    if breaks[-1] != len(block):
-        breaks.append(len(block))
-    n = len(breaks) - 1
-    if n <= _SLOW_LINES:
-        yield _parse_slow(block, base, schema, replicas)
-        return
-    mid = breaks[n // 2]
-    yield from _parse_fast(block[:mid], base, schema, replicas)
-    yield from _parse_fast(block[mid:], base + mid, schema, replicas)
-
-
-def _read_json(block: bytes, options: pj.ParseOptions) -> pa.Table | None:
-    """The block's lines as a table, None if PyArrow's reader refuses one."""
-    try:
-        return pj.read_json(io.BytesIO(block), parse_options=options, read_options=pj.ReadOptions(
-            use_threads=False, block_size=max(1 << 20, len(block) + 1)))
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        return None
-
-
-def _read_explicit(block: bytes, schema: pa.Schema) -> pa.Table | None:
-    """The block read with ``schema`` (fields not in it ignored), None if a line does
-    not fit it."""
-    return _read_json(block, pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
-
-
-def _read_inferred(block: bytes, schema: pa.Schema) -> pa.Table | None:
-    """The block read with the types PyArrow infers, as a table of ``schema``; None if
-    the reader refuses a line, infers for a field of ``schema`` a type that does not
-    cast to that field's without a change of value (a float or a string where the contract
-    wants an integer...), or the table it reads is not valid (PyArrow 26's inference drops
-    the nulls that begin a list whose later value gives its type, and its list columns then
-    span more values than they hold): then the explicit schema reads the block, which
-    refuses exactly the lines the contract's fast path does. Faster when it works: the
-    explicit schema's reader fills every absent field of every line (33 fields, most
-    absent from a given line), 42 to 46 ms per 4-MiB block of a 10M-record history where
-    inference takes 36 to 40 (docs/checker-log.md, session 26)."""
-    table = _read_json(block, pj.ParseOptions())
-    if table is None:
-        return None
-    columns = []
-    for field in schema:
-        if field.name not in table.column_names:
-            columns.append(pa.nulls(table.num_rows, field.type))
-            continue
-        column = table.column(field.name)
-        if column.type != field.type:
-            if not _widens(column.type, field.type):
-                return None
-            column = column.cast(field.type)
-        columns.append(column)
-    try:  # validated: PyArrow 26 drops a list's leading nulls when a later value gives its type
-        return pa.table(columns, schema=schema)
-    except pa.ArrowInvalid:
-        return None
-
-
-def _widens(inferred: pa.DataType, wanted: pa.DataType) -> bool:
-    """A column of type ``inferred`` casts to ``wanted`` and holds what the explicit
-    schema would read: nulls (all null, or lists of nulls), integers where it wants
-    doubles (the JSON reader's doubles are correctly rounded, as is the cast; only ``-0``
-    reads as 0.0 where the explicit schema reads -0.0, which compares equal), lists of
-    such."""
-    if inferred == wanted or pa.types.is_null(inferred):
-        return True
-    if pa.types.is_list(inferred) and pa.types.is_list(wanted):
-        return _widens(inferred.value_type, wanted.value_type)
-    return inferred == pa.int64() and wanted == pa.float64()
-
-
-def _line_starts(block: bytes, rows: int) -> np.ndarray | None:
-    """Byte offsets of the block's non-blank lines (\\n-ended) if there are ``rows`` of
-    them, else None (a line held more than one JSON value)."""
-    buf = np.frombuffer(block, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    starts = np.concatenate(([0], ends + 1))
-    if starts[-1] == len(buf):
-        starts = starts[:-1]
-    if len(starts) != rows:  # blank lines (only JSON whitespace: space, tab) give no row
-        stops = np.append(ends, len(buf))[: len(starts)]
-        solid = ~((buf == 32) | (buf == 9) | (buf == 10))
-        count = np.concatenate(([0], np.cumsum(solid, dtype=np.int64)))
-        starts = starts[(count[stops] - count[starts]) > 0]
-    return starts.astype(np.int64) if len(starts) == rows else None
-
-
-def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> tuple[pa.Table, int]:
-    rows = []
-    refused = 0
-    for at, line in split_lines(block, base):
-        event = decode(line)
-        if event is None or not conform(event, replicas):
-            refused += not blank(line)
-            continue
-        row = {name: event.get(name) for name in schema.names}
-        for name in ANY_LISTS:  # counted, not read
-            value = row.get(name)
-            if value is not None:
-                row[name] = [None] * len(value)
-        row["_at"] = at
-        rows.append(row)
-    return pa.Table.from_pylist(rows, schema=schema.append(pa.field("_at", _L))), refused
 
 
 def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:

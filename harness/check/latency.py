@@ -1,6 +1,6 @@
 """Latency and availability of a run, from what the Spark job aggregates (no Spark here).
 
-The job (:meth:`harness.check.spark_job._Job._latency`) gives, per message id, its
+The job (:meth:`harness.check.plan._Job._latency`) gives, per message id, its
 first invoke time, first ack time and first run-phase poll time (the events' ``t``,
 the harness's one wall clock), and aggregates:
 

@@ -9,7 +9,7 @@ is the ingest's write. The aggregate is NumPy over the bucket's rows, with no so
 dictionary encoding numbers the ids, and a group's first invoke or first ack is its such
 row of least ``seq``, a minimum an unbuffered ufunc reduction (``minimum.at``), as are
 its flags and least times. Spark's hash aggregate did the same work row by row (at 10M records
-about 24 s of a 58-s check; this kernel: see docs/checker-log.md).
+about 24 s of a 58-s check; this kernel: see bench/LOG.md).
 
 What each output column is (one row per id): :data:`MIDS_SCHEMA` and
 :func:`aggregate`. The task writes its rows as Parquet in Hive's layout, a directory
@@ -18,7 +18,7 @@ each (:func:`bucket_stem`): the details find an id's row in its bucket's files.
 
 Two small tables come with it, so that the anomaly step need not scan the per-id table
 with Spark SQL (two scans of 10M rows were most of the JVM's work in a 10M check:
-docs/checker-log.md, session 49): the **flag counts**, how many of the bucket's ids have
+bench/LOG.md): the **flag counts**, how many of the bucket's ids have
 each (flags, transaction) pair (:data:`COUNTS_SCHEMA`), over which the step evaluates its
 outcome counts; and, when the step gives the kernel the flag values that can make an id
 anomalous (:class:`Loud`, worked out by the step's own conditions), the bucket's ids with
@@ -38,16 +38,32 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.check.ingest import FAIL, IDS_SCHEMA, INFO, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC, dirs_under
+from harness.check.anomalies.vocab import (
+    F_ABORTED,
+    F_DUP,
+    F_FAIL,
+    F_INFO,
+    F_INV,
+    F_OK,
+    F_RC_READ,
+    F_REC,
+    F_REC_RC,
+    F_RU_READ,
+    F_RUN,
+    FAIL,
+    FLAG_VALUES,
+    INFO,
+    INVOKE,
+    OK,
+    POLL,
+    ROW_ABORTED,
+    ROW_REC,
+)
+from harness.check.ingest import IDS_SCHEMA, dirs_under
 
 __all__ = ["COUNTS_SCHEMA", "FLAG_VALUES", "MIDS_SCHEMA", "TASK_SCHEMA", "Loud", "aggregate", "bucket_stem",
            "kernel"]
 
-# Per-id flags (spark_job's F_*).
-F_INV, F_OK, F_FAIL, F_INFO, F_RUN, F_REC, F_ABORTED, F_RC_READ, F_DUP, F_RU_READ, F_REC_RC = (
-    1 << i for i in range(11))
-#: every per-id flag value is below this
-FLAG_VALUES = 1 << 11
 
 _L, _D, _S = pa.int64(), pa.float64(), pa.string()
 #: one row per id; ``ack_topic`` and ``ack_part`` name its directory
@@ -175,7 +191,7 @@ class _Rows:
     arrays of the bucket's size: the Arrow copy of a file is transient, and the columns
     are not copied again to be NumPy (the bucket as one Arrow table, its columns then
     made NumPy, peaked at 600 MB of Arrow's pool per task at 10M records, above what the
-    ingest's tasks hold: new memory for each worker; docs/checker-log.md, session 47)."""
+    ingest's tasks hold: new memory for each worker; bench/LOG.md)."""
 
     def __init__(self, n: int) -> None:
         self.n = n

@@ -32,12 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.check.anomalies.vocab import PRECOMMIT_SLACK_S
 from harness.check.inputs import require_lines, run_files
 from harness.check.lines import Tally, read_lines
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
-
-#: a read_committed poll this much earlier than the commit call is before it (as the Spark job)
-PRECOMMIT_SLACK_S = 0.001
 
 __all__ = ["check"]
 

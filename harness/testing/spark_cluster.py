@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from harness.check.server import spark_home
+from harness.check.engine.state import spark_home
 from harness.errors import CheckError
 
 __all__ = ["StandaloneCluster"]

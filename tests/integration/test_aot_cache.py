@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import aot, server, spark_job
+from harness.check import plan
+from harness.check.engine import aot, conf, server, training
 from harness.testing.synthetic import Profile, generate
 
 
@@ -20,14 +21,14 @@ def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("HARNESS_SPARK_STATE", str(tmp_path / "state"))
     monkeypatch.delenv("HARNESS_SPARK_AOT", raising=False)
     yield tmp_path / "state"
-    spark_job.close()
+    plan.close()
     server.stop()
 
 
 def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: Path) -> None:
     lines: list[str] = []
     # the server's start only (checks=0: the 90-s training of a real cache checks a run 3 times)
-    cache = aot.train(checks=0, log=lines.append)
+    cache = training.train(plan.run, plan.close, checks=0, log=lines.append)
     assert cache == aot.cache_file() and cache.is_file() and cache.stat().st_size > 20 << 20
     assert lines[-1].startswith(f"aot: wrote {cache}")
     assert sorted(p.name for p in cache.parent.iterdir()) == [cache.name, "train.lock"]  # nothing else left
@@ -36,8 +37,8 @@ def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: P
     cmdline = Path(f"/proc/{srv.jvm_pid}/cmdline").read_bytes().split(b"\0")
     assert f"-XX:AOTCache={cache}".encode() in cmdline
     assert str(cache) in Path(f"/proc/{srv.jvm_pid}/maps").read_text()  # Java mapped it: in use
-    # the young generation's cap (spark_job._young_generation_mib), as the JVM took it
-    young = spark_job._young_generation_mib(spark_job._mib(spark_job.driver_memory())) << 20
+    # the young generation's cap (conf.young_generation_mib), as the JVM took it
+    young = conf.young_generation_mib(conf.mib(conf.driver_memory())) << 20
     jcmd = Path(cmdline[0].decode()).with_name("jcmd")
     flags = subprocess.run([str(jcmd), str(srv.jvm_pid), "VM.flags"], capture_output=True, text=True,
                            timeout=60, check=True).stdout.split()
@@ -46,12 +47,12 @@ def test_a_trained_cache_is_used_by_the_next_server(own_state: Path, tmp_path: P
     run = tmp_path / "run"
     expected = generate(run, Profile(records=500, partitions=2, producers=1, consumers=1, replicas=1,
                                      inject={"lost-write": 1}))
-    result = spark_job.run(run)
+    result = plan.run(run)
     assert result.anomalies == expected.anomalies and result.counts == expected.counts
 
     # A cache Java cannot use (here truncated) is not used, and the supervisor removes it: the
     # next idle stop trains a new one instead of every server starting without one.
-    spark_job.close()
+    plan.close()
     server.stop()
     cache.write_bytes(cache.read_bytes()[: 8 << 20])
     srv = server.ensure()

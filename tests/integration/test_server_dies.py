@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.check import check_run, server, spark_job
+from harness.check import check_run, plan
+from harness.check.engine import server
 from harness.errors import CheckError
 from harness.testing.synthetic import Profile, generate
 
@@ -23,9 +24,9 @@ def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     """A state directory of the test's own: its servers, not the session's shared one."""
     monkeypatch.setenv("HARNESS_SPARK_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("HARNESS_SPARK_AOT", "0")  # no training after the idle stop
-    spark_job.close()  # this process's session is on the suite's server
+    plan.close()  # this process's session is on the suite's server
     yield tmp_path / "state"
-    spark_job.close()
+    plan.close()
     server.stop()
 
 
@@ -33,7 +34,7 @@ def test_a_check_whose_server_dies_fails_at_once_and_the_next_starts_a_new_one(
         own_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = tmp_path / "run"
     expected = generate(run, Profile(records=400, inject={"lost-write": 1}))
-    ingest = spark_job._Job._ingest
+    ingest = plan._Job._ingest
     killed: list[int] = []
 
     def kill_the_jvm_first(self: Any) -> Any:  # the session is made: kill -9 the server's JVM
@@ -46,7 +47,7 @@ def test_a_check_whose_server_dies_fails_at_once_and_the_next_starts_a_new_one(
             time.sleep(0.1)
         return ingest(self)
 
-    monkeypatch.setattr(spark_job._Job, "_ingest", kill_the_jvm_first)
+    monkeypatch.setattr(plan._Job, "_ingest", kill_the_jvm_first)
     with pytest.raises(CheckError) as err:
         check_run(run)
     log = server.server_dir() / "server.log"
@@ -54,7 +55,7 @@ def test_a_check_whose_server_dies_fails_at_once_and_the_next_starts_a_new_one(
                               f"(its JVM exited; see {log}): check again, a new server starts")
     assert killed and server.running() is None
 
-    monkeypatch.setattr(spark_job._Job, "_ingest", ingest)
+    monkeypatch.setattr(plan._Job, "_ingest", ingest)
     result = check_run(run)
     srv = server.running()
     assert srv is not None and srv.jvm_pid not in killed

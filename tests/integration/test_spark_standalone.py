@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import check_run, spark_job
+from harness.check import check_run, plan
 from harness.testing.spark_cluster import StandaloneCluster
 from harness.testing.synthetic import Profile, generate
 
@@ -35,10 +35,10 @@ def test_a_standalone_cluster_gives_the_local_result(tmp_path: Path, monkeypatch
                            java_options=QUICK_JIT) as cluster:
         try:
             on_cluster = check_run(run, spark_master=cluster.master)
-            sc = spark_job.session(cluster.master).sparkContext
+            sc = plan.session_for(cluster.master).sparkContext
             assert sc.master == cluster.master
             # two executors ran it (the status map also holds the driver)
             assert sc._jsc.sc().getExecutorMemoryStatus().size() == 3
         finally:
-            spark_job.close()  # before the cluster goes
+            plan.close()  # before the cluster goes
     assert on_cluster == local

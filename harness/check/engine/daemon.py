@@ -18,8 +18,7 @@ runs a full ``gc.collect()`` after each task, which walked the 79,000 objects th
 had imported (about 20 ms each time) and, in a new worker, wrote to the pages that hold
 them (each page then copied from the daemon's). Frozen, they are in no collection: a
 check of a 10,000-record run took 2.11 and 2.22 CPU-s instead of 2.40 and 2.66, a 10M
-check right after another 73 and 72 instead of 75 and 75 (docs/checker-log.md,
-session 44)."""
+check right after another 73 and 72 instead of 75 and 75 (bench/LOG.md)."""
 
 from __future__ import annotations
 

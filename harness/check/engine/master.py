@@ -87,11 +87,11 @@ def require_reachable(master: str | None, option: str = "--spark-master", timeou
     remote Spark Connect server, and the shared server's (:func:`server.check_settings`)."""
     value = validate(master, option)
     if not value.startswith("sc://"):
-        from harness.check import spark_job
+        from harness.check.engine.conf import driver_memory
 
-        spark_job.driver_memory()
+        driver_memory()
     if value == DEFAULT_MASTER:
-        from harness.check import server
+        from harness.check.engine import server
 
         server.check_settings()
         return

@@ -3,7 +3,7 @@
 ``HARNESS_CHECK_SCRATCH`` names the directory. Else, on a local master, the scratch goes
 to memory (:data:`MEMORY_DIR`, Linux's tmpfs) when it fits there: the input's size (the
 scratch takes about 0.7 bytes per byte of JSON) at most a fifth of the memory the kernel
-tasks may use (:func:`harness.check.placed.memory_budget`) and half of the directory's
+tasks may use (:func:`harness.check.engine.memory.memory_budget`) and half of the directory's
 free space. Else, and on any other master (executors elsewhere cannot see this machine's
 memory), the system's temporary directory.
 
@@ -12,7 +12,7 @@ on this machine's disk (ext4 mounted with ``discard``, on a virtual disk) the in
 workers waited on I/O for 10 and 26 of the step's 57 and 78 core-seconds in two checks
 (steps of 28.7 and 39.2 s; in memory 0.2 core-seconds, steps of 23.2 to 26.8 s). The
 waits come and go: when the disk had few, memory still gained about 2 s a check (five
-alternated pairs, medians 50.3 against 52.5 s; docs/checker-log.md, session 29).
+alternated pairs, medians 50.3 against 52.5 s; bench/LOG.md).
 
 A check removes its scratch directory when it ends, on an error or Ctrl-C too; tasks of a
 failed step still running then fail to write (:func:`harness.check.ingest.dirs_under`) instead
@@ -29,7 +29,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.check.server import alive
+from harness.check.engine.memory import memory_budget
+from harness.check.engine.state import alive
 from harness.errors import CheckError
 
 __all__ = ["MEMORY_DIR", "PREFIX", "make", "remove_stale", "root"]
@@ -62,8 +63,6 @@ def make(input_bytes: int, local: bool) -> Path:
 
 
 def _fits(directory: str, input_bytes: int) -> bool:
-    from harness.check.placed import memory_budget
-
     try:
         if not (os.path.isdir(directory) and os.access(directory, os.W_OK | os.X_OK)):
             return False

@@ -2,7 +2,7 @@
 pytest session shares, so a check pays the JVM's start and warm-up once, not per command.
 
 The first check that needs it starts it (:func:`ensure`): a small supervisor process
-(``python -m harness.check.server serve``, in a session of its own so that Ctrl-C or a
+(``python -m harness.check.engine.server serve``, in a session of its own so that Ctrl-C or a
 ``kill -9`` of the harness leaves it alone) launches the Spark Connect server with
 ``local[*]`` on a free loopback port, writes ``server.json`` in the state directory,
 and stops the server when it has been idle for :data:`IDLE_S` seconds (no check in
@@ -44,6 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.check.engine import aot
+from harness.check.engine.conf import server_conf
+from harness.check.engine.state import alive, pyspark_version, spark_home, state_dir
 from harness.errors import CheckError
 
 __all__ = ["IDLE_S", "Server", "alive", "check_settings", "ensure", "remove_leftovers", "running",
@@ -78,14 +81,6 @@ _POLL_S = 2.0
 _TMP = "tmp"
 
 
-def state_dir() -> Path:
-    explicit = os.environ.get("HARNESS_SPARK_STATE")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "harness" / "spark-connect"
-
-
 def server_dir() -> Path:
     """This interpreter's server directory under :func:`state_dir`: one per Python
     environment, pyspark version and version of the checker's code (its Python workers
@@ -94,18 +89,18 @@ def server_dir() -> Path:
     directory are one interpreter (one file through links); a virtual environment's link
     to its base interpreter is not the base (another directory, other packages)."""
     python = sys.executable
-    ident = f"{os.path.dirname(python)}|{os.path.realpath(python)}|{_pyspark_version()}|{_code_version()}"
+    ident = f"{os.path.dirname(python)}|{os.path.realpath(python)}|{pyspark_version()}|{_code_version()}"
     return state_dir() / f"py-{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
 
 
 @functools.cache
 def _code_version() -> str:
-    """A digest of the code the server's Python workers run: ``harness/check/*.py`` and the
+    """A digest of the code the server's Python workers run: ``harness/check/**/*.py`` and the
     history contract's modules."""
-    here = Path(__file__).resolve().parent
+    check = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted([*here.glob("*.py"), here.parent / "history.py"]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted([*check.rglob("*.py"), check.parent / "history.py"]):
+        digest.update(str(path.relative_to(check.parent)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -133,40 +128,12 @@ class Server:
         return f"{self.pid}:{self.port}:{self.started}"
 
 
-def spark_home() -> Path:
-    """The Spark distribution inside the installed pyspark (its jars, bin/, sbin/)."""
-    from pyspark.find_spark_home import _find_spark_home
-
-    return Path(_find_spark_home())
-
-
-def _pyspark_version() -> str:
-    import pyspark
-
-    return str(pyspark.__version__)
-
-
 def _read(directory: Path) -> Server | None:
     try:
         data = {"session": "", **json.loads((directory / "server.json").read_text())}
         return Server(**{k: data[k] for k in Server.__dataclass_fields__})
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (and is not a zombie)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    try:  # a zombie child of this process is not alive
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _listening(port: int, timeout: float = 1.0) -> bool:
@@ -211,20 +178,19 @@ def check_settings() -> None:
     (``$HARNESS_SPARK_IDLE_S``, ``$HARNESS_WORKER_KEEP_MB``, ``$HARNESS_SPARK_JAVA_HOME``):
     the user's to fix, not a server that does not start or stops at once. Called before a
     run whose check will use the server, and by :func:`ensure`."""
-    from harness.check import aot
-
     idle_s(strict=True)
-    keep = os.environ.get("HARNESS_WORKER_KEEP_MB")  # read by its workers (harness.check.daemon)
+    keep = os.environ.get("HARNESS_WORKER_KEEP_MB")  # read by its workers (harness.check.engine.daemon)
     if keep is not None and keep.strip() and not keep.strip().isdigit():
         raise CheckError(f"$HARNESS_WORKER_KEEP_MB {keep!r}: not a number of MiB; give one such as 2048, "
                          "0 (give everything back), or unset it")
     aot.check_java_home()
 
 
-def ensure() -> Server:
+def ensure(trainer: str | None = None) -> Server:
     """This interpreter's server, started (and waited for) if none runs. A
     :class:`CheckError` with the log's tail if it does not start within
-    :data:`START_TIMEOUT_S`."""
+    :data:`START_TIMEOUT_S`. ``trainer``: the module a new server's supervisor runs
+    (``python -m``) to train the AOT cache after an idle stop (None: it does not train)."""
     import logging
 
     check_settings()
@@ -236,20 +202,19 @@ def ensure() -> Server:
         logging.getLogger(__name__).info(
             "starting the Spark Connect server for the checker (once; later checks reuse it, "
             "`harness clean` stops it)")
-        from harness.check import aot
-
         aot.stop_training()
-        return _start(directory)
+        return _start(directory, trainer)
 
 
-def _start(directory: Path) -> Server:
+def _start(directory: Path, trainer: str | None) -> Server:
     (directory / "server.json").unlink(missing_ok=True)
     log_path = directory / "server.log"
     # this harness, wherever it is imported from (an editable install, a checkout on sys.path)
     package_root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
     with open(log_path, "w") as log_fh:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.check.server", "serve", str(directory)],
+        proc = subprocess.Popen([sys.executable, "-m", "harness.check.engine.server", "serve", str(directory),
+                                 *(["--trainer", trainer] if trainer else [])],
                                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=directory, env={**os.environ, "PYTHONPATH": path})
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -275,9 +240,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 def stop() -> bool:
     """Stops the shared servers, of every interpreter, and an AOT training started after an
-    idle stop (:func:`harness.check.aot.stop_training`); whether a server was running."""
-    from harness.check import aot
-
+    idle stop (:func:`harness.check.engine.aot.stop_training`); whether a server was running."""
     aot.stop_training()
     stopped = False
     for directory in _server_dirs():
@@ -306,8 +269,6 @@ def remove_leftovers() -> int:
             if _running(directory) is None:
                 removed += any(path.is_file() for path in tmp.rglob("*"))
                 shutil.rmtree(tmp, ignore_errors=True)
-    from harness.check import aot
-
     return removed + aot.remove_leftovers()
 
 
@@ -360,8 +321,6 @@ def _free_port() -> int:
 
 def _command(port: int, tmp: Path) -> list[str]:
     """The server's ``spark-submit`` arguments; Spark's temporary files go to ``tmp``."""
-    from harness.check.spark_job import server_conf
-
     args = ["--class", _CLASS, "--name", "harness-check", "--master", "local[*]"]
     conf = server_conf()
     if not any(c.isspace() or c in "\"'\\" for c in str(tmp)):  # Spark splits these options at spaces
@@ -377,10 +336,8 @@ def _command(port: int, tmp: Path) -> list[str]:
 
 
 def _launch(port: int, tmp: Path, env: dict[str, str]) -> list[str]:
-    """The server's JVM command (:func:`harness.check.aot.command`: Spark's launcher's, on
+    """The server's JVM command (:func:`harness.check.engine.aot.command`: Spark's launcher's, on
     the server's Java, with the AOT cache when there is one)."""
-    from harness.check import aot
-
     return aot.command(spark_home(), [*_command(port, tmp), "spark-internal"], env)
 
 
@@ -410,10 +367,9 @@ def _idle(directory: Path) -> bool:
         return True
 
 
-def serve(directory: Path) -> int:
-    """The supervisor: start the server, record it, stop it when idle or told to."""
-    from harness.check import aot
-
+def serve(directory: Path, trainer: str | None = None) -> int:
+    """The supervisor: start the server, record it, stop it when idle or told to; after an
+    idle stop, run ``trainer`` (:func:`ensure`) when the AOT cache is missing."""
     stopping = False
 
     def on_term(signum: int, frame: object) -> None:
@@ -450,7 +406,7 @@ def serve(directory: Path) -> int:
         print(f"the JVM did not use the AOT cache {cache} (its reason is above): removed; the next "
               "idle stop makes a new one", flush=True)
     server = Server(pid=os.getpid(), jvm_pid=jvm.pid, port=port, python=sys.executable,
-                    pyspark=_pyspark_version(), started=time.time(), session=str(uuid.uuid4()))
+                    pyspark=pyspark_version(), started=time.time(), session=str(uuid.uuid4()))
     (directory / "used").touch()  # idle from now, not from an earlier server's last check
     tmp = directory / "server.json.tmp"
     tmp.write_text(json.dumps(server.__dict__))
@@ -472,35 +428,36 @@ def serve(directory: Path) -> int:
                 jvm.wait()
     idle = not stopping and not died
     print(f"stopped ({'told to' if stopping else 'idle' if idle else 'JVM exited'})", flush=True)
-    if idle and aot.record_config() is None:  # nothing is checking: make the AOT cache, if missing
-        aot.train_when_idle()
+    if idle and trainer and aot.record_config() is None:  # nothing is checking: make the AOT cache
+        _train_when_idle(trainer)
     return 0
 
 
+def _train_when_idle(trainer: str) -> None:
+    """After an idle stop: run ``python -m trainer --background`` at the lowest priority if a
+    cache is wanted and missing and no other server runs (another interpreter's, a newer code
+    version's: its checks may be under way), in a process of its own, so the supervisor
+    exits now."""
+    cache = aot.cache_file()
+    if cache is None or cache.is_file() or servers():
+        return
+    with contextlib.suppress(OSError):
+        subprocess.Popen([sys.executable, "-m", trainer, aot.BACKGROUND],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, preexec_fn=lambda: os.nice(19))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.check.server")
+    parser = argparse.ArgumentParser(prog="python -m harness.check.engine.server")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("serve").add_argument("directory")
+    serve_cmd = sub.add_parser("serve")
+    serve_cmd.add_argument("directory")
+    serve_cmd.add_argument("--trainer", help="the module that trains the AOT cache after an idle stop")
     sub.add_parser("status")
     sub.add_parser("stop")
-    train = sub.add_parser("train", help="make the AOT cache of the server's Java (harness.check.aot)")
-    train.add_argument("--background", action="store_true",
-                       help="quiet, and ended by the next server's start (the idle stop's training)")
     args = parser.parse_args(argv)
     if args.cmd == "serve":
-        return serve(Path(args.directory))
-    if args.cmd == "train":
-        from harness.check import aot
-
-        # SIGTERM (a check wants the machine: aot.stop_training) ends it through its cleanup
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(3))
-        try:
-            path = aot.train(log=(lambda _m: None) if args.background else print, background=args.background)
-        except CheckError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(path)
-        return 0
+        return serve(Path(args.directory), args.trainer)
     if args.cmd == "status":
         found = servers()
         for server in found:
@@ -508,8 +465,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"pyspark {server.pyspark})")
         if not found:
             print("not running")
-        from harness.check import aot
-
         print(aot.status())
         return 0
     print("stopped" if stop() else "not running")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.check import check_run, spark_job
+from harness.check import check_run, plan
 from harness.testing.synthetic import Profile, generate
 
 
@@ -19,7 +19,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Any:
     that changes the recursion limit, as IPython's import did before the check's
     session stopped importing it).
     """
-    session = spark_job.session()
+    session = plan.session_for()
     run = tmp_path_factory.mktemp("warm-up")
     generate(run, Profile(records=50))
     check_run(run)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import aot, server
+from harness.check.engine import aot, server, training
 from harness.errors import CheckError
 
 
@@ -33,7 +33,7 @@ def _fake_java(tmp_path: Path, version: str, modules: str = "java.base") -> Path
 def _training_like(sleep: list[str]) -> subprocess.Popen[bytes]:
     """A process whose command line is an idle training's, once it has exec'd (before, its
     command line is pytest's)."""
-    child = subprocess.Popen([*sleep, "-m", "harness.check.server", "train", "--background"])
+    child = subprocess.Popen([*sleep, "-m", "harness.check.train", "--background"])
     for _ in range(200):
         if b"--background" in Path(f"/proc/{child.pid}/cmdline").read_bytes():
             break
@@ -55,7 +55,7 @@ def test_the_cache_needs_java_25_and_can_be_turned_off(state: Path, tmp_path: Pa
     monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "17.0.15")))
     assert not aot.wanted() and aot.cache_file() is None
     with pytest.raises(CheckError, match="needs Java 25 or later"):
-        aot.train()
+        training.train(lambda run: None, lambda: None)
     monkeypatch.setenv("HARNESS_SPARK_JAVA_HOME", str(_fake_java(tmp_path, "25.0.2")))
     assert aot.wanted()
     cache = aot.cache_file()
@@ -169,16 +169,16 @@ def test_an_idle_stop_trains_only_when_no_other_server_runs(state: Path,
     (directory / "server.json").write_text(json.dumps({  # a running server (this process's pid)
         "pid": os.getpid(), "jvm_pid": os.getpid(), "port": 1, "python": "py", "pyspark": "4", "started": 1.0,
         "session": "00000000-0000-0000-0000-000000000000"}))
-    aot.train_when_idle()
+    server._train_when_idle("harness.check.train")
     assert started == []  # its checks may be under way
     (directory / "server.json").unlink()
-    aot.train_when_idle()
-    assert [a[-2:] for a in started] == [["train", "--background"]]
+    server._train_when_idle("harness.check.train")
+    assert [a[-3:] for a in started] == [["-m", "harness.check.train", "--background"]]
     cache = aot.cache_file()
     assert cache is not None
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(b"")
-    aot.train_when_idle()
+    server._train_when_idle("harness.check.train")
     assert len(started) == 1  # a cache is there
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import ANOMALIES, COUNTS, check_run, spark_job
+from harness.check import ANOMALIES, COUNTS, check_run, plan
+from harness.check.engine import conf, master, session
 from harness.check.result import make_result, position_fields
 from harness.errors import CheckError
 from harness.testing.synthetic import Profile, generate
@@ -42,7 +43,7 @@ def test_unreadable_runs_raise_check_error(tmp_path: Path) -> None:
 def test_missing_pyspark_is_a_check_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyspark.sql", None)
     with pytest.raises(CheckError, match="pip install"):
-        spark_job._start("local[1]")
+        session._start("local[1]")
 
 
 def test_awkward_paths_and_files(tmp_path: Path) -> None:
@@ -61,10 +62,10 @@ def test_awkward_paths_and_files(tmp_path: Path) -> None:
 def test_spark_master_runs_the_same_job(tmp_path: Path) -> None:
     generate(tmp_path, Profile(records=300, replicas=2, inject={"replica-divergence": 1}))
     on_one_core = check_run(tmp_path, spark_master="local[1]")
-    assert spark_job.session("local[1]").sparkContext.defaultParallelism == 1
+    assert plan.session_for("local[1]").sparkContext.defaultParallelism == 1
     assert on_one_core.anomalies["replica-divergence"] == 1
     assert on_one_core == check_run(tmp_path)  # on the shared server (the default)
-    assert spark_job.master_of(None) == spark_job.DEFAULT_MASTER
+    assert master.master_of(None) == master.DEFAULT_MASTER
 
 
 def test_a_big_check_says_where_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -75,7 +76,7 @@ def test_a_big_check_says_where_it_is(tmp_path: Path, monkeypatch: pytest.Monkey
     caplog.set_level(logging.INFO, logger="harness")
     check_run(tmp_path)
     assert not [r for r in caplog.records if r.getMessage().startswith("check:")]
-    monkeypatch.setattr(spark_job, "PROGRESS_BYTES", 0)
+    monkeypatch.setattr(plan, "PROGRESS_BYTES", 0)
     result = check_run(tmp_path)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("check:")]
     assert [re.sub(r" \(\d+ s\)$", "", line) for line in lines] == [
@@ -100,40 +101,40 @@ OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space lef
 def test_a_spark_failure_is_told_by_its_own_line() -> None:
     """A Python worker's exception by its last line, not PySpark's "see the stack trace below"
     (which the one-line error leaves out); anything else by its first line."""
-    assert spark_job._reason(Exception(_WORKER_ENOSPC)) == (
+    assert session._reason(Exception(_WORKER_ENOSPC)) == (
         "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device")
     same_line = _WORKER_ENOSPC.replace("\n SQLSTATE: 38000", " SQLSTATE: 38000")
-    assert spark_job._reason(Exception(same_line)) == spark_job._reason(Exception(_WORKER_ENOSPC))
-    assert spark_job._reason(Exception("[TABLE_OR_VIEW_NOT_FOUND] x\nmore")) == "[TABLE_OR_VIEW_NOT_FOUND] x"
-    assert spark_job._reason(RuntimeError("")) == "RuntimeError"
+    assert session._reason(Exception(same_line)) == session._reason(Exception(_WORKER_ENOSPC))
+    assert session._reason(Exception("[TABLE_OR_VIEW_NOT_FOUND] x\nmore")) == "[TABLE_OR_VIEW_NOT_FOUND] x"
+    assert session._reason(RuntimeError("")) == "RuntimeError"
 
 
 @pytest.mark.parametrize("given", ["6g", "4096", "512m", "2GB", " 8G "])
 def test_a_driver_memory_spark_takes_is_passed_on(monkeypatch: pytest.MonkeyPatch, given: str) -> None:
     monkeypatch.setenv("HARNESS_SPARK_DRIVER_MEMORY", given)
-    assert spark_job.driver_memory() == given.strip()
+    assert conf.driver_memory() == given.strip()
 
 
 @pytest.mark.parametrize(("given", "mib"), [("6g", 6144), ("4096", 4096), ("512m", 512), ("2GB", 2048),
                                            (" 8G ", 8192), ("2048k", 2), ("1t", 1 << 20),
                                            ("1073741824b", 1024)])
 def test_a_driver_memory_is_read_in_mib_as_spark_reads_it(given: str, mib: int) -> None:
-    assert spark_job._mib(given) == mib
+    assert conf.mib(given) == mib
 
 
 def test_the_young_generation_is_capped_per_core_and_by_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: 2)
-    assert spark_job._young_generation_mib(7168) == 384
-    assert spark_job._young_generation_mib(768) == 256  # a third of a small heap, the JVM's own limit
-    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: 16)
-    assert spark_job._young_generation_mib(16384) == 3072
-    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: None)  # unknown: two cores' worth
-    assert spark_job._young_generation_mib(7168) == 384
-    monkeypatch.setattr(spark_job.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(conf.os, "cpu_count", lambda: 2)
+    assert conf.young_generation_mib(7168) == 384
+    assert conf.young_generation_mib(768) == 256  # a third of a small heap, the JVM's own limit
+    monkeypatch.setattr(conf.os, "cpu_count", lambda: 16)
+    assert conf.young_generation_mib(16384) == 3072
+    monkeypatch.setattr(conf.os, "cpu_count", lambda: None)  # unknown: two cores' worth
+    assert conf.young_generation_mib(7168) == 384
+    monkeypatch.setattr(conf.os, "cpu_count", lambda: 2)
     monkeypatch.setenv("HARNESS_SPARK_DRIVER_MEMORY", "900m")
-    conf = spark_job._driver_conf()
-    assert conf["spark.driver.memory"] == "900m"
-    assert "-XX:MaxNewSize=300m" in conf["spark.driver.extraJavaOptions"].split()
+    driver = conf.driver_conf()
+    assert driver["spark.driver.memory"] == "900m"
+    assert "-XX:MaxNewSize=300m" in driver["spark.driver.extraJavaOptions"].split()
 
 
 @pytest.mark.parametrize("given", ["lots", "0g", "6 g", "-1g", "1.5g"])

@@ -11,7 +11,7 @@ import pytest
 from check_helpers import example_mids, profiles
 from hypothesis import HealthCheck, given, settings
 
-from harness.check import CheckResult, check_run, spark_job
+from harness.check import CheckResult, check_run, plan
 from harness.history import BATCH_EVENTS, expand_batch, position_key, read_events
 from harness.testing.synthetic import INJECTABLE, Expected, Profile, generate
 
@@ -42,28 +42,28 @@ def test_every_anomaly_is_found(tmp_path, system: str) -> None:
 @pytest.mark.parametrize("system", ["kafka", "pulsar"])
 def test_a_big_check_reads_only_the_ids_that_can_be_anomalous(tmp_path, monkeypatch, system: str) -> None:
     """A big check (forced here: one Spark task per task row) evaluates its id anomalies
-    over the ids whose flags can make one (spark_job._Job._loud_flags, from the anomalies'
-    own conditions), and every check its outcome counts over step 3's flag counts: the
+    over the ids whose flags can make one (harness.check.anomalies.ids.loud_flags, from the
+    anomalies' own conditions), and every check its outcome counts over step 3's flag counts: the
     result is the small check's, from a fraction of the per-id table."""
     kinds = [k for k in INJECTABLE if k != ("silent-reread" if system == "pulsar" else "key-order")]
     profile = Profile(records=3000, system=system, partitions=3, consumers=2, replicas=3, txn=True,
                       seed=7, inject=dict.fromkeys(kinds, 2), key_shared=system == "pulsar")
     expected = generate(tmp_path, profile)
     small = check_run(tmp_path)
-    init, anomalies = spark_job._Job.__init__, spark_job._Job._anomalies
+    init, anomalies = plan._Job.__init__, plan._Job._anomalies
     rows: dict[str, int] = {}
 
-    def big(self: spark_job._Job, *args: Any) -> None:
+    def big(self: plan._Job, *args: Any) -> None:
         init(self, *args)
-        self.spread = True
+        self.frames.spread = True
 
-    def counted(self: spark_job._Job, events: Any, mids: Any, *args: Any) -> Any:
+    def counted(self: plan._Job, events: Any, mids: Any, *args: Any) -> Any:
         assert self.loud is not None
         rows["all"], rows["loud"] = mids.count(), self.loud.count()
         return anomalies(self, events, mids, *args)
 
-    monkeypatch.setattr(spark_job._Job, "__init__", big)
-    monkeypatch.setattr(spark_job._Job, "_anomalies", counted)
+    monkeypatch.setattr(plan._Job, "__init__", big)
+    monkeypatch.setattr(plan._Job, "_anomalies", counted)
     result = check_run(tmp_path)
     _assert_matches(result, expected)
     assert result.anomalies == small.anomalies and result.examples == small.examples

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import check_run, spark_job
+from harness.check import check_run, plan
 from harness.check.inputs import first_skipped
 from harness.check.result import skipped_lines
 from harness.errors import CheckError
@@ -29,7 +29,7 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(master: str | None = None) -> None:
         raise AssertionError("Spark started before the inputs were validated")
 
-    monkeypatch.setattr(spark_job, "session", refuse)
+    monkeypatch.setattr(plan, "session_for", refuse)
 
 
 @pytest.mark.parametrize("checker", CHECKERS)

@@ -11,8 +11,9 @@ import pytest
 
 PROBE = """
 import sys
-from harness.check import spark_job
-spark_job._import_connect_client()
+from harness.check.engine import session
+
+session.import_connect_client()
 assert "pyspark.sql.connect.shell.progress" in sys.modules
 print("IPython" in sys.modules)
 from pyspark.sql.connect.client import SparkConnectClient  # the client the session uses

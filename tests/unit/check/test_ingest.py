@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.check import ingest
+from harness.check import ingest, parse
 from harness.check.lines import Tally, read_lines, skip_reason, split_lines
 
 _TYPES = {**ingest.HISTORY_TYPES}
@@ -299,9 +299,9 @@ def test_kernels_run_without_this_package(tmp_path: Path) -> None:
 
     from pyspark import cloudpickle
 
-    from harness.check import spark_job
+    from harness.check import plan
 
-    spark_job.session()  # registers the kernel modules for pickling by value
+    plan.session_for()  # registers the kernel modules for pickling by value
     out = tmp_path / "events"
     out.mkdir()
     history = tmp_path / "h.jsonl"
@@ -504,8 +504,8 @@ def test_inferred_types_read_as_the_explicit_schema_or_not_at_all(lines: list[st
     (then the explicit schema reads it: the rest of the ingest, and the contract's tolerance
     of odd lines, see the same table either way)."""
     block = ("\n".join(lines) + "\n").encode()
-    schema = ingest._HISTORY_LINE
-    got = ingest._read_inferred(block, schema)
+    schema = parse.HISTORY_LINE
+    got = parse.read_inferred(block, schema)
     assert (got is not None) == inferred
     if got is not None:
-        assert got.equals(ingest._read_explicit(block, schema))
+        assert got.equals(parse.read_explicit(block, schema))

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
-from harness.check import check_run, placed, spark_job, tasks
+from harness.check import check_run, plan
+from harness.check.engine import memory, tasks
+from harness.check.engine.frames import Frames
 from harness.testing.synthetic import Profile, generate
 
 # Loads pickled kernels (length-prefixed on stdin) where no module of this package can be
@@ -36,15 +38,15 @@ while data:
 @pytest.fixture
 def kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every kernel a check hands to Spark, and each as a task list's wrapper
-    (:func:`harness.check.tasks.by_index`, a big check's form)."""
+    (:func:`harness.check.engine.tasks.by_index`, a big check's form)."""
     seen: list[Any] = []
-    each = spark_job._Job._each
+    each = Frames.each
 
     def spy(self: Any, rows: Any, ddl: str, kernel: Any, *args: Any, **kwargs: Any) -> Any:
         seen.extend([kernel, tasks.by_index(list(rows), ddl, kernel)])
         return each(self, rows, ddl, kernel, *args, **kwargs)
 
-    monkeypatch.setattr(spark_job._Job, "_each", spy)
+    monkeypatch.setattr(Frames, "each", spy)
     generate(tmp_path / "run", Profile(records=300, partitions=3, replicas=1, txn=True, seed=3))
     check_run(tmp_path / "run")
     return seen
@@ -60,10 +62,10 @@ def _load_without_harness(blobs: list[bytes]) -> list[str]:
 def test_kernels_load_without_this_package(kernels: list[Any]) -> None:
     names = {k.__module__ for k in kernels}
     assert {"harness.check.ingest", "harness.check.mids", "harness.check.placed", "harness.check.latency",
-            "harness.check.tasks"} <= names
+            "harness.check.engine.tasks"} <= names
     registered = set(cloudpickle.list_registry_pickle_by_value())
-    assert {m.__name__ for m in spark_job.kernel_modules()} <= registered
-    placed._give_back()  # as a big partition's kernel run in this process would: no state kept
+    assert {m.__name__ for m in plan.KERNELS} <= registered
+    memory.give_back()  # as a big partition's kernel run in this process would: no state kept
     assert _load_without_harness([cloudpickle.dumps(k) for k in kernels]) == ["ok"] * len(kernels)
 
 

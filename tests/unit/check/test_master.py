@@ -1,5 +1,5 @@
 """Where a check runs: a bad ``--spark-master`` or an unreachable cluster is one clear error
-before any work (harness.check.master), from the CLI, the pytest plugin and check_run."""
+before any work (harness.check.engine.master), from the CLI, the pytest plugin and check_run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.check import check_run
-from harness.check.master import DEFAULT_MASTER, FORMS, require_reachable, validate
+from harness.check.engine.master import DEFAULT_MASTER, FORMS, require_reachable, validate
 from harness.cli import main
 from harness.errors import CheckError
 from harness.testing.synthetic import Profile, generate

@@ -10,9 +10,8 @@ import pyarrow as pa
 import pytest
 from check_helpers import example_mids
 
-from harness.check import check_run, spark_job
-from harness.check.ingest import FAIL, IDS_SCHEMA, INVOKE, OK, POLL, ROW_ABORTED, ROW_REC, bucket_of
-from harness.check.mids import (
+from harness.check import check_run, plan
+from harness.check.anomalies.vocab import (
     F_ABORTED,
     F_DUP,
     F_FAIL,
@@ -23,11 +22,16 @@ from harness.check.mids import (
     F_REC_RC,
     F_RU_READ,
     F_RUN,
+    FAIL,
     FLAG_VALUES,
-    Loud,
-    aggregate,
-    flag_counts,
+    INVOKE,
+    OK,
+    POLL,
+    ROW_ABORTED,
+    ROW_REC,
 )
+from harness.check.ingest import IDS_SCHEMA, bucket_of
+from harness.check.mids import Loud, aggregate, flag_counts
 from harness.testing.copier_history import generate as copier_history
 from harness.testing.synthetic import INJECTABLE, Profile, generate
 
@@ -124,7 +128,7 @@ def test_a_check_over_many_buckets_finds_every_anomaly(tmp_path: Path, monkeypat
     kinds = [k for k in INJECTABLE if k != ("silent-reread" if system == "pulsar" else "key-order")]
     expected = generate(tmp_path, Profile(records=3000, system=system, replicas=3, txn=True, seed=11,
                                           inject=dict.fromkeys(kinds, 2), key_shared=system == "pulsar"))
-    monkeypatch.setattr(spark_job, "MIDS_BUCKET_BYTES", 48 << 10)
+    monkeypatch.setattr(plan, "MIDS_BUCKET_BYTES", 48 << 10)
     result = check_run(tmp_path)
     assert result.anomalies == expected.anomalies
     assert result.counts == expected.counts
@@ -136,7 +140,7 @@ def test_a_check_over_many_buckets_finds_every_anomaly(tmp_path: Path, monkeypat
 
 def test_a_copier_check_over_many_buckets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = copier_history(tmp_path, 2, inputs=200, duplicates=1, losses=1)
-    monkeypatch.setattr(spark_job, "MIDS_BUCKET_BYTES", 2048)
+    monkeypatch.setattr(plan, "MIDS_BUCKET_BYTES", 2048)
     result = check_run(tmp_path)
     assert result.anomalies["eos-duplicate"] == answer["duplicates"]
     assert result.anomalies["eos-loss"] == 1

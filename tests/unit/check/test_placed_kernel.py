@@ -1,4 +1,5 @@
-"""The checker's NumPy kernel (harness.check.placed) on hand-built rows, without Spark:
+"""The checker's position kernel (harness.check.anomalies.positions, its rows read by
+harness.check.placed) on hand-built rows, without Spark:
 each position and sequence anomaly where it is put and nowhere else, nulls as
 groups of their own, and the same answer whatever the order of the rows."""
 
@@ -11,7 +12,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.check.placed import (
+from harness.check.anomalies.arrays import (
     IN_COLUMNS,
     OUT_COLUMNS,
     TAG_ACK,
@@ -19,10 +20,9 @@ from harness.check.placed import (
     TAG_REPLICA,
     TAG_RESET,
     TAG_RPOLL,
-    anomalies,
-    id_hash,
-    kernel,
 )
+from harness.check.anomalies.positions import anomalies
+from harness.check.placed import id_hash, kernel
 
 RUN, REC, ACKS = 0, 1, 2
 T = 77  # a topic hash
@@ -234,15 +234,16 @@ def test_the_id_hash_is_the_string_s_and_tells_ids_apart() -> None:
 
 
 def test_kernel_tasks_take_turns_when_together_they_would_not_fit() -> None:
-    from harness.check.placed import PEAK_BYTES_PER_ROW, task_slots
+    from harness.check.engine.memory import task_slots
+    from harness.check.placed import PEAK_BYTES_PER_ROW as PEAK
 
     rows = [4_000_000, 1_000_000, 3_000_000]
-    both = (4_000_000 + 3_000_000) * PEAK_BYTES_PER_ROW
-    assert task_slots(rows, both, cores=2) == 2
-    assert task_slots(rows, both - 1, cores=2) == 1  # the two largest would not fit together
-    assert task_slots(rows, 1 << 62, cores=8) == 3  # never more than there are tasks
-    assert task_slots([], 0, cores=2) == 1
-    assert task_slots(rows, 0, cores=1) == 1
+    both = (4_000_000 + 3_000_000) * PEAK
+    assert task_slots(rows, both, 2, PEAK) == 2
+    assert task_slots(rows, both - 1, 2, PEAK) == 1  # the two largest would not fit together
+    assert task_slots(rows, 1 << 62, 8, PEAK) == 3  # never more than there are tasks
+    assert task_slots([], 0, 2, PEAK) == 1
+    assert task_slots(rows, 0, 1, PEAK) == 1
 
 
 def test_a_partition_gives_memory_back_only_when_memory_is_short(monkeypatch: Any) -> None:
@@ -250,16 +251,17 @@ def test_a_partition_gives_memory_back_only_when_memory_is_short(monkeypatch: An
     partition's columns only when that partition, beside another as big, would not fit in
     the memory budget: at 10M records (a few million rows, gigabytes free) it keeps it."""
     from harness.check import placed
+    from harness.check.engine import memory
 
     gives: list[int] = []
-    monkeypatch.setattr(placed, "_give_back", lambda: gives.append(1))
-    monkeypatch.setattr(placed, "_GIVE_BACK_ROWS", 4)
+    monkeypatch.setattr(placed, "give_back", lambda: gives.append(1))
+    monkeypatch.setattr(memory, "GIVE_BACK_ROWS", 4)
     rows = [row(TAG_POLL, i, 10 + i, seq=i) for i in range(5)]
     table = pa.Table.from_pylist(rows, schema=pa.schema([(c, pa.int64()) for c in IN_COLUMNS]))
     peak = 2 * 5 * placed.PEAK_BYTES_PER_ROW
 
     def joined(budget: int) -> tuple[Any, Any]:
-        monkeypatch.setattr(placed, "memory_budget", lambda: budget)
+        monkeypatch.setattr(memory, "memory_budget", lambda: budget)
         collected = placed._Collector()
         collected.add(table)
         return collected.done()
@@ -270,7 +272,7 @@ def test_a_partition_gives_memory_back_only_when_memory_is_short(monkeypatch: An
     assert len(gives) == 1 + len(IN_COLUMNS)  # before the joins, then after each column
     assert all(np.array_equal(kept[0][c], given[0][c]) for c in IN_COLUMNS)
     gives.clear()
-    monkeypatch.setattr(placed, "_GIVE_BACK_ROWS", 6)  # a small partition never gives back
+    monkeypatch.setattr(memory, "GIVE_BACK_ROWS", 6)  # a small partition never gives back
     joined(0)
     assert gives == []
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import placed, scratch
+from harness.check.engine import scratch
 from harness.errors import CheckError
 
 
@@ -24,7 +24,7 @@ def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     monkeypatch.setattr(scratch, "MEMORY_DIR", str(directory))
-    monkeypatch.setattr(placed, "memory_budget", lambda: 10 * 10**9)
+    monkeypatch.setattr(scratch, "memory_budget", lambda: 10 * 10**9)
     monkeypatch.delenv("HARNESS_CHECK_SCRATCH", raising=False)
     return directory
 
@@ -43,7 +43,7 @@ def test_a_check_too_big_for_memory_goes_to_the_temporary_directory(memory: Path
 def test_the_free_space_of_the_memory_directory_bounds_it(memory: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     free = os.statvfs(memory)
-    monkeypatch.setattr(placed, "memory_budget", lambda: 1 << 62)
+    monkeypatch.setattr(scratch, "memory_budget", lambda: 1 << 62)
     half = free.f_bavail * free.f_frsize // 2
     assert scratch.root(half // 2, local=True) == str(memory)
     assert scratch.root(half * 4, local=True) is None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check import server
+from harness.check.engine import server
 from harness.errors import CheckError
 
 

@@ -1,4 +1,4 @@
-"""One Spark task per row of a kernel's task list (harness.check.tasks, _Job._each)."""
+"""One Spark task per row of a kernel's task list (harness.check.engine.tasks, Frames.each)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from harness.check import ingest, spark_job, tasks
+from harness.check import ingest, plan
+from harness.check.engine import tasks
 
 
 def _ids(*ids: int) -> pa.RecordBatch:
@@ -49,24 +50,24 @@ def test_each_row_is_its_own_spark_task_costliest_first(tmp_path: Path) -> None:
                                                   "part": pa.array([context.partitionId()], pa.int64())})
 
     # the session now: a test before may have stopped the one the fixture started
-    job = spark_job._Job(spark_job.session(), tmp_path, spark_job._Inputs(tmp_path, [], []))
+    job = plan._Job(plan.session_for(), tmp_path, plan._Inputs(tmp_path, [], [])).frames
     assert not job.spread  # no input
     job.spread = True
     rows = [(n,) for n in range(7)]
     costs = [1, 7, 3, 2, 6, 5, 4]
-    out = {r.n: r.part for r in job._each(rows, "n long", _where_run, "n long, part long", costs).collect()}
+    out = {r.n: r.part for r in job.each(rows, "n long", _where_run, "n long, part long", costs).collect()}
     assert sorted(out) == list(range(7))
     assert sorted(out.values()) == list(range(7))  # a partition, so a task, each
     assert sorted(out, key=out.__getitem__) == [1, 4, 5, 6, 2, 3, 0]  # by cost, highest first
     if job.cores > 1:  # one slot is a limit
-        one = job._each(rows, "n long", _where_run, "n long, part long", costs, slots=1).collect()
+        one = job.each(rows, "n long", _where_run, "n long, part long", costs, slots=1).collect()
         assert sorted(r.n for r in one) == list(range(7)) and {r.part for r in one} == {0}
-    cores = job._each(rows, "n long", _where_run, "n long, part long", costs, slots=job.cores).collect()
+    cores = job.each(rows, "n long", _where_run, "n long, part long", costs, slots=job.cores).collect()
     assert len({r.part for r in cores}) == 7  # a slot per core: no limit
-    assert job._each([], "n long", _where_run, "n long, part long").collect() == []
+    assert job.each([], "n long", _where_run, "n long, part long").collect() == []
 
     job.spread = False
-    small = {r.n: r.part for r in job._each(rows, "n long", _where_run, "n long, part long", costs).collect()}
+    small = {r.n: r.part for r in job.each(rows, "n long", _where_run, "n long, part long", costs).collect()}
     assert sorted(small) == list(range(7))
     assert len(set(small.values())) == min(7, job.cores)  # a task per core
     assert [small[n] for n in range(7)] == sorted(small.values())  # shares in the rows' order
@@ -80,8 +81,8 @@ def test_a_check_is_big_from_more_than_a_split_per_core(tmp_path: Path) -> None:
 
     def spread(size: int, local: bool = True) -> bool:
         os.truncate(history, size)
-        inputs = spark_job._Inputs(tmp_path, [str(history)], [], local)
-        return spark_job._Job(None, tmp_path, inputs).spread  # type: ignore[arg-type]
+        inputs = plan._Inputs(tmp_path, [str(history)], [], local)
+        return plan._Job(None, tmp_path, inputs).spread  # type: ignore[arg-type]
 
     assert not spread(cores * ingest.SPLIT_BYTES)
     assert spread(cores * ingest.SPLIT_BYTES + 1)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 _SCRIPT = textwrap.dedent("""
-    from harness.check import daemon
+    from harness.check.engine import daemon
     daemon._keep_freed_memory()  # as the daemon does, before PyArrow loads
     import numpy as np, pyarrow as pa, pyarrow.compute as pc
     mib = 1 << 20
@@ -39,7 +39,7 @@ def test_worker_keeps_freed_memory_up_to_its_limit() -> None:
 
 
 def test_keep_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.check import daemon  # no settings change on import: only when run
+    from harness.check.engine import daemon  # no settings change on import: only when run
 
     monkeypatch.setenv("HARNESS_WORKER_KEEP_MB", "0")
     assert daemon.keep_bytes() == 0
@@ -50,9 +50,10 @@ def test_keep_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_workers_leave_what_the_daemon_imported_out_of_their_collections() -> None:
     """A worker of the shared server runs a full collection after each task: the objects
     it inherits from the daemon are frozen (``gc.freeze``), so it walks only its own."""
-    from harness.check import spark_job
+    from harness.check import plan
+    from harness.check.engine import master
 
-    if spark_job.master_of(None) != spark_job.DEFAULT_MASTER:
+    if master.master_of(None) != master.DEFAULT_MASTER:
         pytest.skip("the daemon is the shared server's; $HARNESS_SPARK_MASTER names another master")
 
     def frozen(batches: Any) -> Any:
@@ -64,5 +65,5 @@ def test_workers_leave_what_the_daemon_imported_out_of_their_collections() -> No
             pass
         yield pa.RecordBatch.from_pydict({"frozen": [gc.get_freeze_count()]})
 
-    rows = spark_job.session().range(2).repartition(2).mapInArrow(frozen, "frozen long").collect()
+    rows = plan.session_for().range(2).repartition(2).mapInArrow(frozen, "frozen long").collect()
     assert len(rows) == 2 and all(r.frozen > 30_000 for r in rows), rows  # NumPy's, PyArrow's, PySpark's
