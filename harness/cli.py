@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .check.master import require_reachable
+from .check.engine.master import require_reachable
 from .clusters import CASES_DIR, REPORTS_DIR, SYSTEMS
 from .errors import HarnessError
 from .run.events import console
@@ -94,8 +94,8 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from .backend.docker import LABEL_MANAGED
-    from .check import server
-    from .check.scratch import remove_stale
+    from .check.engine import server
+    from .check.engine.scratch import remove_stale
 
     stopped = server.stop()  # the checker's shared Spark server, if one runs
     if stopped or not args.quiet:
