@@ -31,11 +31,11 @@ from .model import (
     DEFAULT_OBSERVED,
     ISOLATION_LEVELS,
     SUBSCRIPTION_TYPES,
+    SYSTEMS,
     VERDICTS,
     ClientSpec,
     Expect,
     TopicSpec,
-    other_system,
 )
 
 __all__ = ["read_topic", "read_client", "read_expect", "read_client_settings"]
@@ -80,13 +80,13 @@ _EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces"
 
 def _read_section(node: Node, field: str, system: str,
                   tables: dict[str, _Table]) -> tuple[Fields, dict[str, Any]]:
-    """The keys of a section valid for ``system``; the other system's keys are errors."""
-    other = other_system(system)
+    """The keys of a section valid for ``system``; another system's keys are errors."""
     if isinstance(node.value, dict):
         for key in node.value:
-            if key in tables[other]:
-                raise error(node.value[key], f"{field}.{key}",
-                            f"applies to {other} cases only (this is a {system} case)")
+            owners = [s for s in SYSTEMS if s != system and key in tables.get(s, {})]
+            if owners and key not in tables[system] and key not in tables["common"]:
+                raise error(node.value[key], f"{field}.{key}", f"applies to {' and '.join(owners)} "
+                                                               f"cases only (this is a {system} case)")
     readers = {**tables[system], **tables["common"]}
     fields = Fields(node, field, tuple(readers))
     return fields, {key: fields.get(key, read, None) for key, read in readers.items()

@@ -41,9 +41,11 @@ from .model import (
     DEFAULT_INJECT_TIMEOUT_S,
     DIRECTIONS,
     DRIVERS,
+    FAULTS,
     ISOLATION_LEVELS,
     MAX_SEED,
     NODE_FAULTS,
+    PROFILES,
     SUBSCRIPTION_TYPES,
     AwaitArgs,
     ChaosArgs,
@@ -58,8 +60,8 @@ from .model import (
     StepArgs,
     TxnArgs,
     UnloadArgs,
-    other_system,
     roles_for,
+    systems_with_role,
 )
 
 __all__ = ["StepContext", "read_steps", "available_points"]
@@ -122,10 +124,10 @@ class StepContext:
             return Selector(role=text, partition=partition)
         if text in self.cluster.node_names:
             return Selector(node=text, partition=partition)
-        other = other_system(self.system)
-        if text in roles_for(other):
-            raise error(node, field, f"role {text!r} is for {other} cases; {self.system} roles: "
-                                     f"{', '.join(roles)}")
+        others = systems_with_role(text)
+        if others:
+            raise error(node, field, f"role {text!r} is for {' and '.join(others)} cases; "
+                                     f"{self.system} roles: {', '.join(roles)}")
         raise error(node, field, unknown("role", text, roles + self.cluster.node_names))
 
     def builtin_point(self, node: Node, field: str) -> str:
@@ -313,9 +315,9 @@ def _copy(node: Node, field: str, ctx: StepContext) -> CopyArgs:
 
 
 def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
-    if field.endswith(".powerloss") and ctx.system != "kafka":
-        raise error(node, field, f"powerloss cuts Kafka log segments; {ctx.system} has none "
-                                 f"(use kill9)")
+    missing = FAULTS[field.rsplit(".", 1)[-1]].missing_on(ctx.system)
+    if missing:
+        raise error(node, field, f"{missing} (use kill9)")
     return FaultArgs(ctx.selector(node, field))
 
 
@@ -506,8 +508,6 @@ _CONDITIONS: dict[str, Callable[[Node, str, StepContext], dict[str, Any]]] = {
     "workload": _workload,
 }
 
-#: Roles a chaos step may aim at by default, per system.
-_CHAOS_TARGETS = {"kafka": ("leader", "follower"), "pulsar": ("owner", "bookie", "non-owner")}
 _CHAOS_DEFAULT_FAULTS = ("kill9", "pause", "partition")
 
 
@@ -523,8 +523,10 @@ def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
                                 f"got {show(n.value)}")
         out = tuple(choice(*CHAOS_FAULTS, kind="fault")(item, f"{fld}[{i}]")
                     for i, item in enumerate(n.value))
-        if "powerloss" in out and ctx.system != "kafka":
-            raise error(n, fld, f"powerloss cuts Kafka log segments; {ctx.system} has none")
+        for fault in out:
+            missing = FAULTS[fault].missing_on(ctx.system)
+            if missing:
+                raise error(n, fld, missing)
         return tuple(dict.fromkeys(out))
 
     def target_list(n: Node, fld: str) -> tuple[Selector, ...]:
@@ -550,7 +552,7 @@ def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
         duration_s=duration_s,
         faults=f.get("faults", fault_list, _CHAOS_DEFAULT_FAULTS),
         targets=f.get("targets", target_list,
-                      tuple(Selector(role=r) for r in _CHAOS_TARGETS[ctx.system])),
+                      tuple(Selector(role=r) for r in PROFILES[ctx.system].chaos_targets)),
         gap_s=f.get("gap", bounds, (5.0, 15.0)),
         hold_s=f.get("hold", bounds, (3.0, 10.0)),
         seed=f.get("seed", seed, None))

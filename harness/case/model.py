@@ -16,10 +16,11 @@ from typing import Any
 
 from harness.anomalies import ANOMALIES, INFORMATIONAL
 from harness.clusters import SYSTEMS, ClusterDef, get_cluster
+from harness.history import RESTORED_BY
 
 __all__ = [
     "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "ROLE_DOWN", "roles_for",
-    "other_system",
+    "COMMON_ROLES", "PROFILES", "SystemProfile", "systems_with_role", "FAULTS", "FaultSpec",
     "ACTIONS", "NODE_FAULTS", "CHAOS_FAULTS", "MAX_SEED", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
@@ -29,8 +30,23 @@ __all__ = [
     "DRIVERS",
 ]
 
+@dataclass(frozen=True)
+class SystemProfile:
+    """What a case of one system may name: its roles (beside :data:`COMMON_ROLES`) and the
+    roles a ``chaos`` step aims at by default. One per system of :data:`SYSTEMS`."""
+
+    name: str
+    roles: tuple[str, ...]
+    chaos_targets: tuple[str, ...]
+
+
 ROLES_KAFKA = ("leader", "follower", "controller", "old-leader", "txn-coordinator", "group-coordinator")
 ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
+#: Each system's profile, by name.
+PROFILES: Mapping[str, SystemProfile] = MappingProxyType({
+    "kafka": SystemProfile("kafka", ROLES_KAFKA, ("leader", "follower")),
+    "pulsar": SystemProfile("pulsar", ROLES_PULSAR, ("owner", "bookie", "non-owner")),
+})
 #: Valid for both systems: any one broker (Kafka broker, Pulsar broker).
 ROLE_ANY_BROKER = "any-broker"
 #: Valid for both systems: the node the most recent fault step acted on.
@@ -39,15 +55,64 @@ ROLE_LAST_TARGET = "last-target"
 #: (kill9, stop, powerloss) took down and no step has started since.
 ROLE_DOWN = "down"
 
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault a case can name: what it takes, where it exists, what undoes it, what the
+    timeline records of it. The case schema, the runner and the chaos step read these."""
+
+    name: str
+    #: what its argument selects: ``node`` (one selector), ``pair`` (a node and the nodes it
+    #: is cut from) or ``optional`` (a selector or nothing: every node)
+    selects: str
+    #: the systems that have it
+    systems: frozenset[str]
+    #: the fault that undoes it (a chaos step heals with it); None: it undoes others
+    healed_by: str | None
+    #: what its timeline ``fault`` event's detail holds
+    records: str = "nothing beyond the node and the role"
+    #: whether a ``chaos`` step may draw it
+    chaos: bool = False
+    #: why a system not in :attr:`systems` lacks it (for its error)
+    absent: str = ""
+
+    def missing_on(self, system: str) -> str | None:
+        """Why a ``system`` case cannot use this fault (None: it can)."""
+        if system in self.systems:
+            return None
+        return (f"{self.absent}; {system} has none" if self.absent
+                else f"{self.name} applies to {' and '.join(sorted(self.systems))} cases only")
+
+    def __post_init__(self) -> None:
+        if self.chaos and self.healed_by is None:
+            raise ValueError(f"a chaos fault needs a heal ({self.name})")
+
+
+_EVERY_SYSTEM = frozenset(SYSTEMS)
+#: The faults, by name, in the order the schema documents them.
+FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in (
+    FaultSpec("kill9", "node", _EVERY_SYSTEM, RESTORED_BY["kill9"], chaos=True),
+    FaultSpec("powerloss", "node", frozenset({"kafka"}), RESTORED_BY["powerloss"], chaos=True,
+              records="the cuts: each segment's recovery point, bytes and records lost",
+              absent="powerloss cuts Kafka log segments"),
+    FaultSpec("stop", "node", _EVERY_SYSTEM, RESTORED_BY["stop"], chaos=True),
+    FaultSpec("start", "node", _EVERY_SYSTEM, None,
+              records="what the start waited for (waited_for_old_session_s)"),
+    FaultSpec("pause", "node", _EVERY_SYSTEM, RESTORED_BY["pause"], chaos=True,
+              records="the freeze attempts, when more than one"),
+    FaultSpec("resume", "node", _EVERY_SYSTEM, None),
+    FaultSpec("partition", "pair", _EVERY_SYSTEM, RESTORED_BY["partition"], chaos=True,
+              records="the peers cut from and the direction"),
+    FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
+)})
+
 #: Fault steps whose argument is one selector.
-NODE_FAULTS = ("kill9", "powerloss", "stop", "start", "pause", "resume")
+NODE_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.selects == "node")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + NODE_FAULTS + ("partition", "heal", "inject",
-                                                                  "unload", "chaos")
+ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "chaos")
 #: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
 MAX_SEED = 2**53
 #: The faults a ``chaos`` step draws from (each healed before the next: start, resume, heal).
-CHAOS_FAULTS = ("kill9", "stop", "pause", "partition", "powerloss")
+CHAOS_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.chaos)
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
               "no_leader", "leader_is", "controller_change", "checkpoint")
 DIRECTIONS = ("both", "in", "out")
@@ -63,15 +128,18 @@ DEFAULT_AWAIT_TIMEOUT_S = 60.0
 DEFAULT_INJECT_TIMEOUT_S = 60.0
 
 
-def other_system(system: str) -> str:
-    """``pulsar`` for ``kafka`` and the other way round."""
-    return SYSTEMS[1 - SYSTEMS.index(system)]
+#: Roles every system's cases may use.
+COMMON_ROLES = (ROLE_ANY_BROKER, ROLE_LAST_TARGET, ROLE_DOWN)
 
 
 def roles_for(system: str) -> tuple[str, ...]:
     """The role names a selector of a ``system`` case may use."""
-    common = (ROLE_ANY_BROKER, ROLE_LAST_TARGET, ROLE_DOWN)
-    return (ROLES_KAFKA if system == "kafka" else ROLES_PULSAR) + common
+    return PROFILES[system].roles + COMMON_ROLES
+
+
+def systems_with_role(role: str) -> tuple[str, ...]:
+    """The systems whose cases may use ``role`` (none: no system has it)."""
+    return tuple(name for name, profile in PROFILES.items() if role in profile.roles + COMMON_ROLES)
 
 
 def _no_config() -> Mapping[str, str]:

@@ -17,18 +17,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..case import ChaosArgs, Selector
+from ..case.model import FAULTS
 from ..errors import HarnessError
-from ..history import RESTORED_BY
 from .context import RunContext
 from .recovery import fatal_line
 
 __all__ = ["Planned", "plan", "run_chaos", "step_seed"]
 
 log = logging.getLogger(__name__)
-
-#: What undoes each fault before the next one starts.
-_HEAL = RESTORED_BY
-
 
 @dataclass(frozen=True)
 class Planned:
@@ -133,8 +129,10 @@ def _apply(ctx: RunContext, fault: str, target: Selector) -> str:
 
 
 def _heal(ctx: RunContext, fault: str, name: str) -> None:
+    """Undoes ``fault`` on node ``name`` with the fault its descriptor names."""
     node = ctx.the_cluster.node(name)
-    if _HEAL[fault] == "heal":
+    heal = FAULTS[fault].healed_by
+    if heal == "heal":
         ctx.the_nemesis.heal(node)
-    else:
-        ctx.the_nemesis.apply(_HEAL[fault], node, role="chaos:heal")
+    elif heal is not None:
+        ctx.the_nemesis.apply(heal, node, role="chaos:heal")
