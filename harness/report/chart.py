@@ -277,6 +277,25 @@ def _ms(value: float) -> str:
     return f"{value / 1000:g} s" if value >= 1000 else f"{value:g} ms"
 
 
+#: The latency scale's floor and ceiling in ms: values beyond are drawn on its edge (a run's
+#: latencies lie far inside; a corrupt 1e308 would otherwise make 300 decades, or overflow).
+LATENCY_FLOOR_MS, LATENCY_CEILING_MS = 0.01, 1e8
+
+
+def _thinned(points: Iterable[tuple[float, float]],
+             x_of: Callable[[float], float]) -> list[tuple[float, float]]:
+    """The finite points, at most one per pixel column (the highest: a latency line shows the
+    worst), in time order, so that a line has at most as many points as the chart is wide."""
+    columns: dict[int, tuple[float, float]] = {}
+    for t, v in points:
+        if not math.isfinite(v):
+            continue
+        column = int(x_of(t))
+        if column not in columns or v > columns[column][1]:
+            columns[column] = (t, v)
+    return [columns[c] for c in sorted(columns)]
+
+
 def latency_chart(chart_id: str, title: str, axis: Axis,
                   lines: Sequence[tuple[str, str, Sequence[tuple[float, float]], int]], *,
                   entries: Iterable[TimelineEntry] = (), bands: Iterable[tuple[float, float, str]] = (),
@@ -284,23 +303,30 @@ def latency_chart(chart_id: str, title: str, axis: Axis,
     """Latencies over time on a log scale: ``lines`` (name, tone, (time, ms) points, e.g.
     a percentile per window at the window's middle, and the count it is of, for the
     legend), with timeline ``entries`` as markers.
-    The scale spans whole decades from the lowest to the highest value (at least one;
-    values at or below 0.01 ms sit on its floor)."""
+    The scale spans whole decades from the lowest to the highest value (at least one),
+    within :data:`LATENCY_FLOOR_MS` .. :data:`LATENCY_CEILING_MS`: a value beyond sits on
+    the edge, and the note counts those over the ceiling. A line has at most one point per
+    pixel column (:func:`_thinned`)."""
     right = width - RIGHT_PAD
     x_of = _x_scale(axis, right)
     grouped, lanes, top = _placed(axis, entries, True, right, x_of)
     bottom = top + plot_height
     values = [v for _, _, pts, _ in lines for _, v in pts if math.isfinite(v)]
-    lo_exp = math.floor(math.log10(max(min(values, default=1.0), 0.01)))
-    hi_exp = max(math.ceil(math.log10(max(max(values, default=10.0), 0.01))), lo_exp + 1)
+    over = sum(v > LATENCY_CEILING_MS for v in values)
+    values = [min(max(v, LATENCY_FLOOR_MS), LATENCY_CEILING_MS) for v in values]
+    lo_exp = math.floor(math.log10(min(values, default=1.0)))
+    hi_exp = max(math.ceil(math.log10(max(values, default=10.0))), lo_exp + 1)
 
     def y_of(v: float) -> float:
-        e = math.log10(max(v, 10.0 ** lo_exp))
+        e = math.log10(min(max(v, 10.0 ** lo_exp), LATENCY_CEILING_MS))
         return bottom - (e - lo_exp) / (hi_exp - lo_exp) * plot_height
 
-    series = [Series(name, tone, " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v in pts if math.isfinite(v)),
+    series = [Series(name, tone, " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v in _thinned(pts, x_of)),
                      total)
               for name, tone, pts, total in lines]
+    if over:
+        note += (f"{'; ' if note else ''}{over} value{'s' if over > 1 else ''} over "
+                 f"{_ms(LATENCY_CEILING_MS)} drawn at the top (out of range)")
     return Chart(
         id=chart_id, title=title, width=width, height=int(bottom + BOTTOM),
         left=LEFT, top=top, right=right, bottom=bottom,

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from harness.check.lines import double
 from harness.errors import HarnessError, ResultError, ResultSchemaError
 from harness.history import BATCH_EVENTS, expand_batch, history_files
 from harness.report.inputs import (
@@ -381,8 +382,10 @@ TIME_LIMIT = 1e17
 
 
 def _time(value: Any) -> float | None:
-    """An event's time ``t``: a finite number of Unix seconds (within :data:`TIME_LIMIT`)."""
-    t = _float(value)
+    """An event's time ``t`` as the checker reads it (:func:`harness.check.lines.double`: a
+    number, or a number in a string), when finite and within :data:`TIME_LIMIT`; None
+    otherwise (the checker still judges such an event; the report counts it as not charted)."""
+    t = double(value)
     return t if t is not None and abs(t) <= TIME_LIMIT else None
 
 

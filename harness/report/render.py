@@ -17,11 +17,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import pickle
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -33,8 +31,10 @@ from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from harness.errors import HarnessError, InputError
-from harness.report.chart import Axis, Chart, latency_chart, line_chart, peak
+from harness.report.bounds import clip, first_rows, millis
+from harness.report.chart import Axis, Chart, line_chart, peak
 from harness.report.inputs import OUTSIDE_TIMELINE, Skipped, Window, bulk_window
+from harness.report.latency import latency_section
 from harness.report.load import (
     LoadedRun,
     Rates,
@@ -141,8 +141,8 @@ def _template_cache() -> _TemplateCache | None:
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("harness.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      bytecode_cache=_template_cache())
-    env.filters.update(show=show, duration=duration, utc=utc)
+                      bytecode_cache=_template_cache(), finalize=clip)
+    env.filters.update(show=show, duration=duration, utc=utc, millis=millis, rows=first_rows)
     return env
 
 
@@ -371,93 +371,12 @@ def _run_page(run_dir: Path) -> str:
         key_order=sorted(rates.key_order.values(), key=lambda k: k.subscription),
         flows=_flow_rows(rates, scan_owners(run_dir), charts.axis.start if charts else None),
         replicas=[{**row, "uncommitted": _uncommitted(row)} for row in run.result.replicas],
-        latency=_latency(run.result.latency, [e for e in entries if not e.outside]),
+        latency=latency_section(run.result.latency, [e for e in entries if not e.outside]),
         transactions=_transactions(run.result.transactions, run.result.counts),
         files=files,
         logs=logs,
         generated=datetime.now(timezone.utc),
     )
-
-
-_STATS = ("n", "p50", "p90", "p99", "p999", "max")
-
-
-def _stats(raw: Any) -> dict[str, Any] | None:
-    """One latency summary of result.json, numbers only (anything else shows as '-')."""
-    if not isinstance(raw, dict):
-        return None
-    return {k: raw.get(k) if isinstance(raw.get(k), (int, float)) and not isinstance(raw.get(k), bool)
-            else None for k in _STATS}
-
-
-def _latency(raw: Any, entries: Sequence[TimelineEntry] = ()) -> dict[str, Any] | None:
-    """``result.latency`` for the page (docs/result.md), each part checked: a hand-edited or
-    older result.json renders what is well-formed and leaves the rest out. ``entries``:
-    the timeline's, for the fault markers of the latency chart."""
-    if not isinstance(raw, dict):
-        return None
-
-    def pair(x: Any) -> dict[str, Any]:
-        x = x if isinstance(x, dict) else {}
-        return {"send": _stats(x.get("send")), "e2e": _stats(x.get("e2e")), "delay": _stats(x.get("delay"))}
-
-    phases: dict[str, Any] = raw["phases"] if isinstance(raw.get("phases"), dict) else {}
-    rows = [{"name": "whole run", **pair(raw)}]
-    rows += [{"name": name, **pair(phases[name])} for name in ("before", "during", "after") if name in phases]
-    windows = [{"t": w.get("t"), **pair(w)} for w in raw.get("windows") or []
-               if isinstance(w, dict) and isinstance(w.get("t"), (int, float))]
-    faults = []
-    for f in raw.get("availability") or []:
-        if not isinstance(f, dict):
-            continue
-        parts = [p for p in f.get("partitions") or [] if isinstance(p, dict)]
-        faults.append({"t": f.get("t"), "action": f.get("action"), "node": f.get("node"),
-                       "sending": f.get("sending"), "max": f.get("max_unavailable_s"), "partitions": parts})
-    during = raw.get("during") if isinstance(raw.get("during"), list) else None
-    partitions = [{"name": f"{p.get('client') or ''} {p.get('topic')}-{p.get('partition')}".strip(),
-                   **pair(p)} for p in raw.get("partitions") or [] if isinstance(p, dict)]
-    delay = any((r["delay"] or {}).get("n") for r in rows)
-    return {"rows": rows, "partitions": partitions, "windows": windows, "faults": faults, "during": during,
-            "window_s": raw.get("window_s"), "max_unavailable": raw.get("max_unavailable_s"), "delay": delay,
-            "chart": _latency_chart(raw.get("start"), raw.get("window_s"), windows, during, entries, delay)}
-
-
-#: the latency chart's lines: (name, metric, statistic, tone)
-_LATENCY_LINES = (("send p50", "send", "p50", "lat-p50"), ("send p99", "send", "p99", "lat-p99"),
-                  ("send max", "send", "max", "lat-max"), ("end-to-end p99", "e2e", "p99", "lat-e2e"),
-                  ("publish delay p99", "delay", "p99", "lat-delay"))
-
-
-def _latency_chart(start: Any, window_s: Any, windows: list[dict[str, Any]], during: list[Any] | None,
-                   entries: Sequence[TimelineEntry], delay: bool) -> Chart | None:
-    """Percentiles per window over time (log scale), the faults as markers, the phase
-    *during* shaded; None with fewer than two windows measured."""
-    if not (_number(start) and _number(window_s) and window_s > 0) or len(windows) < 2:
-        return None
-    first, last = start, start + max(w["t"] for w in windows) + window_s
-    lines = []
-    for name, metric, stat, tone in _LATENCY_LINES:
-        if metric == "delay" and not delay:
-            continue
-        pts = [(start + w["t"] + window_s / 2, float(w[metric][stat])) for w in windows
-               if w[metric] and _number(w[metric][stat])]
-        if pts:
-            lines.append((name, tone, pts, sum(int(w[metric]["n"] or 0) for w in windows if w[metric])))
-    if not lines:
-        return None
-    axis = Axis.covering(first, last)
-    marks = [e for e in entries
-             if e.marker and e.kind in ("fault", "inject", "mark") and first <= e.t <= last]
-    bands = []
-    if during and _number(during[0]):
-        until = start + during[1] if _number(during[1]) else last
-        bands.append((start + during[0], until, "faults in force"))
-    return latency_chart("latency-chart", f"Latency per {window_s:g} s window of invoke time", axis, lines,
-                         entries=marks, bands=bands, note="log scale; ms by invoke time")
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 _TXN_COUNTS = ("txn-committed", "txn-aborted", "txn-unknown", "txn-seen-committed",

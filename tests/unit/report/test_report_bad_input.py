@@ -87,7 +87,9 @@ BAD_LINES = {
     "type a list": (lambda t0: json.dumps(_ok(t0, type=["ok"])), NOT_EVENT),
     # more found on the way
     "t beyond a float": (lambda t0: json.dumps(_ok(t0, t=10 ** 400)), BAD_TIME),
-    "t a string": (lambda t0: json.dumps(_ok(t0, t="1800000000")), BAD_TIME),
+    "t a string that is no number": (lambda t0: json.dumps(_ok(t0, t="soon")), BAD_TIME),
+    "t a hexadecimal string": (lambda t0: json.dumps(_ok(t0, t="0x6B49D200")), BAD_TIME),
+    "t a string of NaN": (lambda t0: json.dumps(_ok(t0, t="NaN")), BAD_TIME),
     "integer of 5000 digits": (lambda t0: '{"type":"ok","t":' + "9" * 5000 + "}", NOT_JSON),
     "nesting too deep": (lambda t0: "[" * 100_000, NOT_JSON),
     "binary junk": (lambda t0: "\x00\xff\ufffe{{\x07", NOT_JSON),
@@ -108,6 +110,14 @@ def test_a_bad_history_line_is_left_out_and_counted(make_run: RunFactory, case: 
     html = _html(_run(make_run, acks[:10] + [make_line(t0)] + acks[10:]))
     assert _skipped(html) == {("history/p.jsonl", reason): 1}
     assert _acks_total(html) == SECONDS  # every good event is still counted
+
+
+@pytest.mark.parametrize("t", ["{t}", " {t} ", "{t}d", "{t:e}"])
+def test_a_time_in_a_string_is_read_as_the_checker_reads_it(make_run: RunFactory, t: str) -> None:
+    # harness.check.lines: ``t`` is a number, or a string cast to a double; the report agrees
+    t0 = _t0(make_run)
+    html = _html(_run(make_run, [*_acks(t0), json.dumps(_ok(t0, t=t.format(t=t0 + 3.5)))]))
+    assert _skipped(html) == {} and _acks_total(html) == SECONDS + 1
 
 
 @pytest.mark.parametrize("value", [math.inf, "3", [0], {"p": 0}, 1e300])
