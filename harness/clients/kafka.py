@@ -124,6 +124,19 @@ def bounded(call: Callable[[], Any], timeout_s: float, what: str) -> Any:
     return box.get("value")
 
 
+class RecoveryShort(Exception):
+    """A recovery read stopped below the end offset of some partitions (``short``:
+    partition -> (where the read got to, the end offset))."""
+
+    def __init__(self, short: dict[int, tuple[int, int]]) -> None:
+        super().__init__(short)
+        self.short = short
+
+    def describe(self, topic: str) -> str:
+        return "; ".join(f"{topic}-{p} read to offset {got} of high watermark {end}"
+                         for p, (got, end) in sorted(self.short.items()))
+
+
 @dataclass
 class WorkloadStats:
     """What one workload did (also summarised in the run's step record)."""
@@ -652,11 +665,40 @@ class KafkaConsumerClient:
                     break
                 if not batch and self._fetched_to(consumer, ends):
                     break
+            short = self._short_of(consumer, ends)
         finally:
             consumer.close()
             self.history.flush()
         self.stats.seconds = time.monotonic() - start
+        if short:
+            raise RecoveryShort(short)
         return self.stats
+
+    def _short_of(self, consumer: Any, ends: dict[int, int]) -> dict[int, tuple[int, int]]:
+        """The partitions whose read stopped below ``ends``: (where the read got to, the
+        end). Where it got to is the consumer's next fetch position, or one past the last
+        record read where that is further (a marker or an aborted record may end the log)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            fetched = {tp.partition: tp.offset for tp in
+                       consumer.position([TopicPartition(self.topic, p) for p in ends])}
+        except KafkaException:
+            fetched = {}
+        reached = {p: max(self._position.get(p, -1) + 1, fetched.get(p, -1)) for p in ends}
+        return {p: (reached[p], end) for p, end in ends.items() if end > 0 and reached[p] < end}
+
+    @staticmethod
+    def high_watermark(bootstrap: str, topic: str, partition: int, timeout_s: float = 15.0) -> int:
+        """The partition's high watermark as its leader answers now."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-hw", "log_level": 0,
+                             "enable.auto.commit": False})
+        try:
+            return _end_offset(consumer, TopicPartition(topic, partition), time.monotonic() + timeout_s)
+        finally:
+            consumer.close()
 
 
 class KafkaCopierClient:

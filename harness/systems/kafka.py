@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..backend.cluster import Cluster, Node
-from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
+from ..errors import AdminError, FaultError, HarnessError, WaitTimeout, WorkloadError
 from ..wait import wait_until
 from ._zk import zk_call, zk_port
 from .base import ConsumerClient, Leader, Mark, ProducerClient
@@ -31,6 +31,7 @@ from .kafka_segments import (
     node_checkpoint,
     read_checkpoint,
     read_partition_dir,
+    tail_log_end,
     unflushed_cuts,
 )
 
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from ..history import HistoryWriter
 
 __all__ = ["KafkaSystem", "PartitionState", "ControllerState"]
+
+#: how long the recovery read waits for a high watermark to reach its in-sync replicas' log
+#: ends (a new leader's high watermark moves up once its followers fetch again)
+RECOVERY_HW_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -591,11 +596,65 @@ class KafkaSystem:
 
     def recovery_read(self, topic: str, history: HistoryWriter, client: ClientSpec,
                       partitions: int) -> dict[str, Any]:
+        """Every partition read from the beginning to its high watermark, once the high
+        watermark has reached the log end of every in-sync replica (:meth:`readable_ends`):
+        the read then holds every record all those replicas hold. A read that ends short of
+        the high watermark is a WorkloadError naming the partition, the high watermark and
+        the replicas' log ends, never a record reported lost."""
+        from ..clients.kafka import KafkaConsumerClient, RecoveryShort
+
+        ends = self.readable_ends(topic, partitions)
+        try:
+            stats = KafkaConsumerClient(self.spec.bootstrap, topic, history,
+                                        isolation_level=client.isolation_level).read_all(partitions)
+        except RecoveryShort as exc:
+            raise WorkloadError(f"the recovery read ended short of the high watermark: "
+                                f"{exc.describe(topic)}; replicas' log ends: "
+                                + "; ".join(f"{topic}-{p}: {ends.get(p, {})}" for p in sorted(exc.short))
+                                ) from None
+        return {**stats.as_dict(), "log_ends": {str(p): e for p, e in sorted(ends.items())}}
+
+    def replica_log_end(self, node: Node, topic: str, partition: int) -> int | None:
+        """The log end offset of ``node``'s replica of the partition, from its newest segment
+        file; None when it has no replica there."""
+        code, out = node.container.exec(["ls", f"{LOG_DIR}/{topic}-{partition}"])
+        logs = sorted(name for name in out.split() if name.endswith(".log")) if code == 0 else []
+        if not logs:
+            return None
+        try:
+            return tail_log_end(node.container.get_files(f"{LOG_DIR}/{topic}-{partition}/{logs[-1]}"))
+        except HarnessError:
+            return None
+
+    def readable_ends(self, topic: str, partitions: int,
+                      timeout: float = RECOVERY_HW_TIMEOUT_S) -> dict[int, dict[str, int | None]]:
+        """Waits until each partition's high watermark (the leader's answer) has reached the
+        log end offset of every in-sync replica (read from each broker's files, not from a
+        client's cache); returns each partition's replicas' log ends. A WorkloadError
+        ("acknowledged but unreadable") when a high watermark stays below them for
+        ``timeout`` seconds: a record every in-sync replica holds that no reader can read."""
         from ..clients.kafka import KafkaConsumerClient
 
-        return KafkaConsumerClient(self.spec.bootstrap, topic, history,
-                                   isolation_level=client.isolation_level
-                                   ).read_all(partitions).as_dict()
+        nodes = {self.broker_id(n): n for n in self.brokers()}
+        ends: dict[int, dict[str, int | None]] = {}
+        deadline = time.monotonic() + timeout
+        for p in range(partitions):
+            state = self.partition_state(topic, p)
+            ends[p] = {nodes[b].name: self.replica_log_end(nodes[b], topic, p)
+                       for b in state.replicas if b in nodes}
+            isr_ends = [ends[p][nodes[b].name] for b in state.isr if b in nodes]
+            want = max((e for e in isr_ends if e is not None), default=0)
+            while True:
+                high = KafkaConsumerClient.high_watermark(self.spec.bootstrap, topic, p)
+                if high >= want:
+                    break
+                if time.monotonic() >= deadline:
+                    raise WorkloadError(
+                        f"acknowledged but unreadable: {topic}-{p}'s high watermark stayed at {high} "
+                        f"for {timeout:.0f}s while its in-sync replicas {sorted(state.isr)} hold up to "
+                        f"{want} (log ends {ends[p]})")
+                time.sleep(0.5)
+        return ends
 
     def collect_evidence(self, run_dir: Path, evidence: Evidence, topic: str,
                          partitions: int) -> None:

@@ -21,7 +21,7 @@ from ..history import parse_mid
 if TYPE_CHECKING:
     from ..backend.cluster import Node
 
-__all__ = ["SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "LOG_DIR",
+__all__ = ["tail_log_end", "SegmentRecord", "read_segment", "read_partition_dir", "log_end_offset", "LOG_DIR",
            "PARTITION_DIR", "Cut", "batch_spans", "read_checkpoint", "unflushed_cuts",
            "CLEAN_SHUTDOWN_MARKER", "RECOVERY_CHECKPOINT", "HW_CHECKPOINT", "CHECKPOINTS",
            "node_checkpoint"]
@@ -142,6 +142,18 @@ def read_partition_dir(files: Iterable[tuple[str, bytes]]) -> dict[tuple[str, in
 def log_end_offset(records: list[SegmentRecord]) -> int:
     """The next offset to be written (0 for an empty log)."""
     return max((r.offset for r in records), default=-1) + 1
+
+
+def tail_log_end(files: Iterable[tuple[str, bytes]]) -> int:
+    """The log end offset of a partition from its newest segment alone (``files``: that
+    segment, as its member name and bytes): the next offset after its last record, or its
+    base offset (its file name) when it holds none yet."""
+    end = 0
+    for name, data in files:
+        if name.endswith(".log"):
+            base = int(name.rsplit("/", 1)[-1].removesuffix(".log"))
+            end = max(end, base, log_end_offset(list(read_segment(data))))
+    return end
 
 
 def batch_spans(data: bytes) -> list[tuple[int, int, int, int]]:
