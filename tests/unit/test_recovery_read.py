@@ -18,7 +18,7 @@ from harness.systems import kafka as kafka_system
 from harness.systems.kafka_segments import tail_log_end
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_collect import _batch  # noqa: E402
+from test_collect import _batch  # type: ignore[import-not-found]  # noqa: E402
 
 
 def test_the_log_end_is_read_from_the_newest_segment_alone() -> None:
