@@ -30,6 +30,7 @@ from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUn
 from jinja2.bccache import Bucket
 from markupsafe import Markup
 
+from harness.anomalies import ANOMALIES
 from harness.errors import HarnessError, InputError
 from harness.report.bounds import clip, first_rows, millis
 from harness.report.chart import Axis, Chart, line_chart, peak
@@ -49,7 +50,7 @@ from harness.report.load import (
     scan_owners,
     scan_timeline,
 )
-from harness.result import open_input
+from harness.result import Expectation, open_input
 
 __all__ = ["render_run", "render_index", "render_matrix", "index_is_ours", "INDEX_MARK"]
 
@@ -272,18 +273,79 @@ def _flow_rows(rates: Rates, owners: dict[int, list[str]], t0: float | None) -> 
     return rows
 
 
-def _anomaly_rows(run: LoadedRun) -> list[dict[str, Any]]:
-    """Anomaly rows: every kind counted or exemplified, with its first examples and the
-    judge's expectation of it (None for a kind the case only observes)."""
+def _zero(value: Any) -> bool:
+    """Whether a count is 0 (not ``False``, which JSON keeps apart)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0
+
+
+#: Most names a folded line lists.
+MAX_FOLDED_NAMES = 30
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Rows of a table that all say the same (an anomaly held at 0), as one line: ``names``
+    (at most :data:`MAX_FOLDED_NAMES`) and ``count`` (all of them)."""
+
+    names: list[str]
+    count: int
+
+    def __bool__(self) -> bool:
+        return bool(self.count)
+
+    @property
+    def more_names(self) -> int:
+        return self.count - len(self.names)
+
+
+def _folded(names: list[str]) -> Folded:
+    return Folded(names[:MAX_FOLDED_NAMES], len(names))
+
+
+def _expectation_rows(run: LoadedRun) -> tuple[list[Expectation], Folded]:
+    """The judged expectations the page lists, those not met first, and the anomaly bounds that
+    held at 0, folded into one line (a case bounds twenty anomalies; the page is read for what
+    failed and what the case stated)."""
     result = run.result
-    kinds = dict.fromkeys([*result.anomalies, *result.examples])
-    return [
-        {"kind": kind, "count": result.anomalies.get(kind), "observed": kind in result.observed,
-         "expectation": run.expectation(kind),
-         "examples": result.examples.get(kind, [])[:MAX_EXAMPLES],
-         "more": max(len(result.examples.get(kind, [])) - MAX_EXAMPLES, 0)}
-        for kind in kinds
-    ]
+    at_zero: list[Expectation] = []
+    rest: list[Expectation] = []
+    for e in result.expectations:
+        zero = e.ok and (e.name in ANOMALIES or e.name in result.anomalies) and _zero(e.observed)
+        (at_zero if zero else rest).append(e)
+    return [e for e in rest if not e.ok] + [e for e in rest if e.ok], _folded([e.name for e in at_zero])
+
+
+@dataclass(frozen=True)
+class AnomalyRow:
+    """One kind of anomaly on the page: its count, whether the case only observes it, the
+    judge's expectation of it (None: not judged), its first examples and how many more."""
+
+    kind: str
+    count: int | None
+    observed: bool
+    expectation: Expectation | None
+    examples: list[dict[str, Any]]
+    more: int
+
+    @property
+    def unmet(self) -> bool:
+        return self.expectation is not None and not self.expectation.ok
+
+
+def _anomaly_rows(run: LoadedRun) -> tuple[list[AnomalyRow], Folded]:
+    """Anomaly rows: every kind counted or exemplified, those whose expectation is not met
+    first; kinds counted 0 without an example fold into one line (observed ones marked)."""
+    result = run.result
+    rows = [AnomalyRow(kind, result.anomalies.get(kind), kind in result.observed, run.expectation(kind),
+                       result.examples.get(kind, [])[:MAX_EXAMPLES],
+                       max(len(result.examples.get(kind, [])) - MAX_EXAMPLES, 0))
+            for kind in dict.fromkeys([*result.anomalies, *result.examples])]
+    unmet: list[AnomalyRow] = []
+    listed: list[AnomalyRow] = []
+    zero: list[AnomalyRow] = []
+    for r in rows:
+        (unmet if r.unmet else zero if _zero(r.count) and not r.examples else listed).append(r)
+    return unmet + listed, _folded([r.kind + (" (observed)" if r.observed else "") for r in zero])
 
 
 def _uncommitted(row: dict[str, Any]) -> Any:
@@ -351,6 +413,8 @@ def _run_page(run_dir: Path) -> str:
     run = load_run(run_dir)
     reading = _read(run)
     _tell_left_out(run, reading.skipped)
+    expectations, held_at_zero = _expectation_rows(run)
+    anomalies, anomalies_at_zero = _anomaly_rows(run)
     rates, entries = reading.rates, reading.entries
     charts = _charts(rates, [e for e in entries if not e.outside])
     files = _files(run)
@@ -363,7 +427,10 @@ def _run_page(run_dir: Path) -> str:
         skipped=reading.skipped,
         window=reading.window,
         outside=rates.outside,
-        anomalies=_anomaly_rows(run),
+        expectations=expectations,
+        held_at_zero=held_at_zero,
+        anomalies=anomalies,
+        anomalies_at_zero=anomalies_at_zero,
         charts=charts,
         t0=charts.axis.start if charts else None,
         entries=entries[:MAX_TIMELINE_ROWS],

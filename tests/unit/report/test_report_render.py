@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.anomalies import ANOMALIES
 from harness.errors import HarnessError
 from harness.report import render_index, render_run
 
@@ -42,16 +43,64 @@ def test_page_shows_verdict_case_and_expectations(make_run: RunFactory) -> None:
     for text in ("kafka-zk-kill-leader", "kafka-zk", "3.9.2", "42.1 s", "cases/kafka/kill-leader.yaml"):
         assert text in _section(html, "summary")
     expectations = _section(html, "expectations")
-    assert expectations.count("<tr") == 3  # header + two checks
+    assert expectations.count("<tr") == 2  # header + the check not met; lost-write held at 0
     assert "&lt;= 0" in expectations and "not met" in expectations
+    assert '1 more anomaly held at 0: <span class="mono">lost-write</span>' in expectations
 
 
 def test_anomaly_rows_carry_counts_and_examples(make_run: RunFactory) -> None:
     anomalies = _section(_html(make_run()), "anomalies")
     rows = re.findall(r'<tr class="anomaly[^"]*" data-kind="([^"]+)">', anomalies)
-    assert rows == ["lost-write", "duplicate", "unseen"]
+    assert rows == ["duplicate"]
     assert "mid=p0-17 topic=t partition=0 offset=18 client=c0" in anomalies
     assert 'class="anomaly bad" data-kind="duplicate"' in anomalies
+    assert '2 more anomalies counted 0: <span class="mono">lost-write, unseen (observed)</span>' in anomalies
+
+
+def _first_screen_run(make_run: RunFactory) -> Path:
+    """A run whose case bounds every anomaly: two not met, one held above 0 within its limit,
+    the rest held at 0; one observed anomaly counted; an injection and acknowledged writes."""
+    counts = dict.fromkeys(ANOMALIES, 0) | {"lost-write": 3, "duplicate": 2, "nonmonotonic-send": 1,
+                                            "unseen": 7}
+    limits = dict.fromkeys(ANOMALIES, 0) | {"nonmonotonic-send": 1}
+    del limits["unseen"]  # observed, not judged
+    expectations = [{"name": kind, "expected": f"<= {limit}", "observed": counts[kind],
+                     "ok": counts[kind] <= limit} for kind, limit in limits.items()]
+    expectations += [{"name": "acknowledged writes", "expected": ">= 10", "observed": 400, "ok": True},
+                     {"name": "injection hit", "expected": True, "observed": True, "ok": True}]
+    return make_run(anomalies=counts, expectations=expectations, observed=["unseen"],
+                    examples={"lost-write": [{"mid": "p0-1"}]})
+
+
+def test_the_first_screen_lists_what_failed_and_what_the_case_stated_and_folds_the_zeros(
+        make_run: RunFactory) -> None:
+    html = _html(_first_screen_run(make_run))
+    expectations = _section(html, "expectations")
+    listed = re.findall(r"<tr[^>]*>\s*<td>([^<]+)</td>", expectations)
+    assert listed == ["lost-write", "duplicate", "nonmonotonic-send", "acknowledged writes", "injection hit"]
+    assert expectations.count("not met") == 2
+    zeros = [k for k in ANOMALIES if k not in ("lost-write", "duplicate", "nonmonotonic-send", "unseen")]
+    assert len(zeros) == 16
+    assert (f'16 more anomalies held at 0: <span class="mono">{", ".join(zeros)}</span>'
+            in expectations)
+    anomalies = _section(html, "anomalies")
+    kinds = re.findall(r'<tr class="anomaly[^"]*" data-kind="([^"]+)">', anomalies)
+    assert kinds == ["lost-write", "duplicate", "unseen", "nonmonotonic-send"]  # not met first
+    assert "observed, not judged" in anomalies
+    assert f'16 more anomalies counted 0: <span class="mono">{", ".join(zeros)}</span>' in anomalies
+    # the expectations come first on the page; no zero row at all
+    assert html.index('id="expectations"') < html.index('id="anomalies"')
+    assert 'class="num zero"' not in anomalies
+
+
+def test_a_run_where_everything_held_at_zero_shows_one_line(make_run: RunFactory) -> None:
+    held = [{"name": kind, "expected": "<= 0", "observed": 0, "ok": True}
+            for kind in ("lost-write", "duplicate")]
+    html = _html(make_run(anomalies={"lost-write": 0, "duplicate": 0}, examples={}, expectations=held))
+    expectations, anomalies = _section(html, "expectations"), _section(html, "anomalies")
+    assert "<table>" not in expectations and "<table>" not in anomalies
+    assert '2 anomalies held at 0: <span class="mono">lost-write, duplicate</span>' in expectations
+    assert '2 anomalies counted 0: <span class="mono">lost-write, duplicate</span>' in anomalies
 
 
 def test_many_examples_are_capped(make_run: RunFactory) -> None:
