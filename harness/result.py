@@ -31,7 +31,7 @@ from .errors import InputError, ResultError, ResultSchemaError
 __all__ = ["MAX_RESULT_BYTES", "SCHEMA", "SCHEMAS", "VERDICTS", "Expectation", "InjectionSummary",
            "Recovery", "RunResult", "StepRecord", "open_input", "size_text"]
 
-#: The version of ``result.json``'s layout (1: the untyped dict of round 1).
+#: The version of ``result.json``'s layout (1: the first, an untyped dict).
 SCHEMA = 2
 #: The layouts this harness reads (a file without ``schema`` is of schema 1).
 SCHEMAS = (1, 2)
@@ -191,7 +191,7 @@ class RunResult:
     def from_json(cls, raw: Any, *, source: str = "result.json") -> RunResult:
         """A result from its JSON form; missing keys take their defaults, a key of the wrong
         type is a :class:`ResultError` naming ``source`` and the key. A file without
-        ``schema`` is of schema 1 (round 1 wrote none; every later writer writes it); one
+        ``schema`` is of schema 1 (the first layout had none; every later writer writes it); one
         whose ``schema`` is an integer not in :data:`SCHEMAS` is a :class:`ResultSchemaError`,
         whatever else it holds (its fields may mean something else)."""
         if not isinstance(raw, dict):
