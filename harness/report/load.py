@@ -8,14 +8,17 @@ tolerant: an errored or crashed run may lack any file or key. Histories are
 streamed and reduced to per-second counts, so a run of millions of events costs
 only its buckets in memory.
 
-Bad input never stops a page: a line that is not JSON or not an event, a batch
-whose columns do not line up (both: :mod:`harness.report.inputs`), an event
-without a finite time, a Key_Shared poll without an integer position, a history
-event far outside the run's window (:func:`result_window`,
-:func:`~harness.report.inputs.bulk_window`) is left out and counted in a
-:class:`~harness.report.inputs.Skipped`, which the page shows; a ``result.json``
-value of the wrong type is left out the same way (:func:`load_run` keeps every
-other value). The files themselves are only read.
+Bad input never stops a page: a history or timeline that is not a regular file
+(a FIFO, a device: never opened) or is over its cap, a line that is not JSON or
+not an event, a batch whose columns do not line up (all three:
+:mod:`harness.report.inputs`), an event without a time the checker would read
+(``t``: a finite number, or one in a string), a Key_Shared poll without an
+integer position, a history event far outside the run's window
+(:func:`result_window`, :func:`~harness.report.inputs.bulk_window`) is left out
+and counted in a :class:`~harness.report.inputs.Skipped`, which the page shows;
+a ``result.json`` value of the wrong type is left out the same way
+(:func:`load_run` keeps every other value). Only a ``result.json`` of a schema
+this harness does not read stops it. The files themselves are only read.
 """
 
 from __future__ import annotations
