@@ -7,7 +7,9 @@ so broker and client strings can never become markup.
 Whatever a run directory holds, :func:`render_run` writes a page or raises one
 :class:`HarnessError`: values it cannot use are left out and counted on the
 page, the charts cover only the run's window (far-off times are counted, not
-drawn), and every chart has a bounded number of points and ticks. Each row of
+drawn), every chart has a bounded number of points and ticks, and every table a
+bounded number of rows (:mod:`.bounds`). A ``result.json`` of a schema this
+harness does not read is the one error that writes no page. Each row of
 the index is built on its own, so one bad run is a row saying what is wrong,
 and an ``index.html`` the harness did not write is never replaced.
 """
