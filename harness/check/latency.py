@@ -19,7 +19,10 @@ phase: ``before`` the first fault, ``during`` (from the first fault until no fau
 is in force: each ``kill9``, ``stop`` or ``powerloss`` of a node restored by its
 ``start``, a ``pause`` by its ``resume``, a ``partition`` by its ``heal``, all by a
 ``heal-all``; a fault never restored makes it last to the end), ``after``. An id
-falls in the window and phase of its invoke.
+falls in the window and phase of its invoke; a send invoked before the first fault and
+before its producer's first acknowledgement on its partition is in ``warm-up`` instead
+of ``before`` (the client's start: its producer id and metadata, a topic seconds old),
+so that ``before`` is the healthy cluster's latency.
 
 **Availability** per fault (each timeline ``fault`` event that is not a restore) and
 per partition: ``unavailable_s``, from the fault to the first acknowledgement on
@@ -232,7 +235,11 @@ TASK_SCHEMA = "topic_h long, part long, path string"
 #: per producer and partition), the metric, the bucket, the count and the max
 OUT_SCHEMA = "s int, k long, topic_h long, part long, m int, b long, n long, mx double"
 INVOKE_BINS, ACK_BINS, BY_PHASE, BY_WINDOW, BY_PAIR = range(5)
-PHASES = ("before", "during", "after")
+PHASES = ("before", "during", "after", "warm-up")
+#: the phase of a producer's sends invoked before its first acknowledgement on their
+#: partition, before the first fault: the client's start (its producer id, its metadata,
+#: a topic seconds old), not the cluster's latency; left out of ``before``
+WARM_UP = PHASES.index("warm-up")
 
 
 def kernel(t0: float, window_s: float, start: float | None, end: float | None) -> Any:
@@ -300,6 +307,7 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
         phase[inv >= start] = 1
         if end is not None:
             phase[inv >= end] = 2
+    phase[(phase == 0) & _warming_up(inv, ack, clients, client_known)] = WARM_UP
     window = np.floor((inv - t0) / window_s).astype(np.int64)
     with np.errstate(invalid="ignore"):
         metrics = ((ack - inv) * 1000.0, (poll - inv) * 1000.0, np.maximum(0.0, (inv - due) * 1000.0))
@@ -321,6 +329,24 @@ def _kernel_rows(path: str, topic_h: int | None, part: int | None, t0: float, wi
             emit(s, keys, n, m, buckets, mx, pair=s == BY_PAIR)
     batches = pa.concat_tables(tables).combine_chunks().to_batches() if tables else []
     return batches[0] if batches else None
+
+
+def _warming_up(inv: Any, ack: Any, clients: Any, known: Any) -> Any:
+    """Which sends (of one partition's ids) were invoked before their producer's first
+    acknowledgement on that partition; none of a producer with no acknowledgement there."""
+    import numpy as np
+
+    acked = np.isfinite(ack) & known
+    if not acked.any():
+        return np.zeros(len(inv), bool)
+    order = np.lexsort((ack[acked], clients[acked]))
+    by_client, first_ack = clients[acked][order], ack[acked][order]
+    head = np.ones(len(by_client), bool)
+    head[1:] = by_client[1:] != by_client[:-1]
+    producers, first_ack = by_client[head], first_ack[head]
+    at = np.minimum(np.searchsorted(producers, clients), len(producers) - 1)
+    has_ack = known & (producers[at] == clients)
+    return has_ack & (inv < np.where(has_ack, first_ack[at], -np.inf))
 
 
 def _runs(bins: Any) -> tuple[Any, Any]:

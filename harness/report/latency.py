@@ -63,7 +63,7 @@ def latency_section(raw: Any, entries: Sequence[TimelineEntry] = ()) -> dict[str
         return None
     phases: dict[str, Any] = raw["phases"] if isinstance(raw.get("phases"), dict) else {}
     rows = [{"name": "whole run", **_pair(raw)}]
-    rows += [{"name": name, **_pair(phases[name])} for name in ("before", "during", "after")
+    rows += [{"name": name, **_pair(phases[name])} for name in ("warm-up", "before", "during", "after")
              if name in phases]
     windows = [{"t": w.get("t"), **_pair(w)} for w in _objects(raw, "windows") if _number(w.get("t"))]
     faults = [{"t": f.get("t"), "action": f.get("action"), "node": f.get("node"), "sending": f.get("sending"),

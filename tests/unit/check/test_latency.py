@@ -162,7 +162,36 @@ def test_the_checker_measures_publish_delay(tmp_path: Path) -> None:
     assert delay["p50"] == pytest.approx(500.0, rel=0.005)
     assert delay["p99"] == pytest.approx(1000.0, rel=0.005)
     assert lat["send"]["n"] == 4 and lat["send"]["max"] == 500.0
-    assert lat["phases"]["before"]["delay"]["n"] == 4
+    # all four were invoked before the producer's first acknowledgement: its warm-up
+    assert lat["phases"]["warm-up"]["delay"]["n"] == 4 and "before" not in lat["phases"]
+
+
+def test_sends_before_a_producers_first_acknowledgement_are_its_warm_up_not_before(tmp_path: Path) -> None:
+    """A producer's first sends wait for its start (producer id, metadata): 5 sends at 0,
+    0.1 ... 0.4 s all acknowledged at 0.6 s; then 5 sends at 1 ... 5 s acknowledged in 2 ms;
+    a kill at 5.5 s. ``before`` holds the 5 healthy sends (2 ms), ``warm-up`` the first 5
+    and a second producer's one send (invoked before its first acknowledgement, as every
+    producer's first send is)."""
+    events = []
+    for i in range(5):
+        events.append({"type": "invoke", "client": "p", "t": T0 + i / 10, "mid": f"w-{i}", "topic": "t"})
+    events += [{"type": "ok", "client": "p", "t": T0 + 0.6, "mid": f"w-{i}", "topic": "t", "partition": 0,
+                "offset": i} for i in range(5)]
+    for i in range(5):
+        events.append({"type": "invoke", "client": "p", "t": T0 + 1 + i, "mid": f"h-{i}", "topic": "t"})
+        events.append({"type": "ok", "client": "p", "t": T0 + 1.002 + i, "mid": f"h-{i}", "topic": "t",
+                       "partition": 0, "offset": 5 + i})
+    events += [{"type": "invoke", "client": "q", "t": T0 + 2, "mid": "q-0", "topic": "t"},
+               {"type": "ok", "client": "q", "t": T0 + 2.001, "mid": "q-0", "topic": "t", "partition": 0,
+                "offset": 10}]
+    _lines(tmp_path / "history" / "p.jsonl", events)
+    _timeline(tmp_path, (5.5, "kill9", "kafka-1"), (7.5, "start", "kafka-1"))
+    lat = check_run(tmp_path).latency
+    assert lat is not None
+    assert {k: v["send"]["n"] for k, v in lat["phases"].items()} == {"warm-up": 6, "before": 5}
+    assert lat["phases"]["before"]["send"]["max"] == pytest.approx(2.0, abs=0.01)
+    assert lat["phases"]["warm-up"]["send"]["max"] == pytest.approx(600.0, abs=0.01)
+    assert lat["send"]["n"] == 11  # the whole run keeps them all
 
 
 def test_the_kernel_groups_counts_and_maxima_per_key_and_bucket() -> None:
