@@ -96,6 +96,12 @@ class Recovery:
     lock_loops: dict[str, int] = field(default_factory=dict)
     observations: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # repairs the harness made, and why
+    #: each repair made while the run waited on its cluster (an await, the recovery), named
+    #: shortly: it may have hidden a liveness bug, so ``expect.repairs`` bounds their number
+    repairs: list[str] = field(default_factory=list)
+    #: each repair of a cluster that outlives runs (a reused cluster's at set-up, a lock loop's
+    #: after the recovery read), named shortly: shown, never judged (it is about other runs)
+    upkeep: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -150,6 +156,16 @@ class RunResult:
         if self.variant:
             words += ["--version", shlex.quote(self.variant)]
         return " ".join(words)
+
+    @property
+    def repairs(self) -> list[str]:
+        """The repairs made while the run waited on its cluster (``recovery.repairs``)."""
+        return list(self.recovery.repairs) if self.recovery is not None else []
+
+    @property
+    def upkeep(self) -> list[str]:
+        """The repairs of a cluster that outlives runs (``recovery.upkeep``)."""
+        return list(self.recovery.upkeep) if self.recovery is not None else []
 
     @property
     def exit_code(self) -> int:

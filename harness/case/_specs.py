@@ -75,7 +75,7 @@ _CLIENT: dict[str, _Table] = {
 }
 
 _EXPECT_KEYS = ("observe", "min_acked", "injection_hit", "verdict", "reproduces", "max_unavailable",
-                "p99_latency_ms", "p99_e2e_latency_ms", "min_aborted_seen", "scenario")
+                "p99_latency_ms", "p99_e2e_latency_ms", "min_aborted_seen", "scenario", "repairs")
 
 
 def _read_section(node: Node, field: str, system: str,
@@ -197,7 +197,8 @@ def read_expect(node: Node, armed: bool, field: str = "expect",
                   p99_e2e_latency_ms=f.get("p99_e2e_latency_ms", number, None),
                   min_aborted_seen=f.get("min_aborted_seen", NON_NEGATIVE, None),
                   scenario=f.get("scenario", lambda n, fld: read_scenario(n, fld, gaps),
-                                 MappingProxyType({})))
+                                 MappingProxyType({})),
+                  repairs=f.get("repairs", NON_NEGATIVE, None))
 
 
 def _anomaly_list(node: Node, field: str) -> frozenset[str]:

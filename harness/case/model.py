@@ -390,6 +390,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                  "line: leo_before - leo)",
     "powerloss-cut": "records the power losses cut (the cuts of the timeline's powerloss faults)",
     "chaos-faults": "faults the chaos steps applied (not skipped)",
+    "lock-loops": "nodes whose metadata lock flapped in a loop after recovery (apache/pulsar#17759: "
+                  "the result's recovery.lock_loops)",
 })
 
 
@@ -453,6 +455,10 @@ class Expect:
     #: what must have happened (:data:`SCENARIO_FACTS` -> its bounds): a run whose scenario
     #: did not happen is not as expected, whatever else it shows
     scenario: Mapping[str, Bound] = field(default_factory=_no_scenario)
+    #: at most this many repairs while the run waited on its cluster (a forced controller
+    #: election, a restart of bookies that did not re-register; None: not judged): a repair
+    #: can turn a liveness bug into a pass, and ``0`` forbids it
+    repairs: int | None = None
 
     def __post_init__(self) -> None:
         if self.verdict == "fail" and not self.reproduces:

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.result import RunResult
 
-__all__ = ["format_result"]
+__all__ = ["format_result", "repairs_line"]
 
 
 def _value(value: Any) -> str:
@@ -75,8 +75,19 @@ def _transactions_line(counts: Any) -> str | None:
             + (f"; {copied} input records copied" if isinstance(copied, int) and copied else ""))
 
 
+def repairs_line(result: RunResult) -> str | None:
+    """``repairs: 1 (forced controller election)``, and the repairs of a cluster kept between
+    runs (``; between runs: 1 (reused cluster: restarted bookie-2)``); None when the harness
+    repaired nothing. Every summary shows it: a repair can turn a liveness bug into a pass."""
+    made, upkeep = result.repairs, result.upkeep
+    if not made and not upkeep:
+        return None
+    line = f"repairs: {len(made)}" + (f" ({'; '.join(made)})" if made else "")
+    return line + (f"; between runs: {len(upkeep)} ({'; '.join(upkeep)})" if upkeep else "")
+
+
 def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) -> str:
-    """The summary of a run: verdict, error, expectations not met, anomalies, report.
+    """The summary of a run: verdict, error, expectations not met, repairs, anomalies, report.
 
     Short by default (``harness run``: the error's first line; the progress lines showed the
     rest). ``verbose`` (a failed case test): the whole error, every expectation marked met or
@@ -97,6 +108,9 @@ def format_result(result: RunResult, run_dir: Path, *, verbose: bool = False) ->
             mark = "ok     " if e.ok else "NOT MET"
             lines.append(f"  {mark} {e.name}: expected {_value(e.expected)}, "
                          f"observed {_value(e.observed)}")
+    repairs = repairs_line(result)
+    if repairs:
+        lines.append(repairs)
     lines += _anomalies(result, examples=verbose)
     latency = _latency_line(result.latency)
     if latency:

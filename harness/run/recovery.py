@@ -5,7 +5,10 @@ stopped nodes started, the cluster ready and converged, every partition read fro
 the beginning. When the cluster stays stuck in a way the system knows
 (:class:`~harness.systems.base.ControllerRemedy`,
 :class:`~harness.systems.base.ReadyRemedy`), the harness repairs it once, as an
-operator would, and the run's story says what and why (:func:`wait_remedied`).
+operator would, and the run's story says what and why (:func:`wait_remedied`). Every repair
+is also named in ``recovery.repairs`` (or ``recovery.upkeep`` for a cluster that outlives the
+run: :func:`record_repair`), which the summaries, the index and the matrix show and
+``expect.repairs`` bounds.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..wait import wait_until
 from .context import RunContext
 
 __all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "fatal_line", "heal_quietly",
-           "recover", "wait_remedied", "wait_unsticking"]
+           "recover", "record_repair", "repair_name", "wait_remedied", "wait_unsticking"]
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +32,9 @@ log = logging.getLogger(__name__)
 UNSTICK_AFTER_S = 30.0
 #: How long recovery waits for a ready cluster before the system's readiness remedy looks
 READY_REMEDY_AFTER_S = 60.0
-#: A remedy found something and repaired it: (the story's note, timeline label, detail)
-Remedied = tuple[str, str, Any]
+#: A remedy found something and repaired it: (the story's note, the repair's short name, the
+#: timeline mark's label, its detail)
+Remedied = tuple[str, str, str, Any]
 
 
 def recover(ctx: RunContext) -> None:
@@ -81,18 +85,44 @@ def _end_lock_loops(ctx: RunContext) -> None:
     log.info("%s", note)
     if ctx.kept:
         done = system.restart(sorted(loops))
-        action = (f"the cluster outlives the run, so after the recovery read the "
-                  f"harness {done} to end the loop")
-        ctx.recovery.actions.append(action)
-        log.info("%s", action)
+        record_repair(ctx, f"lock loop ended: {repair_name(done)}",
+                      f"the cluster outlives the run, so after the recovery read the harness "
+                      f"{done} to end the loop", "lock loop ended", {"action": done}, upkeep=True)
+
+
+def repair_name(done: str, limit: int = 100) -> str:
+    """What a remedy said it did, short enough for a summary line: without its parenthesised
+    asides (``forced a controller election (deleted /controller)`` -> ``forced a controller
+    election``), cut at ``limit`` characters."""
+    out, depth = [], 0
+    for ch in done:
+        if ch == "(":
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    name = " ".join("".join(out).split()).replace(" ,", ",")
+    return name if len(name) <= limit else name[:limit - 3] + "..."
+
+
+def record_repair(ctx: RunContext, name: str, note: str, label: str, detail: Any, *,
+                  upkeep: bool = False) -> None:
+    """Records one repair everywhere it must show: ``name`` in ``recovery.repairs`` (or, with
+    ``upkeep``, a repair of a cluster that outlives runs, in ``recovery.upkeep``: never judged),
+    ``note`` in the story's actions and the log, ``label`` as a timeline mark."""
+    (ctx.recovery.upkeep if upkeep else ctx.recovery.repairs).append(name)
+    ctx.recovery.actions.append(note)
+    ctx.events.mark(label, detail)
+    log.info("%s", note)
 
 
 def wait_remedied(ctx: RunContext, wait: Callable[[float], Any], timeout: float, *,
                   after: float, remedy: Callable[[], Remedied | None]) -> Any:
     """``wait(timeout)``, with one remedy when it is stuck: after ``after`` seconds
     ``remedy()`` looks at the cluster and, when it finds what keeps it stuck, repairs it and
-    says what it did; the note goes to the recovery's actions (the report's story) and the
-    log, the mark to the timeline. Then the wait goes on for the rest of ``timeout``."""
+    says what it did (:func:`record_repair`: the mark's label names the repair). Then the wait
+    goes on for the rest of ``timeout``."""
     if timeout <= after + 5:
         return wait(timeout)
     t0 = time.monotonic()
@@ -102,10 +132,8 @@ def wait_remedied(ctx: RunContext, wait: Callable[[float], Any], timeout: float,
         pass
     done = remedy()
     if done is not None:
-        note, label, detail = done
-        ctx.recovery.actions.append(note)
-        ctx.events.mark(label, detail)
-        log.info("%s", note)
+        note, name, label, detail = done
+        record_repair(ctx, name, note, label, detail)
     rest = max(timeout - (time.monotonic() - t0), 1.0)
     try:
         return wait(rest)
@@ -139,7 +167,7 @@ def wait_unsticking(ctx: RunContext, pred: Callable[[], Any], *, timeout: float,
         system.force_controller_election()
         return (f"while waiting for {what}, the controller was stuck ({problem}); the "
                 f"harness forced a controller election (deleted /controller)",
-                "forced controller election", {"problem": problem})
+                "forced controller election", "forced controller election", {"problem": problem})
 
     return wait_remedied(ctx, wait, timeout, after=UNSTICK_AFTER_S, remedy=remedy)
 
@@ -158,7 +186,7 @@ def _wait_ready(ctx: RunContext, timeout: float) -> None:
         if done is None:
             return None
         return (f"recovery: not ready {READY_REMEDY_AFTER_S:g} s after the heal, {done}",
-                "readiness remedy", {"action": done})
+                repair_name(done), "readiness remedy", {"action": done})
 
     wait_remedied(ctx, lambda t: system.wait_ready(timeout=t), timeout,
                   after=READY_REMEDY_AFTER_S, remedy=remedied)

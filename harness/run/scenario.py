@@ -4,9 +4,13 @@ A case about a bug or its fix proves nothing unless the interleaving it is about
 the hold that lets the broker abort a transaction, the truncation a version makes or does
 not make, the power loss that cuts records, the faults a chaos step applies. Each fact of
 :data:`~harness.case.model.SCENARIO_FACTS` is counted here from the run directory's
-records, as the checker counts anomalies: the injections' HIT lines and the steps' details
-(``result.json``), the timeline's faults, the clients' history. A fact with nothing
-recorded to count it is *not measured*, and its bound does not hold.
+records, as the checker counts anomalies: the injections' HIT lines, the steps' details and
+the recovery's lock loops (``result.json``), the timeline's faults, the clients' history. A
+fact with nothing recorded to count it is *not measured*, and its bound does not hold.
+
+The case's bound on repairs (``expect.repairs``) is judged here too: a repair made while the
+run waited on its cluster (``recovery.repairs``) may have hidden the liveness bug the case is
+about, so a case can forbid it.
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ from ..case import Case
 from ..history import history_files, read_events
 from ..result import Expectation, RunResult
 
-__all__ = ["MEASURES", "SCENARIO_ROW", "Measured", "measure", "scenario_missed", "scenario_rows"]
+__all__ = ["MEASURES", "REPAIRS_ROW", "SCENARIO_ROW", "Measured", "measure", "repairs_row", "scenario_missed",
+           "scenario_rows"]
 
 #: How the name of a scenario row begins (``scenario: truncated``).
 SCENARIO_ROW = "scenario: "
+#: The name of the row that judges ``expect.repairs``.
+REPAIRS_ROW = "repairs"
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,18 @@ def _held_transactions_aborted(result: RunResult, run_dir: Path | None) -> Measu
     return Measured(len(aborted), f"of {len(held)} held" + (f": {', '.join(aborted)}" if aborted else ""))
 
 
+def _lock_loops(result: RunResult, run_dir: Path | None) -> Measured:
+    """The nodes whose metadata lock flapped in a loop, looked for after the recovery read
+    (``recovery.lock_loops``; apache/pulsar#17759)."""
+    if result.recovery is None or result.recovery.read is None:
+        return Measured(None, "no recovery read, after which loops are looked for")
+    loops = result.recovery.lock_loops
+    if not loops:
+        return Measured(0, "no lock flapped")
+    return Measured(len(loops), ", ".join(f"{node}: {n} invalidations in 10 s"
+                                          for node, n in sorted(loops.items())))
+
+
 #: fact -> how it is counted
 MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "stalls": _stalls,
@@ -129,6 +148,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "truncated": _truncated,
     "powerloss-cut": _powerloss_cut,
     "chaos-faults": _chaos_faults,
+    "lock-loops": _lock_loops,
 }
 
 
@@ -137,8 +157,16 @@ def measure(fact: str, result: RunResult, run_dir: Path | None) -> Measured:
     return MEASURES[fact](result, run_dir)
 
 
+def repairs_row(limit: int, result: RunResult) -> Expectation:
+    """``expect.repairs`` against the repairs made while the run waited on its cluster."""
+    made = result.repairs
+    observed: int | str = f"{len(made)} ({'; '.join(made)})" if made else 0
+    return Expectation(REPAIRS_ROW, f"<= {limit}", observed, len(made) <= limit)
+
+
 def scenario_rows(case: Case, result: RunResult, run_dir: Path | None) -> list[Expectation]:
-    """One row per fact of the case's scenario: its bounds against its count."""
+    """One row per fact of the case's scenario (its bounds against its count), and one for
+    its bound on repairs when it has one."""
     rows = []
     for fact, bound in case.expect.scenario.items():
         got = measure(fact, result, run_dir)
@@ -148,12 +176,18 @@ def scenario_rows(case: Case, result: RunResult, run_dir: Path | None) -> list[E
             rows.append(Expectation(SCENARIO_ROW + fact, str(bound),
                                     f"{got.count} ({got.note})" if got.note else got.count,
                                     bound.holds(got.count)))
+    if case.expect.repairs is not None:
+        rows.append(repairs_row(case.expect.repairs, result))
     return rows
 
 
 def scenario_missed(rows: list[Expectation]) -> str | None:
-    """``scenario did not happen: truncated 0 (on kafka-3), expected >= 1`` when a scenario row
-    failed (None: the scenario happened, or the case states none)."""
+    """Why the rows of :func:`scenario_rows` failed: ``scenario did not happen: truncated 0
+    (on kafka-3), expected >= 1``, ``repaired more than the case allows: 1 (forced controller
+    election), expected <= 0`` (None: they held, or the case has none)."""
     missed = [f"{r.name[len(SCENARIO_ROW):]} {r.observed}, expected {r.expected}"
               for r in rows if r.name.startswith(SCENARIO_ROW) and not r.ok]
-    return "scenario did not happen: " + "; ".join(missed) if missed else None
+    why = ["scenario did not happen: " + "; ".join(missed)] if missed else []
+    why += [f"repaired more than the case allows: {r.observed}, expected {r.expected}"
+            for r in rows if r.name == REPAIRS_ROW and not r.ok]
+    return "; ".join(why) or None

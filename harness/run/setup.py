@@ -80,11 +80,20 @@ def setup(ctx: RunContext) -> None:
 
 def _reuse_healthy(ctx: RunContext) -> bool:
     """A reused cluster must be fit for this case (:func:`~harness.systems.fit_for_reuse`);
-    False when it had to be recreated."""
+    False when it had to be recreated. A repair is recorded as the run's upkeep (shown with
+    its repairs, never judged: it mends what an earlier run left)."""
     from ..systems import fit_for_reuse
+    from .recovery import record_repair, repair_name
+
+    def repaired(problem: str, done: str, kept: bool) -> None:
+        outcome = "" if kept else ", which did not help: the cluster is recreated"
+        record_repair(ctx, f"reused cluster: {repair_name(done)}" + ("" if kept else ", then recreated"),
+                      f"the reused cluster was unfit ({problem}); before the case the harness "
+                      f"{done}{outcome}", "reused cluster repaired",
+                      {"problem": problem, "action": done, "recreated": not kept}, upkeep=True)
 
     ctx.the_system.wait_ready(timeout=ctx.remaining(REUSE_READY_S))
-    return fit_for_reuse(ctx.the_system, ctx.the_cluster, ctx.remaining)
+    return fit_for_reuse(ctx.the_system, ctx.the_cluster, ctx.remaining, repaired)
 
 
 def _stop_workloads_quietly(ctx: RunContext) -> None:

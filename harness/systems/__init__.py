@@ -31,7 +31,8 @@ def open_system(cluster: Cluster) -> System:
 
 
 def fit_for_reuse(system: System, cluster: Cluster,
-                  ready_s: Callable[[float], float] = lambda s: s) -> bool:
+                  ready_s: Callable[[float], float] = lambda s: s,
+                  repaired: Callable[[str, str, bool], None] = lambda problem, done, kept: None) -> bool:
     """Makes a reused, ready cluster fit for another case; False when it had to be recreated.
 
     A cluster can pass its readiness check and still be unfit: earlier cases may have left
@@ -39,17 +40,21 @@ def fit_for_reuse(system: System, cluster: Cluster,
     registration lock flapping (apache/pulsar#17759). The system says what is wrong
     (``reuse_problem``) and tries its remedy (``reuse_remedy``: a forced controller election,
     a restart of the flapping nodes); if that does not help, the cluster is recreated.
-    ``ready_s`` caps a readiness wait (the caller's remaining time).
+    ``ready_s`` caps a readiness wait (the caller's remaining time); ``repaired(problem, done,
+    kept)`` is told of the remedy (what was wrong, what it did, whether the cluster was kept),
+    so that a run records it.
     """
     problem = system.reuse_problem()
     if problem is None:
         return True
     log.info("the reused cluster is unfit (%s); trying the remedy", problem)
-    log.info("remedy: %s", system.reuse_remedy(problem))
+    done = system.reuse_remedy(problem)
+    log.info("remedy: %s", done)
     system.wait_ready(timeout=ready_s(90))
-    problem = system.reuse_problem()
-    if problem is None:
+    still = system.reuse_problem()
+    repaired(problem, done, still is None)
+    if still is None:
         return True
-    log.info("still unfit after the remedy (%s); recreating the cluster", problem)
+    log.info("still unfit after the remedy (%s); recreating the cluster", still)
     cluster.up(reuse=False)
     return False
