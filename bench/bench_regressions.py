@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import sys
 import time
@@ -62,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.duration_s or 0:.0f} s, {outcome.run_dir.name}", flush=True)
 
     done = run_matrix(cells, reps=args.reps, reports_dir=Path(args.reports), after_run=progress)
-    page = write_matrix(done, Path(args.reports))
+    given = argv if argv is not None else sys.argv[1:]
+    command = shlex.join(["python3", "bench/bench_regressions.py", *given])
+    page = write_matrix(done, Path(args.reports), command=command,
+                        full=args.paths == p.get_default("paths") and not args.version)
     print(f"\n{format_table(done)}\n")
     print(f"{time.monotonic() - t0:.0f} s in all; after: {_load()}; matrix: {page}")
     return 0 if all(c.as_expected == len(c.runs) for c in done) else 1

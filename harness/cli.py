@@ -176,8 +176,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    """Runs cases on every version of their ``versions:`` lists; writes reports/matrix.html;
-    exit 0 when every cell behaved as stated in every run, 1 otherwise, 2 on an error."""
+    """Runs cases on every version of their ``versions:`` lists; writes reports/matrix.json (the
+    record: a full one when no path and no --version narrowed it) and reports/matrix.html; exit
+    0 when every cell behaved as stated in every run, 1 otherwise, 2 on an error."""
+    import shlex
+
     from .run.matrix import cells_of, format_table, run_matrix, write_matrix
 
     if args.reps < 1:
@@ -188,7 +191,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     require_reachable(args.spark_master)
     done = run_matrix(cells, reps=args.reps, reports_dir=Path(args.reports),
                       spark_master=args.spark_master)
-    page = write_matrix(done, Path(args.reports))
+    command = shlex.join(["harness", "matrix", *(args.paths or []),
+                          *(["--reps", str(args.reps)] if args.reps > 1 else []),
+                          *[w for v in args.version or () for w in ("--version", v)]])
+    page = write_matrix(done, Path(args.reports), command=command,
+                        full=not args.paths and not args.version)
     print(format_table(done))
     print(f"matrix: {page}")
     if any(c.errors for c in done):

@@ -571,12 +571,15 @@ def render_index(reports_dir: str | os.PathLike[str]) -> Path | None:
     return _write(target, html)
 
 
-def render_matrix(reports_dir: str | os.PathLike[str], rows: list[dict[str, Any]]) -> Path:
-    """Write ``reports_dir/matrix.html``: one row per case and version entry (the dicts of
-    :func:`harness.run.matrix.run_matrix`'s cells, as the page shows them)."""
+def render_matrix(reports_dir: str | os.PathLike[str], versions: list[str], rows: list[dict[str, Any]],
+                  record: dict[str, Any]) -> Path:
+    """Write ``reports_dir/matrix.html``: a grid of a row per case and a column per version,
+    each cell its entries on that version (:func:`harness.run.matrix.grid`), colored by
+    whether they behaved as stated and linked to their runs; ``record``: the JSON record's
+    head (date, commit, command)."""
     target = Path(reports_dir) / MATRIX_NAME
     try:
-        html = _env().get_template("matrix.html.j2").render(rows=rows,
+        html = _env().get_template("matrix.html.j2").render(versions=versions, rows=rows, record=record,
                                                             generated=datetime.now(timezone.utc))
     except Exception as exc:
         raise _bug(Path(reports_dir), exc) from exc

@@ -46,4 +46,4 @@ def test_a_cell_counts_runs_as_expected_anomalies_and_point_hits(tmp_path: Path)
     assert 'href="r1/report.html"' in html and "r2/report.html" not in html  # no such run dir
     assert "inter.broker.protocol.version=0.11.0-IV1" in html
     assert 'id="matrix-link"' in (tmp_path / "index.html").read_text()
-    assert [c.runs for c in read_matrix(tmp_path)] == [["r1", "r2"], ["r3"]]
+    assert [c.runs for c in read_matrix(tmp_path).cells] == [["r1", "r2"], ["r3"]]
