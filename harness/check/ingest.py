@@ -20,10 +20,12 @@ are not polls and have no transaction are left out of ``o/``.
 Every file has :data:`EVENTS_SCHEMA`: read together they are the
 events table.
 
-A task also counts its split's history lines and the lines it skips (not read, of an
-unknown type, a batch whose columns differ in length: :mod:`harness.check.lines`), its
-sends that copy an input record (with a ``src``) and its Key_Shared run polls (with a
-``ks_t``), and returns the four numbers in one row of its result, with the names.
+A task also counts its split's lines, its sends that copy an input record (with a
+``src``) and its Key_Shared run polls (with a ``ks_t``), returned in one row of its result
+with the names; and, in a row per reason, the lines it skips (not read, of an unknown
+type, a batch whose columns differ in length, in a replica file not a replica record) and
+the sends without a message id (:mod:`harness.check.lines`), counted with NumPy over the
+block's columns, not line by line.
 
 ``seq``, an event's place in file order, is ``file index << 50 | (byte offset of its
 line + its index in the batch)``: a batch of k events takes more than k bytes, so
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -60,6 +63,11 @@ from harness.check.anomalies.vocab import (
 )
 from harness.check.lines import (
     LONGS,
+    NO_TYPE,
+    NOT_CLIENT_EVENT,
+    NOT_REPLICA,
+    UNEQUAL,
+    unjudged,
 )
 from harness.check.parse import parse
 from harness.history import BATCH_EVENTS, CLIENT_TYPES
@@ -93,9 +101,13 @@ _DICTIONARY = ["code", "topic", "topic_h", "part", "client", "client_h", "flags"
 #: one row per task: its split, and what it read
 TASK_SCHEMA = "path string, file long, replicas boolean, start long, stop long"
 #: what a task returns: the distinct (client, topic, polled partition, read_committed) of its events
-#: (``lines`` and the other counts null), and one row of its counts (the rest null)
+#: (the rest null); one row of its counts (its file's ``path``, ``lines``, ``copies``, ``keyed``);
+#: and a row per reason (``path``, ``reason``, ``n``) of its skipped lines and its sends
+#: without a message id (:mod:`harness.check.lines`)
 RESULT_SCHEMA = ("client_h long, client string, topic_h long, topic string, polled long, rc boolean, "
-                 "lines long, skipped long, copies long, keyed long")
+                 "path string, lines long, copies long, keyed long, reason string, n long")
+#: the send codes, by the event type a send without a message id is counted under
+_SENDS = {INVOKE: "invoke", OK: "ok", FAIL: "fail", INFO: "info"}
 _NAME_KEYS = ["client_h", "client", "topic_h", "topic", "polled", "rc"]
 _KNOWN_TYPES = pa.array(sorted(CLIENT_TYPES), pa.string())
 # Where a task writes: see the module docstring.
@@ -153,7 +165,8 @@ def kernel(out_dir: str, ids_dir: str | None = None, buckets: int = 1) -> Any:
     """The ``mapInArrow`` function for task rows of :data:`TASK_SCHEMA`: each split's
     events go to Parquet files in ``out_dir`` (and, with ``ids_dir``, its events of the
     per-id step to ``ids_dir``'s ``buckets``: :mod:`harness.check.mids`); its names and
-    its count of lines and skipped lines (:data:`RESULT_SCHEMA`) come back."""
+    its counts of lines, skipped lines and sends without a message id
+    (:data:`RESULT_SCHEMA`) come back."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -167,28 +180,30 @@ def _ingest_split(out_dir: str, ids_dir: str | None, buckets: int, path: str, fi
                   start: int, stop: int) -> pa.Table:
     name = split_name(replicas, file, start)
     names = []
-    lines = skipped = copies = keyed = 0
+    lines = copies = keyed = 0
+    reasons: Counter[str] = Counter()
     with _Writers(out_dir, name, ids_dir, buckets) as writers:
         for base, block in _blocks(path, start, stop):
             table, refused = parse(block, base, replicas)
-            events, unknown = _events(table, file, replicas)
-            lines += table.num_rows + refused
-            skipped += refused + unknown
+            events, unused = _events(table, file, replicas)
+            lines += table.num_rows + refused.total()
+            reasons += refused + unused
             copies += events.num_rows - events.column("src").null_count
             keyed += events.num_rows - events.column("ks_t").null_count
             if events.num_rows:
                 writers.write(events)
                 names.append(_names(events))
-    if replicas:  # replica lines are not counted
-        lines = skipped = 0
     found = (pa.concat_tables(names).group_by(_NAME_KEYS, use_threads=False).aggregate([]).select(_NAME_KEYS)
              if names else _NAMES_SCHEMA.empty_table())
-    nulls = pa.nulls(found.num_rows, _L)
-    tally = pa.table({**{k: [None] for k in _NAME_KEYS}, "lines": [lines], "skipped": [skipped],
-                      "copies": [copies], "keyed": [keyed]}, schema=_RESULT_SCHEMA)
-    return pa.concat_tables([found.append_column("lines", nulls).append_column("skipped", nulls)
-                             .append_column("copies", nulls).append_column("keyed", nulls)
-                             .cast(_RESULT_SCHEMA), tally])
+    why = sorted(reasons)
+    counted = pa.table({"path": [path] * (1 + len(why)), "lines": [lines, *[None] * len(why)],
+                        "copies": [copies, *[None] * len(why)], "keyed": [keyed, *[None] * len(why)],
+                        "reason": [None, *why], "n": [None, *(reasons[r] for r in why)]})
+    nulls = {k: pa.nulls(counted.num_rows, _NAMES_SCHEMA.field(k).type) for k in _NAME_KEYS}
+    counted = pa.table({**nulls, **{k: counted[k] for k in counted.column_names}}).cast(_RESULT_SCHEMA)
+    nulls = {f.name: pa.nulls(found.num_rows, f.type) for f in _RESULT_SCHEMA if f.name not in _NAME_KEYS}
+    return pa.concat_tables([pa.table({**{k: found[k] for k in _NAME_KEYS}, **nulls}, schema=_RESULT_SCHEMA),
+                             counted])
 
 
 def dirs_under(root: str, *parts: str) -> str:
@@ -326,8 +341,8 @@ _MIX_1, _MIX_2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
 
 _NAMES_SCHEMA = pa.schema([("client_h", _L), ("client", _S), ("topic_h", _L), ("topic", _S), ("polled", _L),
                            ("rc", pa.bool_())])
-_RESULT_SCHEMA = (_NAMES_SCHEMA.append(pa.field("lines", _L)).append(pa.field("skipped", _L))
-                  .append(pa.field("copies", _L)).append(pa.field("keyed", _L)))
+_RESULT_SCHEMA = pa.schema([*_NAMES_SCHEMA, ("path", _S), ("lines", _L), ("copies", _L), ("keyed", _L),
+                            ("reason", _S), ("n", _L)])
 
 
 def _names(events: pa.Table) -> pa.Table:
@@ -360,21 +375,26 @@ def _blocks(path: str, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
             pos += len(data)
 
 
-def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
+def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, Counter[str]]:
     """Lines to events (:data:`EVENTS_SCHEMA`): a batch line becomes its events in list
     order (a record's field: its column's element, or the line's own field where the
     column is null or absent); a batch whose columns differ in length, or have none,
     gives none. The polls come first, each (topic, partition)'s together, then the other
-    events, each in file order (:func:`_polls_first`; not in replica files). And the number
-    of lines skipped (history lines only): of a type that is no client event, or batches
-    whose columns differ in length."""
+    events, each in file order (:func:`_polls_first`; not in replica files). And, by reason
+    (:mod:`harness.check.lines`), the lines skipped (of no type or a type that is no client
+    event, batches whose columns differ in length; in a replica file, lines that are not
+    replica records) and the sends without a message id."""
     n_lines = table.num_rows
     types = table.column("type")
     code_line = _filled(_lookup(types, REPLICA_TYPES if replicas else HISTORY_TYPES, pa.int32()), -1)
     has_code = code_line >= 0
     counts = has_code.astype(np.int64)
     columns: dict[str, tuple[pa.Array, np.ndarray]] = {}
-    skipped = 0
+    reasons: Counter[str] = Counter()
+    if replicas and not has_code.all():
+        no_type = ~_valid(types)
+        reasons.update({NO_TYPE: int(np.count_nonzero(no_type)),
+                        NOT_REPLICA: int(np.count_nonzero(~has_code & ~no_type))})
     if not replicas and n_lines:
         size = np.full(n_lines, -1, np.int64)
         same = np.ones(n_lines, bool)
@@ -395,7 +415,10 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
         ok = same & (size > 0)
         counts = np.where(is_batch, np.where(ok, size, 0), counts)
         known = _filled(pc.is_in(types, value_set=_KNOWN_TYPES), False)
-        skipped = int(np.count_nonzero(~known | (is_batch & ~same)))
+        no_type = ~_valid(types)
+        reasons.update({NO_TYPE: int(np.count_nonzero(no_type)),
+                        NOT_CLIENT_EVENT: int(np.count_nonzero(~known & ~no_type)),
+                        UNEQUAL: int(np.count_nonzero(is_batch & ~same))})
     line = np.repeat(np.arange(n_lines, dtype=np.int64), counts)
     first = np.cumsum(counts) - counts
     index = np.arange(len(line), dtype=np.int64) - np.repeat(first, counts)
@@ -447,7 +470,10 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                    t=pa.nulls(n, pa.float64()), tx=pa.nulls(n, _S), tx_h=pa.nulls(n, _L),
                    txa=pa.nulls(n, pa.int32()), bi=pa.nulls(n, pa.int32()), due=pa.nulls(n, pa.float64()),
                    src=pa.nulls(n, _S))
-        return pa.table(out, schema=EVENTS_SCHEMA), skipped
+        return pa.table(out, schema=EVENTS_SCHEMA), +reasons
+    if mid.null_count:  # sends without an id (polls: records not ours): not judged, counted by type
+        without = code_line[line[~_valid(mid)]]
+        reasons.update({unjudged(kind): int(np.count_nonzero(without == c)) for c, kind in _SENDS.items()})
     recovery = _eq(table.column("phase"), "recovery")
     flags_line = (np.where(recovery, ROW_REC, 0)
                   | np.where(_eq(table.column("txn"), "aborted"), ROW_ABORTED, 0)
@@ -482,7 +508,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, int]:
                ks_t=_masked(t, ks_mask),
                ks_sub=_masked(spread(table.column("subscription")), ks_mask),
                ks_key=_masked(key, ks_mask), due=_due(table, code_line, line, index))
-    return pa.table(out, schema=EVENTS_SCHEMA), skipped
+    return pa.table(out, schema=EVENTS_SCHEMA), +reasons
 
 
 def _polls_first(table: pa.Table, code_line: np.ndarray, partitions: tuple[pa.Array, np.ndarray] | None,

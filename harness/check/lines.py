@@ -13,7 +13,11 @@ newline is kept; bytes that are not UTF-8 read as U+FFFD.
 A history line that is not blank is *skipped* (:func:`known`, :class:`Tally`) when it
 is dropped, when its ``type`` is not a client event of the contract
 (:data:`harness.history.CLIENT_TYPES`), or when it is a batch whose columns differ in
-length; both checkers count such lines the same way.
+length; a replica line when it is dropped or is not a ``replica`` record. A client event
+of a send (``invoke``, ``ok``, ``fail``, ``info``; each record of a batch) without a
+message id is *not judged*: nothing can say whether it was lost. Both checkers count
+these per file and reason (:func:`reason_of`, :func:`unjudged`), so that nothing the
+check cannot use leaves the judgement in silence.
 """
 
 from __future__ import annotations
@@ -21,16 +25,19 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.check.result import UNUSED
 from harness.history import BATCH_EVENTS, CLIENT_TYPES, expand_batch
 
-__all__ = ["ANY_LISTS", "BREAK", "DOUBLES", "LONGS", "LONG_LISTS", "STRINGS", "STRING_LISTS", "Tally",
-           "blank", "conform", "decode", "double", "known", "read_lines", "refusal", "skip_reason",
-           "split_lines", "text"]
+__all__ = ["ANY_LISTS", "BREAK", "DOUBLES", "FileTally", "LONGS", "LONG_LISTS", "NOT_CLIENT_EVENT",
+           "NOT_JSON", "NOT_REPLICA", "NO_TYPE", "SENDS", "STRINGS", "STRING_LISTS", "Tally", "UNEQUAL",
+           "blank", "conform", "decode", "double", "events_of", "known", "read_line", "read_lines",
+           "reason_of", "refusal", "skip_reason", "split_lines", "text", "unjudged", "unused"]
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
 #: numbers read as doubles (:func:`double`): the event's time; a paced send's schedule
@@ -49,12 +56,73 @@ BREAK = re.compile(rb"\r\n|\r|\n")
 _BLANK_LINE = b" \t"  # what a blank line holds (the JSON whitespace a line can hold)
 
 
+#: Why a line is skipped (the bounded reasons a result counts; :func:`refusal` gives the
+#: others: ``"<field>: <why>"``), and what a send without a message id is counted as.
+NOT_JSON = "not a JSON object"
+NO_TYPE = "no type"
+NOT_CLIENT_EVENT = "not a client event of the history contract"
+NOT_REPLICA = "not a replica record"
+UNEQUAL = "batch columns of different lengths"
+#: the client events of a send, judged per message id (a batch's records count one by one)
+SENDS = ("invoke", "ok", "fail", "info")
+
+
+def unjudged(kind: str) -> str:
+    """The reason a send event of type ``kind`` (:data:`SENDS`) without a message id is
+    counted under: ``"ok without a message id"``."""
+    return f"{kind} without a message id"
+
+
 @dataclass
 class Tally:
-    """History lines (not blank) and those of them skipped (see the module docstring)."""
+    """A file's lines (not blank), those of them skipped, and, by reason, the skipped lines
+    and the sends without a message id (:func:`unjudged`; events, not lines)."""
 
     lines: int = 0
     skipped: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+
+#: a send without a message id's reason -> the send's event type
+_UNJUDGED = {unjudged(kind): kind for kind in SENDS}
+
+
+@dataclass
+class FileTally:
+    """What a check's files gave it that it could not use, summed by both checkers alike:
+    each file's lines (not blank), and by reason (the module docstring) its skipped lines
+    and its sends without a message id. Files are named as in the run directory:
+    ``history/<name>`` and ``replicas/<name>``."""
+
+    lines: Counter[str] = field(default_factory=Counter)
+    unread: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def counts(self) -> dict[str, int]:
+        """The totals of :data:`COUNTS` that it holds: ``lines``, ``skipped``, ``unjudged``,
+        ``unjudged-ok``, ``replica-lines``, ``replica-skipped``."""
+        out = dict.fromkeys(UNUSED, 0)
+        for name, n in self.lines.items():
+            out["replica-lines" if _replica(name) else "lines"] += n
+        for name, reasons in self.unread.items():
+            for why, n in reasons.items():
+                if _replica(name):
+                    out["replica-skipped"] += n
+                elif why in _UNJUDGED:
+                    out["unjudged"] += n
+                    out["unjudged-ok"] += n if _UNJUDGED[why] == "ok" else 0
+                else:
+                    out["skipped"] += n
+        return out
+
+    def by_file(self) -> dict[str, dict[str, int]]:
+        """The non-zero counts by file and reason, in name order: a result's ``unread``
+        (:attr:`harness.check.result.CheckResult.unread`)."""
+        return {name: {why: n for why, n in sorted(reasons.items()) if n}
+                for name, reasons in sorted(self.unread.items()) if any(reasons.values())}
+
+
+def _replica(name: str) -> bool:
+    return name.startswith("replicas/")
 
 
 def split_lines(data: bytes, base: int = 0) -> Iterator[tuple[int, bytes]]:
@@ -88,27 +156,54 @@ def read_lines(path: Path, *, replicas: bool = False,
     """((line number, index in its batch), event) for each event the checker reads; a
     batch line gives its events (not in ``replicas`` files, whose lines are read with
     the replica fields only). Lines of unknown types come out too (the checker ignores
-    them). ``tally``: the file's lines and skipped lines are added to it (history files
-    only: replica lines are not tallied)."""
+    them). ``tally``: the file's lines, its skipped lines and its sends without a message
+    id are added to it (:func:`reason_of`)."""
     with open(path, "rb") as fh:
         data = fh.read()
     for n, (_, line) in enumerate(split_lines(data)):
-        event = decode(line)
-        if event is not None and not conform(event, replicas):
-            event = None
-        if tally is not None and not replicas and not blank(line):
+        if blank(line):
+            continue
+        event, why = read_line(line, replicas)
+        if event is not None:
+            why = reason_of(event, replicas)
+        if tally is not None:
             tally.lines += 1
-            tally.skipped += event is None or not known(event)
+            if why is not None:
+                tally.skipped += 1
+                tally.reasons[why] += 1
         if event is None:
             continue
-        if replicas or event.get("type") not in BATCH_EVENTS:
-            yield (n, 0), event
-            continue
-        # A null column reads like an absent one: the line's own field.
-        fields = BATCH_EVENTS[event["type"]][1]
-        batch = {k: v for k, v in event.items() if not (k in fields and v is None)}
-        for i, single in enumerate(expand_batch(batch)):
+        for i, single in enumerate([event] if replicas else events_of(event)):
+            if tally is not None and not replicas and _without_id(single):
+                tally.reasons[unjudged(single["type"])] += 1
             yield (n, i), single
+
+
+def events_of(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of a history line read (:func:`read_line`): a batch's records (a null
+    column reads like an absent one: the line's own field), else the line itself."""
+    if event.get("type") not in BATCH_EVENTS:
+        return [event]
+    fields = BATCH_EVENTS[event["type"]][1]
+    return expand_batch({k: v for k, v in event.items() if not (k in fields and v is None)})
+
+
+def _without_id(event: dict[str, Any]) -> bool:
+    """A send (:data:`SENDS`) without a message id: not judged."""
+    return event.get("type") in SENDS and event.get("mid") is None
+
+
+def read_line(line: bytes, replicas: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+    """A line (without its end) as the checker reads it (:func:`conform`), and None; or
+    None and why it is dropped (:data:`NOT_JSON` or the :func:`refusal`)."""
+    event = decode(line)
+    if event is None:
+        return None, NOT_JSON
+    why = refusal(event, replicas)
+    if why is not None:
+        return None, why
+    conform(event, replicas)
+    return event, None
 
 
 def refusal(event: dict[str, Any], replicas: bool = False) -> str | None:
@@ -164,26 +259,49 @@ def known(event: dict[str, Any]) -> bool:
     return True
 
 
-def skip_reason(line: bytes) -> str | None:
-    """Why a history line (without its end) is skipped, or None when it is read and known
-    or blank: the reading of :func:`read_lines`' tally, with the reason."""
-    if blank(line):
-        return None
-    event = decode(line)
-    if event is None:
-        return "not a JSON object"
-    why = refusal(event)
-    if why is not None:
-        return why
-    conform(event)
+def reason_of(event: dict[str, Any], replicas: bool = False) -> str | None:
+    """Why a line read (:func:`conform`) is skipped all the same (:data:`NO_TYPE`,
+    :data:`NOT_CLIENT_EVENT`, :data:`UNEQUAL`; in a replica file :data:`NOT_REPLICA`), or
+    None when it is an event of the contract (:func:`known`)."""
+    kind = event.get("type")
+    if replicas:
+        return None if kind == "replica" else NO_TYPE if kind is None else NOT_REPLICA
     if known(event):
         return None
-    kind = event.get("type")
     if kind is None:
-        return "no type"
-    if kind not in CLIENT_TYPES:
-        return f"type {kind!r}: not a client event of the history contract"
-    return "batch columns of different lengths"
+        return NO_TYPE
+    return NOT_CLIENT_EVENT if kind not in CLIENT_TYPES else UNEQUAL
+
+
+def skip_reason(line: bytes, replicas: bool = False) -> str | None:
+    """Why a history (``replicas``: replica) line, without its end, is skipped, or None when
+    it is read and known, or blank: :func:`read_lines`' tally, with an unknown type named."""
+    return unused(line, replicas)[0]
+
+
+def unused(line: bytes, replicas: bool = False) -> tuple[str | None, str | None]:
+    """What the check cannot use of a history (``replicas``: replica) line without its end,
+    as :func:`read_lines` tallies it: why it is skipped (None when it is read and known, or
+    blank; an unknown type named), and its sends without a message id (None when it has
+    none: ``"ok without a message id"``, or for a batch ``"oks: 2 of 5 records without a
+    message id"``)."""
+    if blank(line):
+        return None, None
+    event, why = read_line(line, replicas)
+    if event is None:
+        return why, None
+    why = reason_of(event, replicas)
+    if why in (NOT_CLIENT_EVENT, NOT_REPLICA):
+        return f"type {event['type']!r}: {why}", None
+    if why is not None or replicas:
+        return why, None
+    events = events_of(event)
+    missing = sum(map(_without_id, events))
+    if not missing:
+        return None, None
+    if event["type"] not in BATCH_EVENTS:
+        return None, unjudged(event["type"])
+    return None, f"{event['type']}: {missing} of {len(events)} records without a message id"
 
 
 def _is_long(value: Any) -> bool:

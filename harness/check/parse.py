@@ -13,6 +13,7 @@ only near odd lines, and both paths read a line the same way.
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Iterator
 
 import numpy as np
@@ -28,8 +29,7 @@ from harness.check.lines import (
     STRING_LISTS,
     STRINGS,
     blank,
-    conform,
-    decode,
+    read_line,
     split_lines,
 )
 
@@ -45,12 +45,15 @@ HISTORY_LINE = pa.schema([(n, t) for n, t in _FIELD_TYPES.items() if n != "node"
 REPLICA_LINE = pa.schema([(n, _FIELD_TYPES[n]) for n in ("type", "node", "mid", "topic", *LONGS)])
 
 
-def parse(block: bytes, base: int, replicas: bool) -> tuple[pa.Table, int]:
+def parse(block: bytes, base: int, replicas: bool) -> tuple[pa.Table, Counter[str]]:
     """The block's lines that are read, as a table of the line schema plus ``_at`` (the
-    line's byte offset), and how many other lines (not blank) were not read."""
+    line's byte offset), and the other lines (not blank) by why they were not read
+    (:func:`harness.check.lines.read_line`)."""
     schema = REPLICA_LINE if replicas else HISTORY_LINE
     parts = list(_parse_fast(block, base, schema, replicas))
-    refused = sum(n for _, n in parts)
+    refused: Counter[str] = Counter()
+    for _, why in parts:
+        refused.update(why)
     return (pa.concat_tables([t for t, _ in parts]) if parts else _empty(schema)), refused
 
 
@@ -58,14 +61,15 @@ def _empty(schema: pa.Schema) -> pa.Table:
     return schema.append(pa.field("_at", _L)).empty_table()
 
 
-def _parse_fast(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> Iterator[tuple[pa.Table, int]]:
+def _parse_fast(block: bytes, base: int, schema: pa.Schema,
+                replicas: bool) -> Iterator[tuple[pa.Table, Counter[str]]]:
     if b"\r" not in block:  # lines end at \n only: the table's rows are the non-blank lines
         table = read_inferred(block, schema)
         if table is None:
             table = read_explicit(block, schema)
         starts = None if table is None else _line_starts(block, table.num_rows)
         if table is not None and starts is not None:
-            yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L)), 0
+            yield table.select(schema.names).append_column("_at", pa.array(starts + base, _L)), Counter()
             return
     # Refused: halves (by lines), down to small groups read line by line.
     breaks = [0, *[m.end() for m in BREAK.finditer(block)]]
@@ -155,13 +159,15 @@ def _line_starts(block: bytes, rows: int) -> np.ndarray | None:
     return starts.astype(np.int64) if len(starts) == rows else None
 
 
-def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> tuple[pa.Table, int]:
+def _parse_slow(block: bytes, base: int, schema: pa.Schema, replicas: bool) -> tuple[pa.Table, Counter[str]]:
     rows = []
-    refused = 0
+    refused: Counter[str] = Counter()
     for at, line in split_lines(block, base):
-        event = decode(line)
-        if event is None or not conform(event, replicas):
-            refused += not blank(line)
+        if blank(line):
+            continue
+        event, why = read_line(line, replicas)
+        if event is None:
+            refused[why or ""] += 1
             continue
         row = {name: event.get(name) for name in schema.names}
         for name in ANY_LISTS:  # counted, not read

@@ -8,8 +8,9 @@ Each step is one Spark action, its intermediate data Parquet in a scratch direct
    code, hashes of client and topic, a validated position, row flags, ``seq``: the event's
    place in file order...). Polls and replica records are written in one directory per
    (topic, partition), resets in one of their own, and the events of step 3 again by id
-   bucket. The tasks also count the history lines and those they skip. (The inputs are
-   validated before Spark starts: :mod:`harness.check.inputs`.)
+   bucket. The tasks also count the lines, and per file and reason the lines they skip
+   and the sends without a message id. (The inputs are validated before Spark starts:
+   :mod:`harness.check.inputs`.)
 2. names: the client and topic names behind the hashes, the read_committed clients and
    the polled partitions, from the distinct rows the ingest tasks return.
 3. per message id (:mod:`harness.check.mids`, in the Python workers, one task per id
@@ -64,6 +65,7 @@ from harness.check.engine.conf import shuffle_partitions
 from harness.check.engine.frames import Frames
 from harness.check.engine.master import require_reachable
 from harness.check.inputs import require_lines, run_files
+from harness.check.lines import FileTally
 from harness.check.result import MAX_EXAMPLES, CheckResult, make_result
 from harness.errors import CheckError
 
@@ -124,6 +126,7 @@ def close() -> None:
 def run(run_dir: Path, master: str | None = None) -> CheckResult:
     """Check one run directory on ``master``; see :func:`harness.check.check_run`."""
     files, replica_files = run_files(run_dir)  # before Spark starts: one clear error for a bad input
+    names = [str(f.relative_to(run_dir)) for f in [*files, *replica_files]]
     require_reachable(master)  # a bad master, or a cluster gone: one line, not Spark's retries
     if max(len(files), len(replica_files)) > ingest.MAX_FILES:
         raise CheckError(f"{run_dir}: {max(len(files), len(replica_files))} history or replica files; "
@@ -144,7 +147,7 @@ def run(run_dir: Path, master: str | None = None) -> CheckResult:
                 files = session.stage_files(work / "input", files)
                 replica_files = session.stage_files(work / "replicas-input", replica_files)
             inputs = _Inputs(run_dir, [str(f.resolve()) for f in files],
-                             [str(f.resolve()) for f in replica_files], local=local)
+                             [str(f.resolve()) for f in replica_files], local=local, names=names)
             return _Job(spark, work, inputs).result()
         except failures as exc:
             raise CheckError(f"{run_dir}: Spark check failed: {session.failure(exc, master, work)}") from exc
@@ -159,6 +162,9 @@ class _Inputs:
     replicas: list[str]
     #: the executors run on this machine (a local master): their memory is this machine's
     local: bool = True
+    #: each history file's name in the run directory, then each replica file's
+    #: (``history/producer-0.jsonl``): how a result names them
+    names: list[str] = dataclasses.field(default_factory=list)
 
 
 class _Job:
@@ -205,7 +211,8 @@ class _Job:
 
     def _ingest(self) -> tuple[DataFrame, list[Row]]:
         """Step 1: one task per file split writes its events as Parquet, read back from
-        there, and returns its names and its count of lines and skipped lines."""
+        there, and returns its names, its counts of lines, and its skipped lines and sends
+        without a message id by reason."""
         out = self.scratch / "events"
         out.mkdir()
         (self.scratch / "ids").mkdir()  # the tasks make what is below, never these
@@ -371,10 +378,18 @@ class _Job:
                        f"({len(self.inputs.history) + len(self.inputs.replicas)} files)")
         events, name_rows = self._ingest()
         tallies = [r for r in name_rows if r.lines is not None]
-        read, skipped = sum(r.lines for r in tallies), sum(r.skipped for r in tallies)
         copies = any(r.copies for r in tallies)
         keyed = any(r.keyed for r in tallies)
-        require_lines(self.inputs.run_dir, read, skipped)
+        name = dict(zip([*self.inputs.history, *self.inputs.replicas], self.inputs.names, strict=True))
+        tally = FileTally()
+        for r in tallies:
+            tally.lines[name[r.path]] += r.lines
+        for r in name_rows:
+            if r.reason is not None:
+                tally.unread[name[r.path]][r.reason] += r.n
+        counts = tally.counts()
+        read = counts["lines"]
+        require_lines(self.inputs.run_dir, read, counts["skipped"])
         plural = "s" if self.buckets > 1 else ""
         self._progress(f"{read:,} lines read; per message id ({self.buckets} bucket{plural})")
         names = self._names(name_rows)
@@ -390,9 +405,10 @@ class _Job:
         looked_up = self._details(names, firsts)
         examples = {kind: [example_of(kind, ex, names, looked_up) for ex in exs]
                     for kind, exs in firsts.items() if not kind.startswith("count:")}
-        counts = {kind.removeprefix("count:"): n for kind, n in totals.items() if kind.startswith("count:")}
+        counts.update({kind.removeprefix("count:"): n for kind, n in totals.items()
+                       if kind.startswith("count:")})
         found = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
-        result = make_result(found, examples, {**counts, "lines": read, "skipped": skipped})
+        result = make_result(found, examples, counts, tally.by_file())
         # every transaction has one state: committed, aborted or unknown (seen committed or not)
         listed = sum(counts.get(f"txn-{state}", 0) for state in ("committed", "aborted", "unknown"))
         result = dataclasses.replace(result, latency=self._latency(names),

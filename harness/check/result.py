@@ -1,4 +1,5 @@
-"""What a check returns: anomaly counts, a few examples of each, and outcome counts.
+"""What a check returns: anomaly counts, a few examples of each, outcome counts, and what
+it could not use (lines skipped, sends without a message id), per file and reason.
 
 Shared by the Spark job and the reference checker (:mod:`harness.testing.reference_checker`)
 so both render results identically: the anomaly names, the count names, the
@@ -7,7 +8,7 @@ shape of an example and the position fields in it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "INFORMATIONAL",
     "MAX_EXAMPLES",
     "MAX_TRANSACTIONS",
+    "UNUSED",
     "CheckResult",
     "example",
     "make_result",
@@ -26,8 +28,12 @@ __all__ = [
     "skipped_lines",
 ]
 
-#: Outcome counts (not anomalies), in report order; then the history lines (not blank) and
-#: those of them that could not be read and were skipped.
+#: What a check could not use (:meth:`harness.check.lines.FileTally.counts`): the history
+#: lines (not blank), those of them that could not be read and were skipped, the sends
+#: without a message id (not judged) and the acknowledged ones among them (``ok``), the
+#: replica lines (not blank) and those of them skipped.
+UNUSED = ("lines", "skipped", "unjudged", "unjudged-ok", "replica-lines", "replica-skipped")
+#: Outcome counts (not anomalies), in report order; then :data:`UNUSED`.
 COUNTS = (
     "invoked",
     "ok",
@@ -47,8 +53,7 @@ COUNTS = (
     "txn-seen-committed",
     "aborted-uncommitted-read",
     "eos-copied",
-    "lines",
-    "skipped",
+    *UNUSED,
 )
 
 #: Examples kept per anomaly.
@@ -72,6 +77,10 @@ class CheckResult:
     #: the run's transactions (None: it has none): ``{"total": n, "shown": [...]}``, up to
     #: :data:`MAX_TRANSACTIONS` of them, those with an anomaly first. Not part of equality.
     transactions: dict[str, Any] | None = field(default=None, compare=False)
+    #: what the check could not use, per file and reason (:class:`harness.check.lines.FileTally`):
+    #: ``{"history/producer-0.jsonl": {"not a JSON object": 2, "ok without a message id": 147}}``;
+    #: files with nothing to report are left out (a result of before it: empty)
+    unread: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -87,25 +96,46 @@ class CheckResult:
             "counts": dict(self.counts),
             "latency": self.latency,
             "transactions": self.transactions,
+            "unread": {name: dict(reasons) for name, reasons in self.unread.items()},
         }
 
 
 def make_result(anomalies: Mapping[str, int], examples: Mapping[str, list[dict[str, Any]]],
-                counts: Mapping[str, int]) -> CheckResult:
-    """A result with every anomaly and count name present (zero / empty when not found)."""
+                counts: Mapping[str, int],
+                unread: Mapping[str, Mapping[str, int]] | None = None) -> CheckResult:
+    """A result with every anomaly and count name present (zero / empty when not found), and
+    what each file could not give (``unread``: :meth:`harness.check.lines.FileTally.by_file`)."""
     return CheckResult(
         anomalies={kind: int(anomalies.get(kind, 0)) for kind in ANOMALIES},
         examples={kind: list(examples.get(kind, []))[:MAX_EXAMPLES] for kind in ANOMALIES},
         counts={name: int(counts.get(name, 0)) for name in COUNTS},
+        unread={name: dict(reasons) for name, reasons in (unread or {}).items()},
     )
 
 
-def skipped_lines(counts: Mapping[str, int]) -> str | None:
-    """The warning that some history lines were skipped (from a check's ``counts``), or None."""
-    skipped = int(counts.get("skipped", 0))
-    if not skipped:
+def skipped_lines(counts: Mapping[str, int], first: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """The warning that the check could not use some lines (from a check's ``counts``):
+    history lines skipped, sends without a message id (not judged; the acknowledged ones
+    among them named), replica lines skipped; or None when it used them all. ``first``:
+    where the first of each are, by count name (``skipped``, ``unjudged``,
+    ``replica-skipped``; :func:`harness.check.inputs.first_unread`)."""
+    first = first or {}
+    n = {name: int(counts.get(name, 0)) for name in UNUSED}
+    parts = []
+    if n["skipped"]:
+        parts.append(("skipped", f"{n['skipped']} of {n['lines']} history lines could not be read and were "
+                                 "skipped"))
+    if n["unjudged"]:
+        parts.append(("unjudged", f"{n['unjudged']} sends (invoke, ok, fail, info) have no message id and "
+                                  f"were not judged, {n['unjudged-ok'] or 'none'} of them acknowledged "
+                                  "writes"))
+    if n["replica-skipped"]:
+        parts.append(("replica-skipped", f"{n['replica-skipped']} of {n['replica-lines']} replica lines "
+                                         "could not be read and were skipped"))
+    if not parts:
         return None
-    return f"{skipped} of {int(counts.get('lines', 0))} history lines could not be read and were skipped"
+    return ". ".join(text + (f"; the first: {', '.join(first[name])}" if first.get(name) else "")
+                     for name, text in parts)
 
 
 def position_fields(pos: Position) -> dict[str, int]:

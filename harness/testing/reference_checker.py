@@ -16,7 +16,10 @@ becomes its JSON text; a batch line (``polls``, ``oks``, ``invokes``) is its eve
 line's own field); its columns must be lists (integer lists for positions), else
 the line is dropped. History lines that are dropped, of a type that is no client
 event, or batches whose columns differ in length are counted as skipped (``lines``
-and ``skipped`` counts); a history of which no line could be read is a CheckError,
+and ``skipped`` counts), sends without a message id as not judged (``unjudged``,
+``unjudged-ok``), replica lines that are dropped or not replica records as skipped
+(``replica-lines``, ``replica-skipped``), each per file and reason (the result's
+``unread``); a history of which no line could be read is a CheckError,
 as are inputs that are not readable files (``harness.check.inputs``), as in the
 Spark job.
 
@@ -34,7 +37,7 @@ from typing import Any
 
 from harness.check.anomalies.vocab import PRECOMMIT_SLACK_S
 from harness.check.inputs import require_lines, run_files
-from harness.check.lines import Tally, read_lines
+from harness.check.lines import FileTally, Tally, read_lines
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
 
 __all__ = ["check"]
@@ -127,7 +130,7 @@ class _Checker:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.files, self.replica_files = run_files(run_dir)
-        self.tally = Tally()
+        self.tally = FileTally()
         self.mids: dict[str, _Mid] = {}
         self.bound: dict[Place, set[str]] = {}
         self.replicas: dict[Place, set[tuple[str | None, str]]] = {}
@@ -157,7 +160,8 @@ class _Checker:
     def first_pass(self) -> None:
         recovered: set[tuple[str, int, Pos]] = set()
         for fidx, path in enumerate(self.files):
-            for (n, i), ev in read_lines(path, tally=self.tally):
+            tally = Tally()
+            for (n, i), ev in read_lines(path, tally=tally):
                 kind, mid, pos = ev.get("type"), ev.get("mid"), valid_position(ev)
                 if kind in ("meta", "poll") and ev.get("isolation") == "read_committed":
                     self.rc_clients.add(ev.get("client"))
@@ -208,14 +212,17 @@ class _Checker:
                         m.run = True
                     if m.first_read is None:
                         m.first_read = read
+            self._counted(path, tally)
         for path in self.replica_files:
-            for _, ev in read_lines(path, replicas=True):
+            tally = Tally()
+            for _, ev in read_lines(path, replicas=True, tally=tally):
                 pos, mid = valid_position(ev), ev.get("mid")
                 if ev.get("type") == "replica" and pos is not None and ev.get("topic") is not None \
                         and mid is not None:
                     place = (ev["topic"], ev["partition"], pos)
                     self.bound.setdefault(place, set()).add(mid)
                     self.replicas.setdefault(place, set()).add((ev.get("node"), mid))
+            self._counted(path, tally)
         for mid, m in self.mids.items():
             acked = m.ack_place()
             if acked is not None:
@@ -228,6 +235,12 @@ class _Checker:
             self.recovered.setdefault((topic, partition), []).append(pos)
         for positions in self.recovered.values():
             positions.sort()
+
+    def _counted(self, path: Path, tally: Tally) -> None:
+        """A file's tally, read, into the check's."""
+        name = str(path.relative_to(self.run_dir))
+        self.tally.lines[name] += tally.lines
+        self.tally.unread[name].update(tally.reasons)
 
     def _txn_event(self, ev: dict[str, Any], seq: Seq) -> None:
         txn = self.txns.setdefault(ev["tx"], _Txn())
@@ -432,8 +445,8 @@ class _Checker:
         anomalies = {kind: len(rows) for kind, rows in self.found.items()}
         examples = {kind: [ex for _, ex in sorted(rows, key=lambda r: r[0])[:MAX_EXAMPLES]]
                     for kind, rows in self.found.items()}
-        counts.update(lines=self.tally.lines, skipped=self.tally.skipped)
-        return make_result(anomalies, examples, counts)
+        counts.update(self.tally.counts())
+        return make_result(anomalies, examples, counts, self.tally.by_file())
 
     def _exactly_once(self) -> int | None:
         """eos-duplicate and eos-loss (docs/checker.md "Exactly once"); the number of input
@@ -500,7 +513,8 @@ def check(run_dir: str | Path) -> CheckResult:
     """Check ``run_dir`` in this process; same result as ``harness.check.check_run``."""
     checker = _Checker(Path(run_dir))
     checker.first_pass()
-    require_lines(checker.run_dir, checker.tally.lines, checker.tally.skipped)
+    counts = checker.tally.counts()
+    require_lines(checker.run_dir, counts["lines"], counts["skipped"])
     checker.second_pass()
     checker.key_order()
     return checker.judge()

@@ -92,7 +92,16 @@ With ``torn``, a line that is not JSON sits in the middle of the first producer'
 file and malformed ``polls`` lines (lists of different lengths, ...) in the middle of
 the first consumer's: they are dropped like a corrupt line; and the consumer and
 recovery files end in a torn line. Each of them is a skipped line (the ``skipped``
-count; ``lines`` counts every history line).
+count; ``lines`` counts every history line). With ``torn_replicas``, each replica file
+begins with three lines the checker cannot read (not JSON, another type, a string offset:
+``replica-skipped``; ``replica-lines`` counts every replica line).
+
+With ``no_mid``, that many ok sends (plain ones, away from the injections) are
+acknowledged without their message id (a null in an ``oks`` line's ``mids``, an ``ok``
+line without ``mid``): the checker cannot judge them (``unjudged-ok``); read by the run
+consumer and the recovery read, they count as unacked and present, their ids not lost.
+The first producer's file also gets an ``invoke``, a ``fail``, an ``info`` and an
+``invokes`` line of two records without ids: with those acks, the ``unjudged`` sends.
 
 Records are made in chunks of ``Profile.chunk``: chunk ``j`` uses its own
 position range (Kafka offsets from ``j * stride``, Pulsar ledgers from ``1 + j
@@ -129,6 +138,8 @@ _OPEN: tuple[int, None, str, int] = (-1, None, "open", 0)
 _CLOSE: tuple[int, None, str, int] = (-1, None, "close", 0)
 #: the count of a transaction by how it ends
 _TXN_COUNT = {"commit": "txn-committed", "abort": "txn-aborted", "timeout": "txn-unknown"}
+#: the sends without ids that ``Profile.no_mid`` adds to the first producer's file
+_SENDS_WITHOUT_IDS = 5
 
 
 #: system -> whether its history lines use Pulsar's layout (see harness/history.py)
@@ -155,6 +166,8 @@ class Profile:
     key_shared: bool = False  # pulsar: keyed records, run consumers in one Key_Shared subscription
     batch: int = 300  # at most this many records per polls line
     plain: float = 0.1  # share of batches written as single poll lines
+    no_mid: int = 0  # ok sends acknowledged without their message id (module docstring)
+    torn_replicas: bool = False  # lines in each replica file that the checker cannot read
 
     def __post_init__(self) -> None:
         unknown = set(self.inject) - set(INJECTABLE)
@@ -173,6 +186,8 @@ class Profile:
             raise ValueError("key-order needs key_shared (and system pulsar)")
         if self.batch < 1 or not 0 <= self.plain <= 1:
             raise ValueError("batch must be >= 1 and plain within [0, 1]")
+        if self.no_mid < 0:
+            raise ValueError("no_mid must be >= 0")
 
     @property
     def pulsar(self) -> bool:
@@ -318,12 +333,17 @@ class _Chunk:
         #: transactions in the tx form: (name, producer, outcome of its end, commit call time)
         self.txns: list[tuple[str, int, str, float | None]] = []
         self.tx_counts: Counter[str] = Counter()
+        #: the ok sends acknowledged without their message id (Profile.no_mid)
+        self.no_mid: set[str] = set()
         for g in range(lo, hi):
             self._send(g)
         if j == 0 and not self.tail:
             if profile.txn:
                 self._background_transactions()
             self._inject()
+            for _ in range(profile.no_mid):
+                p, i = self._pick("no_mid", self._plain)
+                self.no_mid.add(str(self.logs[p][i].mid))
         if profile.rewinds and not self.tail:
             self._place_rewinds()
         self._assign_positions()
@@ -751,6 +771,8 @@ class _Chunk:
         self.junk = 0  # history lines written that a checker skips
         if self.j == 0:
             self._meta(files)
+            if self.pr.no_mid:
+                self._sends_without_ids(files)
         self._producer_lines(files)
         if not self.tail:
             for c in range(self.pr.consumers):
@@ -762,6 +784,11 @@ class _Chunk:
         counts = self._counts(run_mids, rec_mids)
         counts["lines"] = sum(text.count("\n") for name, text in texts.items() if name.startswith("history/"))
         counts["skipped"] = self.junk
+        counts["replica-lines"] = sum(text.count("\n") for name, text in texts.items()
+                                      if name.startswith("replicas/"))
+        counts["replica-skipped"] = self.replica_junk
+        counts["unjudged-ok"] = len(self.no_mid)
+        counts["unjudged"] = len(self.no_mid) + (_SENDS_WITHOUT_IDS if self.j == 0 and self.pr.no_mid else 0)
         return _Output(texts, counts, self.mids, sum(len(lines) for lines in files.values()))
 
     def _meta(self, files: dict[str, list[str]]) -> None:
@@ -791,6 +818,17 @@ class _Chunk:
                 f'{head},"partitions":[0],"offsets":[1.5],"mids":["zz-malformed-4"]}}\n',
             ]
             self.junk += 5
+
+    def _sends_without_ids(self, files: dict[str, list[str]]) -> None:
+        """Sends of the first producer without message ids (:data:`_SENDS_WITHOUT_IDS` of them):
+        not judged, and no other count changes."""
+        head = '"client":"producer-0","t":1700000000.000,"m":0.000'
+        files["history/producer-0.jsonl"] += [
+            f'{{"type":"invoke",{head},"topic":"topic-0","key":null}}\n',
+            f'{{"type":"fail",{head},"error":"NOT_LEADER"}}\n',
+            f'{{"type":"info",{head},"mid":null,"error":"timeout"}}\n',
+            f'{{"type":"invokes",{head},"topic":"topic-0","mids":[null,null],"keys":null,"partitions":null}}\n',
+        ]
 
     def _producer_lines(self, files: dict[str, list[str]]) -> None:
         """Invokes and outcomes as a real producer writes them: the sends in ``invokes``
@@ -886,12 +924,14 @@ class _Chunk:
         client, first = f"producer-{k}", batch[0]
         topic = f',"topic":"{self._topic(first.p)}"' if k % 2 else ""
         txn = f',"txn":"{first.txn}"' if first.txn else ""
+        mids = [None if rec.mid in self.no_mid else rec.mid for rec in batch]
         if self.rng.random() < self.pr.plain:
-            return "".join(f'{{"type":"ok","client":"{client}",{rec.entry.tm},"mid":"{rec.mid}"{topic},'
-                           f'{rec.entry.fields}{txn}}}\n' for rec in batch if rec.entry is not None)
+            return "".join(f'{{"type":"ok","client":"{client}",{rec.entry.tm}{_mid_field(mid)}{topic},'
+                           f'{rec.entry.fields}{txn}}}\n' for rec, mid in zip(batch, mids, strict=True)
+                           if rec.entry is not None)
         entries = [rec.entry for rec in batch if rec.entry is not None]
         return (f'{{"type":"oks","client":"{client}",{entries[-1].tm}{topic}{txn}'
-                f',"mids":[{",".join(_js(rec.mid) for rec in batch)}]{self._position_columns(entries)}}}\n')
+                f',"mids":[{",".join(map(_js, mids))}]{self._position_columns(entries)}}}\n')
 
     def _position_columns(self, entries: list[_Entry]) -> str:
         """The position columns of a batch line (``,"partitions":..``, then Kafka offsets and
@@ -990,9 +1030,14 @@ class _Chunk:
 
     def _replica_lines(self, files: dict[str, list[str]]) -> None:
         prefix = "kafka" if not self.pr.pulsar else "bookie"
+        self.replica_junk = 0  # replica lines written that a checker skips
         for n in range(1, self.pr.replicas + 1):
             node = f"{prefix}-{n}"
             out = files.setdefault(f"replicas/{node}.jsonl", [])
+            if self.pr.torn_replicas and self.j == 0:  # lines a checker cannot read: skipped, counted
+                out += ["{this is not json\n", f'{{"type":"snapshot","node":"{node}"}}\n',
+                        f'{{"type":"replica","node":"{node}","topic":"topic-0","partition":0,"offset":"7"}}\n']
+                self.replica_junk += 3
             for p, log in enumerate(self.logs):
                 for e in log:
                     if e.lost:
@@ -1011,9 +1056,10 @@ class _Chunk:
             # an aborted record in a read_uncommitted consumer's partition: that consumer reads it
             if rec.entry is not None and rec.entry.aborted and not self._rc(self._consumer(rec.p)):
                 counts["aborted-uncommitted-read"] += 1
-            outcome = rec.outcome or "unacked"
-            if rec.outcome:
-                counts[rec.outcome] += 1
+            acked = rec.outcome if rec.mid not in self.no_mid else None  # an ack without its id: none
+            outcome = acked or "unacked"
+            if acked:
+                counts[acked] += 1
             if outcome != "ok":
                 counts[f"{outcome}-{'present' if rec.mid in rec_mids else 'absent'}"] += 1
         return counts
@@ -1022,6 +1068,11 @@ class _Chunk:
 def _tx(rec: _Rec) -> str:
     """The ``tx`` field of a send in a transaction (tx form), else nothing."""
     return "" if rec.tx is None else f',"tx":"{rec.tx}"'
+
+
+def _mid_field(mid: str | None) -> str:
+    """``,"mid":"<mid>"``, or nothing for an ack without its id (Profile.no_mid)."""
+    return "" if mid is None else f',"mid":"{mid}"'
 
 
 def _js(value: str | None) -> str:

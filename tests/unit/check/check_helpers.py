@@ -13,7 +13,9 @@ def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
     """Random small profiles; with ``inject``, a random set of anomalies (1-2 of each).
 
     Pulsar profiles are Key_Shared subscriptions half the time (key-order can be injected
-    only there); consumers write polls batches of random sizes, some as single poll lines.
+    only there); consumers write polls batches of random sizes, some as single poll lines;
+    half of them acknowledge some sends without their message id (``no_mid``), and half
+    have replica lines that cannot be read.
     """
 
     @st.composite
@@ -40,6 +42,8 @@ def profiles(*, inject: bool) -> st.SearchStrategy[Profile]:
             key_shared=key_shared,
             batch=draw(st.sampled_from([1, 2, 7, 300])),
             plain=draw(st.sampled_from([0.0, 0.1, 0.5, 1.0])),
+            no_mid=draw(st.sampled_from([0, 0, 1, 4])),
+            torn_replicas=draw(st.booleans()),
         )
 
     return build()

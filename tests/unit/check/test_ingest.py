@@ -1,7 +1,8 @@
 """The checker's ingest (PyArrow fast path, plain-Python slow path) reads every line
 as the history contract's reading (``harness.check.lines.read_lines``) does: the
-same events, fields and file order, and the same count of lines and skipped lines,
-whatever the block and split sizes. No Spark: the task kernel runs in this process."""
+same events, fields and file order, and the same counts of lines, of skipped lines and
+of sends without a message id, by reason, whatever the block and split sizes. No Spark:
+the task kernel runs in this process."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.check import ingest, parse
-from harness.check.lines import Tally, read_lines, skip_reason, split_lines
+from harness.check.lines import SENDS, Tally, read_lines, skip_reason, split_lines, unjudged, unused
 
 _TYPES = {**ingest.HISTORY_TYPES}
 _FLAGS = (("phase", "recovery", ingest.ROW_REC), ("txn", "aborted", ingest.ROW_ABORTED),
@@ -91,12 +92,16 @@ def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -
     for task in tasks:
         for batch in run([pa.RecordBatch.from_pylist([dict(zip(names, task, strict=False))])]):
             for r in batch.to_pylist():
-                if r["lines"] is None:
-                    found.add((r["client"], r["topic"], r["polled"], r["rc"]))
-                else:  # the task's row of line counts
+                if r["reason"] is not None:  # a row of skipped lines or sends without an id
+                    assert r["path"] == str(path) and r["n"] > 0
+                    tally.reasons[r["reason"]] += r["n"]
+                    tally.skipped += r["n"] if r["reason"] not in _UNJUDGED else 0
+                elif r["lines"] is not None:  # the task's row of line counts
+                    assert r["path"] == str(path)
                     tally.lines += r["lines"]
-                    tally.skipped += r["skipped"]
-    # the lines and skipped lines of the contract's reading (none counted in replica files)
+                else:
+                    found.add((r["client"], r["topic"], r["polled"], r["rc"]))
+    # the lines, skipped lines and sends without an id of the contract's reading, by reason
     expected = Tally()
     for _ in read_lines(path, replicas=replicas, tally=expected):
         pass
@@ -114,6 +119,9 @@ def _ingested(tmp: Path, path: Path, split_bytes: int, replicas: bool = False) -
     return [(r["code"], r["mid"], r["topic"], r["part"], r["pl"], r["pe"], r["pb"], r["client"], r["flags"],
              r["node"], None if t is None or not math.isfinite(t) else t, r["ks_sub"], r["ks_key"])
             for r, t in zip(rows, ks_t, strict=False)]
+
+
+_UNJUDGED = {unjudged(kind) for kind in SENDS}
 
 
 def _poll(**fields: Any) -> dict[str, Any]:
@@ -228,8 +236,8 @@ def test_skipped_lines_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     tally = Tally()
     for _ in read_lines(path, tally=tally):
         pass
-    assert tally == Tally(lines=2 * sum(c for _, c, _ in SKIPPED_LINES) + 1,
-                          skipped=2 * sum(s for _, _, s in SKIPPED_LINES) + 1)
+    assert (tally.lines, tally.skipped) == (2 * sum(c for _, c, _ in SKIPPED_LINES) + 1,
+                                            2 * sum(s for _, _, s in SKIPPED_LINES) + 1)
     assert _ingested(tmp_path, path, split_bytes) == _expected(path)  # the kernel counts the same
 
 
@@ -241,11 +249,67 @@ def test_replica_lines(tmp_path: Path) -> None:
              {"type": "replica", "node": "kafka-1", "partitions": "not read", "partition": 1, "offset": 1},
              {"type": "other", "node": "x", "partition": 0, "offset": 1},
              {"type": "replica", "node": "kafka-1", "partition": 0, "offset": 1.5}]
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{not json\n\n" + '{"node":"kafka-1"}\n')
     expected = _expected(path, replicas=True)
     assert len(expected) == 3
-    # replica records have no file order (no seq): as many of each
+    # replica records have no file order (no seq): as many of each; the kernel counts what
+    # it skips as read_lines does (_ingested checks it)
     assert sorted(_ingested(tmp_path, path, 1 << 20, replicas=True), key=repr) == sorted(expected, key=repr)
+    tally = Tally()
+    for _ in read_lines(path, replicas=True, tally=tally):
+        pass
+    assert (tally.lines, tally.skipped) == (7, 4)
+    assert tally.reasons == {"not a replica record": 1, "offset: not a 64-bit integer": 1,
+                             "not a JSON object": 1, "no type": 1}
+    assert [skip_reason(line, replicas=True) for _, line in split_lines(path.read_bytes())][3:] == [
+        "type 'other': not a replica record", "offset: not a 64-bit integer", "not a JSON object", None,
+        "no type"]
+
+
+_OK, _INVOKE = "ok without a message id", "invoke without a message id"
+SENDS_WITHOUT_IDS = [  # (line, its sends without a message id by reason)
+    ('{"type":"ok","client":"p","partition":0,"offset":1}', {_OK: 1}),
+    ('{"type":"ok","client":"p","mid":null,"topic":"t","partition":0,"offset":1}', {_OK: 1}),
+    ('{"type":"oks","client":"p","partitions":[0,0,1],"offsets":[1,2,3],"epochs":[1,1,1]}',
+     {_OK: 3}),  # a batch counts its records
+    ('{"type":"oks","client":"p","mids":["a",null,"b"],"partitions":[0,0,1],"offsets":[1,2,3]}', {_OK: 1}),
+    ('{"type":"oks","client":"p","mids":null,"mid":"x","partitions":[0],"offsets":[4]}', {}),  # the line's id
+    ('{"type":"oks","client":"p","partitions":[0,0],"offsets":[1]}',
+     {"batch columns of different lengths": 1}),  # skipped, not counted twice
+    ('{"type":"oks","client":"p"}', {}),  # no columns: no records
+    ('{"type":"ok","client":"p","mid":5,"partition":0,"offset":1}', {}),  # an id that is no string: its text
+    ('{"type":"invokes","client":"p","topic":"t","mids":[null,"c"],"keys":null}', {_INVOKE: 1}),
+    ('{"type":"invoke","client":"p","topic":"t","key":null}', {_INVOKE: 1}),
+    ('{"type":"fail","client":"p","error":"NOT_LEADER"}', {"fail without a message id": 1}),
+    ('{"type":"info","client":"p","mid":null,"error":"timeout"}', {"info without a message id": 1}),
+    ('{"type":"poll","client":"c","topic":"t","partition":0,"offset":1}', {}),  # a record not ours: judged
+    ('{"type":"polls","client":"c","topic":"t","partitions":[0],"offsets":[2],"mids":[null]}', {}),
+    ('{"type":"reset","client":"c","topic":"t"}', {}),
+]
+
+
+@pytest.mark.parametrize(("split_bytes", "block_bytes"), [(1 << 20, 1 << 20), (97, 64), (31, 7)])
+def test_sends_without_a_message_id_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                split_bytes: int, block_bytes: int) -> None:
+    """A send (invoke, ok, fail, info) without a message id cannot be judged: each is counted
+    by its type, a batch's records one by one, by the contract's reading and by the kernel
+    alike; polls of records that are not ours are not; ``unused`` names the lines."""
+    monkeypatch.setattr(ingest, "BLOCK_BYTES", block_bytes)
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(line for line, _ in SENDS_WITHOUT_IDS * 2) + "\n")
+    tally = Tally()
+    for _ in read_lines(path, tally=tally):
+        pass
+    expected: dict[str, int] = {}
+    for _, reasons in SENDS_WITHOUT_IDS * 2:
+        for why, n in reasons.items():
+            expected[why] = expected.get(why, 0) + n
+    assert tally.reasons == expected and tally.skipped == 2
+    assert _ingested(tmp_path, path, split_bytes) == _expected(path)  # the kernel counts the same
+    described = [unused(line.encode())[1] for line, _ in SENDS_WITHOUT_IDS]
+    assert [d is not None for d in described] == [bool(set(r) & _UNJUDGED) for _, r in SENDS_WITHOUT_IDS]
+    assert described[:4] == [_OK, _OK, "oks: 3 of 3 records without a message id",
+                             "oks: 1 of 3 records without a message id"]
 
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(-(1 << 70), 1 << 70),
