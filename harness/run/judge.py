@@ -3,7 +3,10 @@
 The checker (:mod:`harness.check`) counts anomalies; the judge compares those
 counts, the acknowledged writes, the injection's hit and the facts of the case's
 scenario (:mod:`.scenario`: what must have happened) with the case's ``expect``
-section. Nothing else in the harness decides a verdict.
+section. An acknowledged write the checker could not judge (an ``ok`` without a message
+id: lost or not, nothing can tell) makes the verdict ``error``, beyond what the case
+allows (``expect.unjudged_acks``, 0 when it says nothing). Nothing else in the harness
+decides a verdict.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from ..errors import HarnessError
 from ..result import Expectation, InjectionSummary, RunResult
 from .scenario import scenario_missed, scenario_rows
 
-__all__ = ["CHECK_FAILED", "apply_check", "as_expected", "check_and_judge", "judge"]
+__all__ = ["CHECK_FAILED", "apply_check", "as_expected", "check_and_judge", "judge", "unjudged_acks"]
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +109,12 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
                 run_dir: Path | None = None) -> None:
     """Fills ``result``'s anomalies, examples, counts and expectations from a check (a
     :meth:`CheckResult.to_dict <harness.check.CheckResult.to_dict>`), and unless
-    ``after_error`` its verdict; warns when history lines were skipped, naming the first
-    of them when ``run_dir`` is given (:func:`harness.check.inputs.first_skipped`)."""
-    from ..check.inputs import first_skipped
+    ``after_error`` its verdict (``error`` when acknowledged writes could not be judged:
+    :func:`unjudged_acks`); warns when the check could not use some lines (skipped history
+    or replica lines, sends without a message id: :func:`harness.check.result.skipped_lines`),
+    naming the first of them when ``run_dir`` is given
+    (:func:`harness.check.inputs.first_unread`)."""
+    from ..check.inputs import first_unread
     from ..check.result import skipped_lines
 
     result.anomalies = dict(check.get("anomalies") or {})
@@ -116,19 +122,51 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     result.counts = dict(check.get("counts") or {})
     result.latency = check.get("latency")
     result.transactions = check.get("transactions")
+    first: dict[str, list[str]] = {}
     warning = skipped_lines(result.counts)
+    if warning and run_dir is not None:
+        # no further than the last such line the check counted (or the third)
+        first = first_unread(run_dir, {name: min(3, int(result.counts.get(name, 0)))
+                                       for name in ("skipped", "unjudged", "unjudged-ok", "replica-skipped")})
+        warning = skipped_lines(result.counts, first)
     if warning:
-        # no further than the last skipped line the check counted (or the third)
-        where = first_skipped(run_dir, min(3, result.counts["skipped"])) if run_dir is not None else []
-        log.warning("warning: %s%s", warning, f"; the first: {', '.join(where)}" if where else "")
+        log.warning("warning: %s", warning)
     rows, verdict = judge(case, check, result.injection, result.injections,
                           scenario_rows(case, result, run_dir))
     result.expectations = rows
     missed = scenario_missed(rows)
     if missed:
         log.warning("%s", missed)
-    if not after_error:
-        result.verdict = verdict
-        result.as_expected = as_expected(case, rows, verdict)
-        log.info("verdict: %s%s", verdict, "" if result.as_expected else
-                 f" (expected {case.expect.verdict}){': ' + missed if missed else ''}")
+    if after_error:
+        return
+    unjudged = unjudged_acks(case, result.counts, first.get("unjudged-ok"), check.get("unread"))
+    if unjudged is not None:
+        result.verdict, result.as_expected = "error", False
+        result.error = f"{CHECK_FAILED}{unjudged}"
+        log.error("error: %s", result.error)
+        return
+    result.verdict = verdict
+    result.as_expected = as_expected(case, rows, verdict)
+    log.info("verdict: %s%s", verdict, "" if result.as_expected else
+             f" (expected {case.expect.verdict}){': ' + missed if missed else ''}")
+
+
+def unjudged_acks(case: Case, counts: dict[str, Any], first: list[str] | None = None,
+                  unread: Any = None) -> str | None:
+    """Why the run cannot be judged: more acknowledged writes without a message id (the
+    check's ``unjudged-ok``) than the case allows (``expect.unjudged_acks``, 0 when the case
+    has no such key): nothing can tell whether they were lost. Names where the first are
+    (``first``: :func:`harness.check.inputs.first_unread`'s), else the files that hold them
+    (``unread``: the check's, by file and reason). None when the run can be judged."""
+    from ..check.lines import unjudged
+
+    n = int(counts.get("unjudged-ok", 0) or 0)
+    allowed = int(getattr(case.expect, "unjudged_acks", 0) or 0)
+    if n <= allowed:
+        return None
+    where = list(first or [])
+    if not where and isinstance(unread, dict):
+        where = [f"{name} ({reasons[unjudged('ok')]})" for name, reasons in unread.items()
+                 if isinstance(reasons, dict) and reasons.get(unjudged("ok"))][:3]
+    return (f"{n} acknowledged writes have no message id and cannot be judged (lost or not: nothing can "
+            f"tell; the case allows {allowed})" + (f"; the first: {', '.join(where)}" if where else ""))
