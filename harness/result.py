@@ -130,6 +130,9 @@ class RunResult:
     anomalies: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    #: what the check could not use, per file and reason (history lines, sends without a
+    #: message id, replica lines: docs/checker.md); empty when it used everything
+    unread: dict[str, dict[str, int]] = field(default_factory=dict)
     #: send and end-to-end latency, availability per fault (docs/result.md; None: not measured)
     latency: dict[str, Any] | None = None
     #: the transactions: counts by state and up to 200 of them (docs/result.md; None: none)
@@ -454,6 +457,11 @@ def _read_field(name: str, v: Any, source: str) -> Any:
         return {str(k): _dict_list(x, source, f"{name}.{k}") for k, x in v.items()}
     if name in ("truncations", "replicas"):
         return _dict_list(v, source, name)
+    if name == "unread":
+        _expect(isinstance(v, dict) and all(
+            isinstance(x, dict) and all(isinstance(n, int) and not isinstance(n, bool) for n in x.values())
+            for x in v.values()), source, name, "an object of objects of counts")
+        return {str(k): {str(r): n for r, n in x.items()} for k, x in v.items()}
     if name in ("files", "latency", "transactions"):
         return _opt(v, dict, source, name, "an object")
     if name == "verdict":

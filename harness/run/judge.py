@@ -120,6 +120,7 @@ def apply_check(case: Case, result: RunResult, check: dict[str, Any], *, after_e
     result.anomalies = dict(check.get("anomalies") or {})
     result.examples = dict(check.get("examples") or {})
     result.counts = dict(check.get("counts") or {})
+    result.unread = {str(k): dict(v) for k, v in (check.get("unread") or {}).items()}
     result.latency = check.get("latency")
     result.transactions = check.get("transactions")
     first: dict[str, list[str]] = {}

@@ -55,6 +55,11 @@ def loss_sentence(result: RunResult) -> str | None:
     lost = result.anomalies.get("lost-write")
     if lost is None:
         return None
+    unjudged = result.counts.get("unjudged-ok", 0)
+    if unjudged:
+        head = (f"{lost} acknowledged record(s) were lost" if lost
+                else "No judged acknowledged record was lost")
+        return f"{head}; {unjudged} acknowledged write(s) had no message id and could not be judged."
     return "No acknowledged record was lost." if not lost else f"{lost} acknowledged record(s) were lost."
 
 

@@ -132,6 +132,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("expected_verdict", "error", "expected_verdict"), ("as_expected", "yes", "as_expected"),
     ("error", {"msg": "x"}, "error"),
     ("observed", "unseen", "observed"), ("observed", [1], "observed"),
+    ("unread", [], "unread"), ("unread", {"f": {"r": "many"}}, "unread"), ("unread", {"f": 3}, "unread"),
     ("anomalies", [], "anomalies"), ("anomalies", {"lost-write": "1"}, "anomalies"),
     ("anomalies", {"lost-write": 1.5}, "anomalies"), ("anomalies", {"lost-write": True}, "anomalies"),
     ("examples", [], "examples"), ("examples", {"x": 3}, "examples.x"),
