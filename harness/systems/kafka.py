@@ -603,7 +603,9 @@ class KafkaSystem:
         the replicas' log ends, never a record reported lost."""
         from ..clients.kafka import KafkaConsumerClient, RecoveryShort
 
+        t0 = time.monotonic()
         ends = self.readable_ends(topic, partitions)
+        waited = round(time.monotonic() - t0, 2)
         try:
             stats = KafkaConsumerClient(self.spec.bootstrap, topic, history,
                                         isolation_level=client.isolation_level).read_all(partitions)
@@ -612,7 +614,8 @@ class KafkaSystem:
                                 f"{exc.describe(topic)}; replicas' log ends: "
                                 + "; ".join(f"{topic}-{p}: {ends.get(p, {})}" for p in sorted(exc.short))
                                 ) from None
-        return {**stats.as_dict(), "log_ends": {str(p): e for p, e in sorted(ends.items())}}
+        return {**stats.as_dict(), "log_ends": {str(p): e for p, e in sorted(ends.items())},
+                "high_watermark_wait_s": waited}
 
     def replica_log_end(self, node: Node, topic: str, partition: int) -> int | None:
         """The log end offset of ``node``'s replica of the partition, from its newest segment
