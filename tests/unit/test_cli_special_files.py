@@ -16,11 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness.result import MAX_RESULT_BYTES, RunResult
+from harness.testing.special_files import KIND, SPECIALS, make_special
 
 REPO = Path(__file__).resolve().parents[2]
-FIFO = "fifo"
-SPECIALS = [FIFO, "/dev/zero", "/dev/urandom"]
-KIND = {FIFO: "a FIFO (named pipe)", "/dev/zero": "a character device", "/dev/urandom": "a character device"}
 CASE = "system: kafka\ncluster: kafka-zk\nsteps: [{produce: {count: 10}}]\n"
 #: a check that got past its inputs would fail here, with another message
 NO_SPARK = "spark://127.0.0.1:9"
@@ -56,20 +54,10 @@ def _run_dir(tmp_path: Path, **result: object) -> Path:
     return run
 
 
-def _special(path: Path, kind: str) -> None:
-    if kind == FIFO and not hasattr(os, "mkfifo") or kind != FIFO and not os.path.exists(kind):
-        pytest.skip(f"no {kind} here")
-    path.unlink(missing_ok=True)
-    if kind == FIFO:
-        os.mkfifo(path)
-    else:
-        path.symlink_to(kind)
-
-
 @pytest.mark.parametrize("kind", SPECIALS)
 def test_check_refuses_a_special_result_json_before_opening_it(tmp_path: Path, kind: str) -> None:
     run = _run_dir(tmp_path)
-    _special(run / "result.json", kind)
+    make_special(run / "result.json", kind)
     code, out, err = _harness("check", str(run))
     assert (code, out) == (2, "")
     assert err == (f"harness: error: {run}/result.json: unreadable: {KIND[kind]}, not a regular file "
@@ -114,7 +102,7 @@ def test_report_of_a_result_of_an_unknown_schema_is_an_error(tmp_path: Path, sch
 def test_report_of_a_special_file_writes_the_page_and_says_what_it_left_out(tmp_path: Path, kind: str,
                                                                           name: str) -> None:
     run = _run_dir(tmp_path)
-    _special(run / name, kind)
+    make_special(run / name, kind)
     code, out, err = _harness("report", str(run))
     assert (code, out) == (0, f"report: {run / 'report.html'}\n")
     html = (run / "report.html").read_text()

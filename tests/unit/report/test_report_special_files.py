@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -18,24 +17,10 @@ import pytest
 from harness.errors import ResultSchemaError
 from harness.report import render_index, render_run
 from harness.report.inputs import MAX_HISTORY_BYTES
+from harness.testing.special_files import FIFO, KIND, SPECIALS, make_special
 
 if TYPE_CHECKING:
     from conftest import RunFactory
-
-FIFO = "fifo"
-SPECIALS = [FIFO, "/dev/zero", "/dev/urandom"]
-KIND = {FIFO: "a FIFO (named pipe)", "/dev/zero": "a character device", "/dev/urandom": "a character device"}
-
-
-def _special(path: Path, kind: str) -> None:
-    """Replaces ``path`` by a FIFO or a symbolic link to a device."""
-    if kind == FIFO and not hasattr(os, "mkfifo") or kind != FIFO and not os.path.exists(kind):
-        pytest.skip(f"no {kind} here")
-    path.unlink(missing_ok=True)
-    if kind == FIFO:
-        os.mkfifo(path)
-    else:
-        path.symlink_to(kind)
 
 
 def _in_time(call: Callable[[], Any], fifos: list[Path], seconds: float = 20) -> Any:
@@ -71,7 +56,7 @@ def test_a_special_history_or_timeline_is_counted_not_read(make_run: RunFactory,
                                                           caplog: pytest.LogCaptureFixture) -> None:
     run_dir = make_run()
     whole = _acks_total(render_run(run_dir).read_text())
-    _special(run_dir / name, kind)
+    make_special(run_dir / name, kind)
     caplog.set_level(logging.WARNING, "harness.report")
     page = _in_time(lambda: render_run(run_dir), [run_dir / name])
     html = page.read_text()
@@ -86,7 +71,7 @@ def test_a_special_history_or_timeline_is_counted_not_read(make_run: RunFactory,
 def test_a_special_result_json_is_shown_as_unusable_and_not_read(make_run: RunFactory, kind: str,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     run_dir = make_run()
-    _special(run_dir / "result.json", kind)
+    make_special(run_dir / "result.json", kind)
     caplog.set_level(logging.WARNING, "harness.report")
     html = _in_time(lambda: render_run(run_dir), [run_dir / "result.json"]).read_text()
     problem = (f"unreadable: {KIND[kind]}, not a regular file (result.json is read only from a "
@@ -111,7 +96,7 @@ def test_a_history_over_the_cap_is_counted_not_read(make_run: RunFactory) -> Non
 def test_a_fifo_index_is_not_ours_and_not_opened(make_run: RunFactory) -> None:
     run_dir = make_run()
     index = run_dir.parent / "index.html"
-    _special(index, FIFO)
+    make_special(index, FIFO)
     assert _in_time(lambda: render_index(run_dir.parent), [index]) is None
 
 
