@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .check.engine.master import require_reachable
-from .clusters import CASES_DIR, REPORTS_DIR, SYSTEMS
+from .clusters import CASES_DIR, REPORTS_DIR, SYSTEMS, regression_dirs
 from .errors import HarnessError
 from .run.events import console
 
@@ -185,17 +185,21 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
     if args.reps < 1:
         raise HarnessError(f"--reps {args.reps}: give at least 1 run per cell")
-    cells = cells_of(args.paths or [str(CASES_DIR / "kafka" / "regressions")], args.version or ())
+    if args.paths and args.system:
+        raise HarnessError("give case paths or --system, not both (--system picks "
+                           "cases/<system>/regressions)")
+    cells = cells_of(args.paths or regression_dirs(args.system), args.version or ())
     if not cells:
         raise HarnessError(f"no case has a version entry named {', '.join(args.version)}")
     require_reachable(args.spark_master)
     done = run_matrix(cells, reps=args.reps, reports_dir=Path(args.reports),
                       spark_master=args.spark_master)
     command = shlex.join(["harness", "matrix", *(args.paths or []),
+                          *(["--system", args.system] if args.system else []),
                           *(["--reps", str(args.reps)] if args.reps > 1 else []),
                           *[w for v in args.version or () for w in ("--version", v)]])
     page = write_matrix(done, Path(args.reports), command=command,
-                        full=not args.paths and not args.version)
+                        full=not args.paths and not args.version and not args.system)
     print(format_table(done))
     print(f"matrix: {page}")
     if any(c.errors for c in done):
@@ -287,7 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     matrix = sub.add_parser("matrix", help="run cases on every version they name; write "
                                            "reports/matrix.html (case x version)")
     matrix.add_argument("paths", nargs="*", help="case files or directories "
-                                                 "(default: cases/kafka/regressions)")
+                                                 "(default: cases/kafka/regressions and "
+                                                 "cases/pulsar/regressions)")
+    matrix.add_argument("--system", choices=SYSTEMS,
+                        help="only this system's regression library (cases/<system>/regressions)")
     matrix.add_argument("--reps", type=int, default=1, help="runs per case and version (default 1)")
     matrix.add_argument("--version", action="append",
                         help="only the version entries with this label (a case without "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
-           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "versions_of"]
+           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "versions_of", "regression_dirs"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "compose"
@@ -23,7 +23,7 @@ CASES_DIR = ROOT / "cases"
 SYSTEMS = ("kafka", "pulsar")
 #: Versions with a resolvable Maven build; first is the default.
 KAFKA_VERSIONS = ("3.9.2", "4.1.2")
-PULSAR_VERSIONS = ("4.0.7",)
+PULSAR_VERSIONS = ("4.0.7", "4.2.4")
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,14 @@ CLUSTERS: dict[str, ClusterDef] = {
         versions=PULSAR_VERSIONS,
     ),
 }
+
+
+def regression_dirs(system: str | None = None) -> list[str]:
+    """The regression library's folders (``cases/<system>/regressions``): of ``system``, or of
+    every system that has one."""
+    systems = [system] if system else list(SYSTEMS)
+    return [str(CASES_DIR / s / "regressions") for s in systems
+            if system or (CASES_DIR / s / "regressions").is_dir()]
 
 
 def get_cluster(name: str) -> ClusterDef:

@@ -102,6 +102,8 @@ class Recovery:
     #: each repair of a cluster that outlives runs (a reused cluster's at set-up, a lock loop's
     #: after the recovery read), named shortly: shown, never judged (it is about other runs)
     upkeep: list[str] = field(default_factory=list)
+    #: nodes whose metadata session was declared lost during the run: node -> times
+    sessions_lost: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

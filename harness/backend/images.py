@@ -70,7 +70,8 @@ SYSTEM_IMAGES = {
                           default_profile="kafka4",
                           artifacts=((("0.10.", "0.11."), "kafka_2.11"),
                                      (("1.", "2."), "kafka_2.12"))),
-    "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker"),
+    "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker",
+                           profiles=((("4.0.",), "pulsar40"), (("4.2.",), "pulsar42"))),
 }
 
 

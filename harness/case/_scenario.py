@@ -39,6 +39,7 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) ->
         gaps["chaos-faults"] = "no chaos step"
     if system != "pulsar":
         gaps["lock-loops"] = "only Pulsar's metadata locks are watched for a loop (apache/pulsar#17759)"
+        gaps["sessions-lost"] = "only Pulsar's metadata sessions are watched"
     return MappingProxyType(gaps)
 
 

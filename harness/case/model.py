@@ -390,8 +390,10 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                  "line: leo_before - leo)",
     "powerloss-cut": "records the power losses cut (the cuts of the timeline's powerloss faults)",
     "chaos-faults": "faults the chaos steps applied (not skipped)",
-    "lock-loops": "nodes whose metadata lock flapped in a loop after recovery (apache/pulsar#17759: "
+    "lock-loops": "nodes whose metadata lock flapped in a loop during the run (apache/pulsar#17759: "
                   "the result's recovery.lock_loops)",
+    "sessions-lost": "nodes whose metadata session was declared lost during the run (Pulsar's "
+                     "session watcher; the result's recovery.sessions_lost)",
 })
 
 

@@ -48,7 +48,7 @@ NOT_EVENT = "lines that are not an event (no type string)"
 BAD_BATCH = "batches whose columns are not lists of one length"
 BAD_TIME = ("events without a time t the charts can place (a finite number, or one in a string; "
             "the check still judges a client's)")
-BAD_STALL = "stall events without a finite duration or a partition"
+BAD_STALL = "stall events without a finite, non-negative duration"
 BAD_POSITION = "Key_Shared polls without an integer position (not judged for key order)"
 OUTSIDE = "events far outside the run's window (not counted or charted)"
 OUTSIDE_TIMELINE = "entries far outside the run's window (listed, not charted)"

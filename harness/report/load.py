@@ -613,9 +613,11 @@ class Rates:
             return
         if kind == "stall":
             seconds = _float(event.get("seconds"))
-            if seconds is None or seconds < 0 or partition is None:
+            if seconds is None or seconds < 0:
                 self.skipped.add(where, BAD_STALL)
                 return
+            if partition is None:  # a producer whose router picks the partition after the call
+                partition = -1
             self._flow(client, partition).stall(t, seconds)
             key = (self._client_topic.get(client, ""), partition)
             _keep_band(self.stall_bands.setdefault(key, []), (t - seconds, t, client))

@@ -247,7 +247,8 @@ def _charts(rates: Rates, entries: list[TimelineEntry]) -> Charts | None:
                 if hi - lo >= 0.5]
 
     partitions = [
-        line_chart(f"partition-{i}", f"{topic}/{partition}", axis, lines_of((topic, partition)),
+        line_chart(f"partition-{i}", f"{topic}/{partition}" if partition >= 0
+                   else f"{topic} (partition not known)", axis, lines_of((topic, partition)),
                    entries=shared + [e for e in marked if e.partition == (topic, partition)],
                    bands=stall_bands((topic, partition)),
                    width=360, plot_height=80, labels=False, y_max=y_max, x_ticks=4)
@@ -264,7 +265,7 @@ def _flow_rows(rates: Rates, owners: dict[int, list[str]], t0: float | None) -> 
     rows = []
     for (client, partition), f in sorted(rates.flows.items()):
         rows.append({
-            "client": client, "partition": partition,
+            "client": client, "partition": partition if partition >= 0 else "not known",
             "owners": " \u2192 ".join(owners.get(partition, [])) or None,
             "sends": f.sends, "acks": f.acks, "stalls": f.stalls,
             "blocked_s": round(f.blocked_s, 2), "longest_block": round(f.longest_block, 2),

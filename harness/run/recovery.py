@@ -68,23 +68,27 @@ def recover(ctx: RunContext) -> None:
 
 
 def _end_lock_loops(ctx: RunContext) -> None:
-    """Records a metadata lock flapping in a loop (apache/pulsar#17759); on a cluster that
-    outlives the run, restarts its nodes (a loop burns CPU, and slows the check, until then)."""
+    """Records the nodes whose metadata session was lost and whose lock flapped in a loop
+    during the run (apache/pulsar#17759); on a cluster that outlives the run, restarts the
+    nodes still looping (a loop burns CPU, and slows the check, until then)."""
     system = ctx.the_system
     if not isinstance(system, LockLoopWatch):
         return
-    loops = system.lock_loops()
-    if not loops:
-        return
-    ctx.recovery.lock_loops = loops
-    note = ("after recovery " + ", ".join(f"{n} logged {c} lock invalidations in 10 s"
-                                          for n, c in sorted(loops.items()))
-            + ": a registration lock flapping in a loop (apache/pulsar#17759)")
-    ctx.recovery.observations.append(note)
-    ctx.events.mark("lock loop", loops)
-    log.info("%s", note)
-    if ctx.kept:
-        done = system.restart(sorted(loops))
+    ctx.recovery.sessions_lost = system.sessions_lost(ctx.started_wall)
+    seen = system.lock_loops_since(ctx.started_wall)
+    going = system.lock_loops()
+    if seen:
+        ctx.recovery.lock_loops = seen
+        note = ("during the run " + ", ".join(f"{n} logged up to {c} lock invalidations in 10 s"
+                                             for n, c in sorted(seen.items()))
+                + ": a registration lock flapping in a loop (apache/pulsar#17759)"
+                + (f"; still looping after the recovery read: {', '.join(sorted(going))}"
+                   if going else "; none still looping after the recovery read"))
+        ctx.recovery.observations.append(note)
+        ctx.events.mark("lock loop", seen)
+        log.info("%s", note)
+    if going and ctx.kept:
+        done = system.restart(sorted(going))
         record_repair(ctx, f"lock loop ended: {repair_name(done)}",
                       f"the cluster outlives the run, so after the recovery read the harness "
                       f"{done} to end the loop", "lock loop ended", {"action": done}, upkeep=True)

@@ -130,15 +130,26 @@ def _held_transactions_aborted(result: RunResult, run_dir: Path | None) -> Measu
 
 
 def _lock_loops(result: RunResult, run_dir: Path | None) -> Measured:
-    """The nodes whose metadata lock flapped in a loop, looked for after the recovery read
-    (``recovery.lock_loops``; apache/pulsar#17759)."""
+    """The nodes whose metadata lock flapped in a loop during the run, looked for after the
+    recovery read (``recovery.lock_loops``; apache/pulsar#17759)."""
     if result.recovery is None or result.recovery.read is None:
         return Measured(None, "no recovery read, after which loops are looked for")
     loops = result.recovery.lock_loops
     if not loops:
         return Measured(0, "no lock flapped")
-    return Measured(len(loops), ", ".join(f"{node}: {n} invalidations in 10 s"
+    return Measured(len(loops), ", ".join(f"{node}: up to {n} invalidations in 10 s"
                                           for node, n in sorted(loops.items())))
+
+
+def _sessions_lost(result: RunResult, run_dir: Path | None) -> Measured:
+    """The nodes whose metadata session was declared lost during the run, looked for after
+    the recovery read (``recovery.sessions_lost``)."""
+    if result.recovery is None or result.recovery.read is None:
+        return Measured(None, "no recovery read, after which lost sessions are looked for")
+    lost = result.recovery.sessions_lost
+    if not lost:
+        return Measured(0, "no node's metadata session was declared lost")
+    return Measured(len(lost), ", ".join(f"{node}: {n} times" for node, n in sorted(lost.items())))
 
 
 #: fact -> how it is counted
@@ -149,6 +160,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "powerloss-cut": _powerloss_cut,
     "chaos-faults": _chaos_faults,
     "lock-loops": _lock_loops,
+    "sessions-lost": _sessions_lost,
 }
 
 

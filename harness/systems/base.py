@@ -193,6 +193,14 @@ class LockLoopWatch(Protocol):
 
     def restart(self, names: list[str]) -> str: ...
 
+    def lock_loops_since(self, since: float) -> dict[str, int]:
+        """Nodes whose metadata lock flapped in a loop at any time since ``since``."""
+        ...
+
+    def sessions_lost(self, since: float) -> dict[str, int]:
+        """Nodes whose metadata session was declared lost since ``since``: node -> times."""
+        ...
+
 
 @runtime_checkable
 class InSyncReplicas(Protocol):

@@ -311,6 +311,44 @@ class PulsarSystem:
                 loops[node.name] = count
         return loops
 
+    def lock_loops_since(self, since: float, window_s: float = 10,
+                         threshold: int = 20) -> dict[str, int]:
+        """Nodes whose metadata lock flapped in a loop at any time since ``since`` (Unix
+        seconds): node -> the most invalidations logged within ``window_s`` (only those with
+        ``threshold`` or more). A loop that a later outage interrupted counts too; :meth:`lock_loops`
+        sees only one still going."""
+        loops: dict[str, int] = {}
+        for node in self.bookies() + self.brokers():
+            try:
+                text = node.container.logs(since=since, timestamps=True)
+            except HarnessError:
+                continue
+            most = densest(stamps_of(text, "was invalidated", since), window_s)
+            if most >= threshold:
+                loops[node.name] = most
+        return loops
+
+    def sessions_lost(self, since: float) -> dict[str, int]:
+        """Nodes whose metadata-store client declared its ZooKeeper session lost since
+        ``since`` (Unix seconds): node -> times.
+
+        Pulsar's session watcher (``ZKSessionWatcher``) declares the session lost when its
+        client has been disconnected for 5/6 of the negotiated session timeout ("Notifying
+        session is lost"), or on ZooKeeper's Expired event ("ZooKeeper session expired"); on
+        reconnection it revalidates every lock the node holds, the step apache/pulsar#17759
+        loops in.
+        """
+        lost: dict[str, int] = {}
+        for node in self.bookies() + self.brokers():
+            try:
+                text = node.container.logs(since=since, timestamps=True)
+            except HarnessError:
+                continue
+            count = sum(count_recent(text, needle, since) for needle in SESSION_LOST_LINES)
+            if count:
+                lost[node.name] = count
+        return lost
+
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit): a metadata
         lock flapping in a loop (:meth:`lock_loops`)."""
@@ -700,7 +738,11 @@ class PulsarSystem:
 
     def collect_evidence(self, run_dir: Path, evidence: Evidence, topic: str,
                          partitions: int) -> None:
-        """Nothing beyond the logs: a bookie's ledger storage has no per-record dump here."""
+        """Each bookie's entries of the topic's ledgers, asked of each bookie alone
+        (``bookies/``: :mod:`.pulsar_bookies`); a problem is said, not raised."""
+        from .pulsar_bookies import dump_bookies
+
+        dump_bookies(self, run_dir, topic, partitions, evidence.problems)
 
     def java_producer(self, run_dir: Path, topic: str, name: str, client: ClientSpec,
                       ready: threading.Event | None) -> Any:
@@ -723,12 +765,17 @@ _BOOKIE_DOWN = re.compile(r"Session expired|SessionExpired|state:Closed|[Ss]hut(
                           r"exited|Failed to register")
 
 
-def count_recent(text: str, needle: str, since: float) -> int:
-    """Lines of a ``docker logs --timestamps`` text holding ``needle``, stamped at or after
-    ``since`` (Unix seconds; Docker's stamp: ``2026-11-22T08:16:53.838123456Z``)."""
+#: what Pulsar's session watcher logs when it declares a node's metadata session lost
+SESSION_LOST_LINES = ("Notifying session is lost", "ZooKeeper session expired")
+
+
+def stamps_of(text: str, needle: str, since: float) -> list[float]:
+    """The times (Unix seconds) of the lines of a ``docker logs --timestamps`` text holding
+    ``needle``, stamped at or after ``since`` (Docker's stamp:
+    ``2026-11-22T08:16:53.838123456Z``); a line without a readable stamp is left out."""
     import datetime as dt
 
-    count = 0
+    stamps = []
     for line in text.splitlines():
         if needle not in line:
             continue
@@ -741,8 +788,25 @@ def count_recent(text: str, needle: str, since: float) -> int:
         except ValueError:
             continue
         if when >= since:
-            count += 1
-    return count
+            stamps.append(when)
+    return stamps
+
+
+def count_recent(text: str, needle: str, since: float) -> int:
+    """Lines of a ``docker logs --timestamps`` text holding ``needle``, stamped at or after
+    ``since`` (Unix seconds)."""
+    return len(stamps_of(text, needle, since))
+
+
+def densest(stamps: list[float], window_s: float) -> int:
+    """The most of ``stamps`` within any ``window_s`` seconds."""
+    ordered = sorted(stamps)
+    most, lo = 0, 0
+    for hi, t in enumerate(ordered):
+        while t - ordered[lo] > window_s:
+            lo += 1
+        most = max(most, hi - lo + 1)
+    return most
 
 
 def _namespace_of(topic_name: str) -> str:

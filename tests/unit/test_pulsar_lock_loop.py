@@ -3,7 +3,7 @@
 import datetime as dt
 from typing import Any
 
-from harness.systems.pulsar import count_recent
+from harness.systems.pulsar import count_recent, densest, stamps_of
 
 NOW = dt.datetime(2026, 11, 22, 8, 17, 0, tzinfo=dt.timezone.utc).timestamp()
 
@@ -22,6 +22,19 @@ def test_only_recent_lines_with_the_needle_count() -> None:
     assert count_recent(text, "was invalidated", NOW - 4) == 1
     assert count_recent(text, "was invalidated", NOW + 3600) == 0
     assert count_recent("", "was invalidated", NOW - 10) == 0
+
+
+def test_a_loop_is_the_densest_ten_seconds_of_the_run() -> None:
+    flap = "INFO Lock on resource /ledgers/available/bookie-2:3181 was invalidated. state Valid"
+    # a burst of 5 at 08:16:10-14, ended by an outage, and 3 spread over 08:16:30-50
+    text = "\n".join([_line(s, flap) for s in (10, 11, 12, 13, 14, 30, 40, 50)]
+                     + [_line(20, "INFO Notifying session is lost")])
+    stamps = stamps_of(text, "was invalidated", NOW - 60)
+    assert len(stamps) == 8 and stamps == sorted(stamps)
+    assert densest(stamps, 10) == 5
+    assert densest(stamps_of(text, "was invalidated", NOW - 25), 10) == 2  # 08:16:40, :50
+    assert densest(stamps, 60) == 8
+    assert densest([], 10) == 0
 
 
 def test_ready_remedy_restarts_only_unregistered_bookies_and_says_why() -> None:

@@ -26,7 +26,7 @@ from harness.run.scenario import scenario_missed
 from harness.run.story import scenario_sentence
 
 ROOT = Path(__file__).resolve().parents[2]
-SESSION_EXPIRY = ROOT / "cases" / "pulsar" / "zk-pause-session-expiry.yaml"
+SESSION_EXPIRY = ROOT / "cases" / "pulsar" / "regressions" / "zk-pause-session-expiry.yaml"
 KIP101 = ROOT / "cases" / "kafka" / "regressions" / "kip-101-loss.yaml"
 
 CASE = """
@@ -113,8 +113,22 @@ def test_a_reused_cluster_s_repair_is_recorded_as_upkeep(cured: bool, name: str)
 
 
 class Looping:
+    """bookie-2 looped during the run and loops still (``going``), or a later outage ended it."""
+
+    def __init__(self, going: bool = True) -> None:
+        self.going = going
+        self.asked_since: list[float] = []
+
     def lock_loops(self) -> dict[str, int]:
-        return {"bookie-2": 412}
+        return {"bookie-2": 412} if self.going else {}
+
+    def lock_loops_since(self, since: float) -> dict[str, int]:
+        self.asked_since.append(since)
+        return {"bookie-2": 650}
+
+    def sessions_lost(self, since: float) -> dict[str, int]:
+        self.asked_since.append(since)
+        return {"bookie-1": 3, "bookie-2": 3}
 
     def restart(self, names: list[str]) -> str:
         return f"restarted {', '.join(names)}"
@@ -122,12 +136,25 @@ class Looping:
 
 @pytest.mark.parametrize("kept", [True, False])
 def test_a_lock_loop_ended_after_the_read_is_upkeep_and_only_on_a_kept_cluster(kept: bool) -> None:
-    ctx = _ctx(Looping())
+    system = Looping()
+    ctx = _ctx(system)
     ctx.kept = kept
     recovery._end_lock_loops(ctx)
-    assert ctx.recovery.lock_loops == {"bookie-2": 412}
+    assert ctx.recovery.lock_loops == {"bookie-2": 650}  # the densest 10 s of the whole run
+    assert ctx.recovery.sessions_lost == {"bookie-1": 3, "bookie-2": 3}
+    assert system.asked_since == [ctx.started_wall] * 2  # this run's lines, not earlier runs'
     assert ctx.recovery.upkeep == (["lock loop ended: restarted bookie-2"] if kept else [])
     assert ctx.recovery.repairs == []
+    assert "still looping after the recovery read: bookie-2" in ctx.recovery.observations[0]
+
+
+def test_a_loop_a_later_outage_ended_is_recorded_and_nothing_is_restarted() -> None:
+    ctx = _ctx(Looping(going=False))
+    ctx.kept = True
+    recovery._end_lock_loops(ctx)
+    assert ctx.recovery.lock_loops == {"bookie-2": 650}
+    assert ctx.recovery.upkeep == [] and ctx.recovery.actions == []
+    assert "none still looping" in ctx.recovery.observations[0]
 
 
 def test_repairs_survive_result_json(tmp_path: Path) -> None:
@@ -224,29 +251,45 @@ def test_the_missed_scenario_and_the_repairs_are_both_said() -> None:
 
 
 # -- the #17759 case ----------------------------------------------------------------------------------
-def _session_expiry(tmp_path: Path, loops: dict[str, int] | None, read: bool = True) -> RunResult:
-    case = load_case(SESSION_EXPIRY)
+def _session_expiry(tmp_path: Path, loops: dict[str, int] | None, read: bool = True,
+                    version: str = "4.0.7", lost: int = 3) -> RunResult:
+    case = load_case(SESSION_EXPIRY, version=version)
+    sessions = {f"bookie-{i}": 3 for i in range(1, lost + 1)}
     result = RunResult("r", recovery=Recovery(read={"polled": 5000} if read else None,
-                                              lock_loops=loops or {}))
+                                              lock_loops=loops or {}, sessions_lost=sessions))
     apply_check(case, result, {"anomalies": {}, "counts": {"ok": 6000}}, run_dir=tmp_path)
     return result
 
 
 def test_the_17759_case_is_as_expected_only_when_a_lock_looped(tmp_path: Path) -> None:
-    case = load_case(SESSION_EXPIRY)
+    case = load_case(SESSION_EXPIRY, version="4.0.7")
     assert str(case.expect.scenario["lock-loops"]) == ">= 1"
     assert "17759" in case.source and "4.0.7" in case.source
     looped = _session_expiry(tmp_path, {"bookie-2": 300})
     assert (looped.verdict, looped.as_expected) == ("pass", True)
     row = next(r for r in looped.expectations if r.name == "scenario: lock-loops")
-    assert row.observed == "1 (bookie-2: 300 invalidations in 10 s)"
-    fixed = _session_expiry(tmp_path, None)  # a version without the loop
-    assert (fixed.verdict, fixed.as_expected) == ("fail", False)
-    assert scenario_missed(fixed.expectations) == (
+    assert row.observed == "1 (bookie-2: up to 300 invalidations in 10 s)"
+    row = next(r for r in looped.expectations if r.name == "scenario: sessions-lost")
+    assert row.ok and str(row.observed).startswith("3 (bookie-1: 3 times")
+    missed = _session_expiry(tmp_path, None)  # the race lost on all three outages
+    assert (missed.verdict, missed.as_expected) == ("fail", False)
+    assert scenario_missed(missed.expectations) == (
         "scenario did not happen: lock-loops 0 (no lock flapped), expected >= 1")
     unread = _session_expiry(tmp_path, None, read=False)
     row = next(r for r in unread.expectations if r.name == "scenario: lock-loops")
     assert "not measured" in str(row.observed)
+
+
+def test_the_17759_fixed_entry_needs_the_lost_sessions_and_no_loop(tmp_path: Path) -> None:
+    case = load_case(SESSION_EXPIRY, version="4.2.4")
+    assert str(case.expect.scenario["lock-loops"]) == "<= 0"
+    assert _session_expiry(tmp_path, None, version="4.2.4").as_expected
+    looped = _session_expiry(tmp_path, {"bookie-1": 90}, version="4.2.4")
+    assert not looped.as_expected
+    # no outage long enough: the fixed version's clean run proves nothing
+    short = _session_expiry(tmp_path, None, version="4.2.4", lost=1)
+    assert not short.as_expected
+    assert "sessions-lost 1" in str(scenario_missed(short.expectations))
 
 
 def test_lock_loops_are_a_pulsar_fact() -> None:
@@ -256,4 +299,5 @@ def test_lock_loops_are_a_pulsar_fact() -> None:
 
 def test_the_shipped_cases_still_load() -> None:
     assert load_case(KIP101, version="0.10.2.2").expect.repairs is None
-    assert json.loads(json.dumps(load_case(SESSION_EXPIRY).expect.scenario["lock-loops"].at_least)) == 1
+    assert json.loads(json.dumps(load_case(SESSION_EXPIRY, version="4.0.7")
+                                 .expect.scenario["lock-loops"].at_least)) == 1

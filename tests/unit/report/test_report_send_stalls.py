@@ -88,3 +88,20 @@ def test_key_shared_order_counts_first_deliveries_only(tmp_path: Path) -> None:
     assert ko.examples == ["m2 (key k1, b) after m3"]
     html = render_run(tmp_path).read_text(encoding="utf-8")
     assert 'id="key-order"' in html and "m2 (key k1, b) after m3" in html
+
+
+def test_a_stall_whose_partition_the_producer_did_not_know_is_shown_not_skipped(tmp_path: Path) -> None:
+    """The Python Pulsar producer on a partitioned topic: its router picks the partition after
+    the call, so a blocked call's stall names none; it is a row of its own, not bad input."""
+    events = [{"type": "invoke", "client": "p", "t": T0, "m": 0.0, "mid": "p-0", "topic": "x"},
+              {"type": "stall", "client": "p", "t": T0 + 2, "m": 2.0, "mid": "p-1", "seconds": 1.5},
+              {"type": "ok", "client": "p", "t": T0 + 2.1, "m": 2.1, "mid": "p-0", "topic": "x",
+               "partition": 1, "ledger": 1, "entry": 0, "batch": -1, "offset": None}]
+    _write(tmp_path / "history" / "p.jsonl", events)
+    (tmp_path / "result.json").write_text(json.dumps({"run_id": "r", "verdict": "pass"}))
+    rates = scan_history(tmp_path)
+    assert rates.flows[("p", -1)].stalls == 1 and rates.flows[("p", -1)].longest_block == 1.5
+    assert not rates.skipped.counts
+    html = render_run(tmp_path).read_text(encoding="utf-8")
+    table = re.search(r'<section id="send-stalls">(.*?)</section>', html, re.S).group(1)
+    assert "not known" in table and "1.50 s" in table

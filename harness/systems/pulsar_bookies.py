@@ -1,0 +1,207 @@
+"""What each bookie holds of a case topic's ledgers, read after the recovery read.
+
+For every partition of the topic, the owner's internal stats name the managed ledger's
+ledgers, each with its metadata (ensembles, quorums, state, last entry of a closed ledger);
+the open ledger's last confirmed entry comes from the same stats. Then each bookie of each
+ensemble is asked, alone, for every entry of the ledger range that ensemble wrote
+(``harness/clients/java/BookieDump.java``, BookKeeper's own bookie client in a helper
+container on the cluster's network: no fencing, no recovery). A run directory gets:
+
+- ``bookies/ledgers.json``: per ledger its partition, state, quorums, ensembles, the last
+  entry the metadata or the stats confirm, and the range read;
+- ``bookies/entries.jsonl``: one line per (ledger, bookie, entry) read: ``rc`` 0 with the
+  entry's ``bytes``, ``crc32`` of the stored bytes and the ``lac`` in its header, or the
+  bookie's error (``-13``: no such entry).
+
+The entries a bookie should hold are its write sets: with BookKeeper's round-robin
+distribution, entry *e* of an ensemble of *E* bookies is written to bookies
+``(e + i) mod E`` for *i* below the write quorum (:func:`write_set`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BackendError
+
+if TYPE_CHECKING:
+    from .pulsar import PulsarSystem
+
+__all__ = ["LedgerRange", "parse_metadata", "write_set", "read_ranges", "dump_bookies",
+           "MAX_READS"]
+
+#: The most (ledger, bookie, entry) reads one dump makes; past it the ranges are cut (and the
+#: cut is written in ledgers.json), so a long run's dump stays minutes, not hours.
+MAX_READS = 600_000
+#: Entries read past the last confirmed one: a bookie may hold an entry its writer never saw
+#: acknowledged (written, then the writer died), which is no loss but worth seeing.
+PAST_LAST = 2
+
+_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state|lastEntryId)=(-?[A-Z_0-9]+)")
+_ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
+_ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
+
+
+@dataclass
+class LedgerRange:
+    """One ledger of a partition, and what of it the dump reads."""
+
+    partition: int
+    ledger: int
+    state: str  # OPEN | CLOSED | IN_RECOVERY
+    ensemble_size: int
+    write_quorum: int
+    ack_quorum: int
+    #: first entry id -> the ensemble's bookie ids from that entry on
+    ensembles: dict[int, list[str]]
+    #: the last entry confirmed: a closed ledger's lastEntryId, an open one's last confirmed
+    #: entry from the stats (-1: none)
+    last_confirmed: int
+    #: the last entry read (last_confirmed + PAST_LAST, unless cut by MAX_READS)
+    read_to: int = -1
+    cut: bool = False
+
+
+def parse_metadata(partition: int, ledger: int, text: str, last_confirmed: int | None) -> LedgerRange:
+    """A ledger from BookKeeper's ``LedgerMetadata{...}`` string (as internalStats gives it);
+    ``last_confirmed`` for an open ledger (a closed one's is its ``lastEntryId``)."""
+    fields = dict(_FIELD.findall(text))
+    block = _ENSEMBLES.search(text)
+    if block is None or not {"ensembleSize", "writeQuorumSize", "ackQuorumSize"} <= fields.keys():
+        raise ValueError(f"unexpected ledger metadata for ledger {ledger}: {text[:300]}")
+    ensembles = {int(first): [b.strip() for b in members.split(",") if b.strip()]
+                 for first, members in _ENSEMBLE.findall(block.group(1))}
+    state = fields.get("state", "?")
+    last = int(fields.get("lastEntryId", "-1")) if state == "CLOSED" else last_confirmed
+    return LedgerRange(partition, ledger, state, int(fields["ensembleSize"]),
+                       int(fields["writeQuorumSize"]), int(fields["ackQuorumSize"]), ensembles,
+                       -1 if last is None else last)
+
+
+def write_set(ledger: LedgerRange, entry: int) -> list[str]:
+    """The bookies entry ``entry`` is written to: the ensemble in force from the greatest first
+    entry at or below it, round-robin from ``entry mod E`` (BookKeeper's
+    RoundRobinDistributionSchedule)."""
+    first = max((k for k in ledger.ensembles if k <= entry), default=None)
+    if first is None:
+        return []
+    ensemble = ledger.ensembles[first]
+    return [ensemble[(entry + i) % len(ensemble)] for i in range(min(ledger.write_quorum, len(ensemble)))]
+
+
+def read_ranges(ledgers: list[LedgerRange], max_reads: int = MAX_READS) -> list[tuple[int, str, int, int]]:
+    """(ledger, bookie, first, last) to read: each ensemble's whole range from each of its
+    bookies, to ``PAST_LAST`` beyond the last confirmed entry; sets each ledger's ``read_to``
+    and, once ``max_reads`` would be passed, cuts the rest (``cut``)."""
+    tasks: list[tuple[int, str, int, int]] = []
+    budget = max_reads
+    for led in ledgers:
+        led.read_to = led.last_confirmed + PAST_LAST
+        firsts = sorted(led.ensembles)
+        for i, first in enumerate(firsts):
+            last = firsts[i + 1] - 1 if i + 1 < len(firsts) else led.read_to
+            last = min(last, led.read_to)
+            if last < first:
+                continue
+            bookies = led.ensembles[first]
+            per_bookie = last - first + 1
+            if per_bookie * len(bookies) > budget:
+                last = first + budget // max(len(bookies), 1) - 1
+                led.cut = True
+                led.read_to = min(led.read_to, last)
+            if last < first:
+                break
+            tasks.extend((led.ledger, b, first, last) for b in bookies)
+            budget -= (last - first + 1) * len(bookies)
+    return tasks
+
+
+def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: int,
+                 problems: list[str]) -> Path | None:
+    """Writes ``bookies/ledgers.json`` and ``bookies/entries.jsonl`` for ``topic``; a
+    problem (stats unreadable, the dump failing) is appended to ``problems`` and the files
+    written so far are kept. Returns the directory, or None when nothing could be read."""
+    out = run_dir / "bookies"
+    ledgers: list[LedgerRange] = []
+    for p in range(partitions):
+        part = p if partitions > 1 else None
+        try:
+            stats = system.internal_stats(topic, part)
+        except Exception as exc:  # an admin error, a broker down: said, not raised
+            problems.append(f"bookies: internal stats of partition {p}: {exc}")
+            continue
+        lac = _entry_of(stats.get("lastConfirmedEntry"))
+        for item in stats.get("ledgers") or []:
+            meta = item.get("metadata")
+            if not meta:
+                problems.append(f"bookies: partition {p} ledger {item.get('ledgerId')}: no metadata")
+                continue
+            try:
+                ledgers.append(parse_metadata(p, int(item["ledgerId"]), str(meta), lac))
+            except (KeyError, ValueError) as exc:
+                problems.append(f"bookies: partition {p}: {exc}")
+    if not ledgers:
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = read_ranges(ledgers)
+    (out / "ledgers.json").write_text(json.dumps([asdict(led) for led in ledgers], indent=1) + "\n")
+    if tasks:
+        try:
+            _run_dump(system, run_dir, tasks)
+        except BackendError as exc:
+            problems.append(f"bookies: {exc}")
+    return out
+
+
+def _entry_of(position: Any) -> int | None:
+    """``"12:345"`` (ledger:entry) -> 345."""
+    if not isinstance(position, str) or ":" not in position:
+        return None
+    try:
+        return int(position.split(":", 1)[1])
+    except ValueError:
+        return None
+
+
+def _run_dump(system: PulsarSystem, run_dir: Path, tasks: list[tuple[int, str, int, int]],
+              timeout_s: float = 180) -> None:
+    from ..clients.jvm import RUN_MOUNT, SOURCES
+
+    work = run_dir / "bookies" / "java"
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SOURCES / "BookieDump.java", work / "BookieDump.java")
+    (work / "tasks.txt").write_text("".join(f"{lg} {b} {f} {la}\n" for lg, b, f, la in tasks))
+    (work / "dump.properties").write_text(
+        f"tasks={RUN_MOUNT}/bookies/java/tasks.txt\nout={RUN_MOUNT}/bookies/entries.jsonl\n")
+    libs = "/opt/pulsar/libs/*"
+    script = (f"cd {RUN_MOUNT}/bookies/java && "
+              f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d classes "
+              f"-cp \"$(printf '%s:' {libs}.jar)\" BookieDump.java && "
+              f"exec java -Xmx256m -XX:+UseSerialGC -cp 'classes:{libs}' BookieDump dump.properties")
+    name = f"chaos-pulsar-bookie-dump-{uuid.uuid4().hex[:6]}"
+    box = system.cluster.run_helper(name, ["sh", "-c", script], role="evidence",
+                                    mounts={str(run_dir.resolve()): RUN_MOUNT}, working_dir=RUN_MOUNT)
+    try:
+        end = time.monotonic() + timeout_s
+        while box.status not in ("exited", "dead"):
+            if time.monotonic() > end:
+                box.kill()
+                raise BackendError(f"the bookie dump took over {timeout_s:.0f} s (killed)")
+            time.sleep(0.5)
+        code = box.attrs().get("State", {}).get("ExitCode")
+        logs = box.logs(tail=40)
+    finally:
+        try:
+            box.remove()
+        except BackendError:
+            pass
+    (work / "dump.log").write_text(logs)
+    if code != 0:
+        raise BackendError(f"the bookie dump exited with code {code}: {logs.strip()[-600:]}")

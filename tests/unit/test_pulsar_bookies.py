@@ -1,0 +1,56 @@
+"""The per-bookie dump's plan: ledger metadata parsed, write sets, the ranges each bookie is
+asked for (no Docker; the dump itself runs in the Pulsar cases)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.systems.pulsar_bookies import PAST_LAST, parse_metadata, read_ranges, write_set
+
+CLOSED = ("LedgerMetadata{formatVersion=3, ensembleSize=3, writeQuorumSize=2, ackQuorumSize=2, "
+          "state=CLOSED, length=4200, lastEntryId=41, digestType=CRC32C, password=OMITTED, "
+          "ensembles={0=[bookie-1:3181, bookie-2:3181, bookie-3:3181], 20=[bookie-1:3181, "
+          "bookie-4:3181, bookie-3:3181]}, customMetadata={component=base64:bWFuYWdlZC1sZWRnZXI=}}")
+OPEN = ("LedgerMetadata{formatVersion=3, ensembleSize=2, writeQuorumSize=2, ackQuorumSize=2, "
+        "state=OPEN, digestType=CRC32C, password=OMITTED, ensembles={0=[bookie-2:3181, "
+        "bookie-1:3181]}, customMetadata={}}")
+
+
+def test_metadata_gives_quorums_ensembles_and_the_last_entry() -> None:
+    closed = parse_metadata(0, 7, CLOSED, last_confirmed=99)
+    assert (closed.state, closed.ensemble_size, closed.write_quorum, closed.ack_quorum) == ("CLOSED", 3, 2, 2)
+    assert closed.ensembles == {0: ["bookie-1:3181", "bookie-2:3181", "bookie-3:3181"],
+                                20: ["bookie-1:3181", "bookie-4:3181", "bookie-3:3181"]}
+    assert closed.last_confirmed == 41  # a closed ledger's own, not the stats'
+    assert parse_metadata(1, 8, OPEN, last_confirmed=5).last_confirmed == 5
+    assert parse_metadata(1, 8, OPEN, last_confirmed=None).last_confirmed == -1
+    with pytest.raises(ValueError, match="ledger 9"):
+        parse_metadata(0, 9, "LedgerMetadata{state=OPEN}", None)
+
+
+def test_write_sets_are_round_robin_within_the_ensemble_in_force() -> None:
+    led = parse_metadata(0, 7, CLOSED, None)
+    assert write_set(led, 0) == ["bookie-1:3181", "bookie-2:3181"]
+    assert write_set(led, 2) == ["bookie-3:3181", "bookie-1:3181"]
+    assert write_set(led, 19) == ["bookie-2:3181", "bookie-3:3181"]
+    assert write_set(led, 20) == ["bookie-3:3181", "bookie-1:3181"]  # 20 mod 3 = 2, new ensemble
+    assert write_set(led, 22) == ["bookie-4:3181", "bookie-3:3181"]
+
+
+def test_each_ensemble_s_range_is_read_from_each_of_its_bookies() -> None:
+    closed, opened = parse_metadata(0, 7, CLOSED, None), parse_metadata(1, 8, OPEN, 5)
+    tasks = read_ranges([closed, opened])
+    assert tasks == [(7, "bookie-1:3181", 0, 19), (7, "bookie-2:3181", 0, 19), (7, "bookie-3:3181", 0, 19),
+                     (7, "bookie-1:3181", 20, 41 + PAST_LAST), (7, "bookie-4:3181", 20, 41 + PAST_LAST),
+                     (7, "bookie-3:3181", 20, 41 + PAST_LAST),
+                     (8, "bookie-2:3181", 0, 5 + PAST_LAST), (8, "bookie-1:3181", 0, 5 + PAST_LAST)]
+    assert not closed.cut and closed.read_to == 41 + PAST_LAST
+
+
+def test_a_read_budget_cuts_the_ranges_and_says_so() -> None:
+    closed, opened = parse_metadata(0, 7, CLOSED, None), parse_metadata(1, 8, OPEN, 5)
+    tasks = read_ranges([closed, opened], max_reads=90)  # 60 for the first ensemble, 30 left
+    assert tasks[-1] == (7, "bookie-3:3181", 20, 29)
+    assert closed.cut and closed.read_to == 29
+    assert all(t[0] == 7 for t in tasks)  # nothing left for ledger 8: cut, nothing read
+    assert opened.cut and opened.read_to == -1
