@@ -49,6 +49,7 @@ from harness.anomalies import REGISTRY
 from harness.check import details, ingest, latency, lines, mids, parse, placed
 from harness.check.anomalies import (
     arrays,
+    bookies,
     key_order,
     positions,
     replicas,
@@ -96,7 +97,7 @@ _loud: tuple[bytes, bytes] | None = None
 
 #: the family modules by the registry's family names
 FAMILY: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
-    ids_family, positions, replicas, sequences, key_order, transactions, copies_family)}
+    ids_family, positions, replicas, bookies, sequences, key_order, transactions, copies_family)}
 _OF_KIND = {a.name: FAMILY[a.family] for a in REGISTRY}
 
 
@@ -408,7 +409,10 @@ class _Job:
         counts.update({kind.removeprefix("count:"): n for kind, n in totals.items()
                        if kind.startswith("count:")})
         found = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
-        result = make_result(found, examples, counts, tally.by_file())
+        on_bookies, bookie_examples, bookie_unread = bookies.find(self.inputs.run_dir)
+        found.update(on_bookies)
+        examples.update(bookie_examples)
+        result = make_result(found, examples, counts, {**tally.by_file(), **bookie_unread})
         # every transaction has one state: committed, aborted or unknown (seen committed or not)
         listed = sum(counts.get(f"txn-{state}", 0) for state in ("committed", "aborted", "unknown"))
         result = dataclasses.replace(result, latency=self._latency(names),

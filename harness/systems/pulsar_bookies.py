@@ -15,7 +15,8 @@ container on the cluster's network: no fencing, no recovery). A run directory ge
 
 The entries a bookie should hold are its write sets: with BookKeeper's round-robin
 distribution, entry *e* of an ensemble of *E* bookies is written to bookies
-``(e + i) mod E`` for *i* below the write quorum (:func:`write_set`).
+``(e + i) mod E`` for *i* below the write quorum; the checker's bookie family
+(:mod:`harness.check.anomalies.bookies`) judges the copies against them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..errors import BackendError
 if TYPE_CHECKING:
     from .pulsar import PulsarSystem
 
-__all__ = ["LedgerRange", "parse_metadata", "write_set", "read_ranges", "dump_bookies",
+__all__ = ["LedgerRange", "parse_metadata", "read_ranges", "dump_bookies",
            "MAX_READS"]
 
 #: The most (ledger, bookie, entry) reads one dump makes; past it the ranges are cut (and the
@@ -83,17 +84,6 @@ def parse_metadata(partition: int, ledger: int, text: str, last_confirmed: int |
     return LedgerRange(partition, ledger, state, int(fields["ensembleSize"]),
                        int(fields["writeQuorumSize"]), int(fields["ackQuorumSize"]), ensembles,
                        -1 if last is None else last)
-
-
-def write_set(ledger: LedgerRange, entry: int) -> list[str]:
-    """The bookies entry ``entry`` is written to: the ensemble in force from the greatest first
-    entry at or below it, round-robin from ``entry mod E`` (BookKeeper's
-    RoundRobinDistributionSchedule)."""
-    first = max((k for k in ledger.ensembles if k <= entry), default=None)
-    if first is None:
-        return []
-    ensemble = ledger.ensembles[first]
-    return [ensemble[(entry + i) % len(ensemble)] for i in range(min(ledger.write_quorum, len(ensemble)))]
 
 
 def read_ranges(ledgers: list[LedgerRange], max_reads: int = MAX_READS) -> list[tuple[int, str, int, int]]:

@@ -39,6 +39,7 @@ from harness.check.anomalies.vocab import PRECOMMIT_SLACK_S
 from harness.check.inputs import require_lines, run_files
 from harness.check.lines import FileTally, Tally, read_lines
 from harness.check.result import MAX_EXAMPLES, CheckResult, example, make_result
+from harness.errors import CheckError
 
 __all__ = ["check"]
 
@@ -439,6 +440,7 @@ class _Checker:
                     topic=topic, partition=partition, pos=pos,
                     replicas=[{"node": node, "mid": mid} for node, mid in sorted(replicas, key=_nf_pair)]))
         self._truncation_skips()
+        bookie_unread = self._bookies()
         copied = self._exactly_once()
         if copied is not None:
             counts["eos-copied"] = copied
@@ -446,7 +448,79 @@ class _Checker:
         examples = {kind: [ex for _, ex in sorted(rows, key=lambda r: r[0])[:MAX_EXAMPLES]]
                     for kind, rows in self.found.items()}
         counts.update(self.tally.counts())
-        return make_result(anomalies, examples, counts, self.tally.by_file())
+        return make_result(anomalies, examples, counts, {**self.tally.by_file(), **bookie_unread})
+
+    def _bookies(self) -> dict[str, dict[str, int]]:
+        """under-replicated, under-write-quorum and bookie-divergence (docs/checker.md) from
+        ``bookies/``: bookie *j* of the ensemble in force holds entry *e* when ``(j - e) mod E``
+        is below the write quorum; entries past the ledger's last confirmed one are not judged.
+        Returns the lines that are not bookie reads, by file and reason."""
+        base = self.run_dir / "bookies"
+        if not (base / "ledgers.json").is_file() or not (base / "entries.jsonl").is_file():
+            return {}
+        try:
+            ledgers = {int(r["ledger"]): r for r in json.loads((base / "ledgers.json").read_text())}
+            for r in ledgers.values():
+                r["segments"] = sorted((int(first), [str(b) for b in members])
+                                       for first, members in r["ensembles"].items())
+                for key in ("partition", "last_confirmed", "write_quorum", "ack_quorum"):
+                    r[key] = int(r[key])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise CheckError(f"{base / 'ledgers.json'}: not the ledger list of a bookie dump "
+                             f"({type(exc).__name__}: {exc})") from exc
+
+        def ensemble(led: dict[str, Any], entry: int) -> list[str]:
+            members: list[str] = []
+            for first, bookies in led["segments"]:
+                if first <= entry:
+                    members = bookies
+            return members
+
+        held: dict[tuple[int, int], dict[str, str]] = {}
+        failed: set[tuple[int, int]] = set()  # entries a write-set bookie's read failed on
+        bad = failures = 0
+        with open(base / "entries.jsonl", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line)
+                    rc, lid, eid, bookie = r["rc"], int(r["ledger"]), int(r["entry"]), str(r["bookie"])
+                    crc = str(r["crc32"]) if rc == 0 else ""
+                except (ValueError, TypeError, KeyError):
+                    bad += 1
+                    continue
+                led = ledgers.get(lid)
+                if rc in (-13, -7) or led is None or not 0 <= eid <= led["last_confirmed"]:
+                    continue  # no such entry or ledger: not held
+                members = ensemble(led, eid)
+                if bookie in members and (members.index(bookie) - eid) % len(members) < led["write_quorum"]:
+                    if rc == 0:
+                        held.setdefault((lid, eid), {})[bookie] = crc
+                    else:
+                        failed.add((lid, eid))
+                        failures += 1
+        for lid in sorted(ledgers):
+            led = ledgers[lid]
+            for eid in range(led["last_confirmed"] + 1):
+                copies = held.get((lid, eid), {})
+                members = ensemble(led, eid)
+                ex = example(partition=led["partition"], ledger=lid, entry=eid,
+                             last_confirmed=led["last_confirmed"], ack_quorum=led["ack_quorum"],
+                             write_quorum=led["write_quorum"],
+                             write_set=[members[(eid + i) % len(members)]
+                                        for i in range(min(led["write_quorum"], len(members)))],
+                             held=[{"bookie": b, "crc32": c} for b, c in sorted(copies.items())])
+                if (lid, eid) in failed:
+                    pass
+                elif len(copies) < led["ack_quorum"]:
+                    self._flag("under-replicated", (lid, eid), ex)
+                elif len(copies) < led["write_quorum"]:
+                    self._flag("under-write-quorum", (lid, eid), ex)
+                if len(set(copies.values())) > 1:
+                    self._flag("bookie-divergence", (lid, eid), ex)
+        reasons = {"not a bookie read": bad, "bookie read failed": failures}
+        return {"bookies/entries.jsonl": {k: n for k, n in reasons.items() if n}} if bad or failures else {}
 
     def _exactly_once(self) -> int | None:
         """eos-duplicate and eos-loss (docs/checker.md "Exactly once"); the number of input

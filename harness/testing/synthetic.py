@@ -120,13 +120,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from harness.anomalies import anomaly
 from harness.check.result import ANOMALIES, COUNTS
 from harness.clusters import SYSTEMS
 
 __all__ = ["INJECTABLE", "Expected", "Profile", "generate"]
 
-#: what a Profile can inject: every anomaly but a copier's (harness.testing.copier_history)
-INJECTABLE = tuple(k for k in ANOMALIES if k not in ("eos-duplicate", "eos-loss"))
+#: what a Profile can inject: every anomaly of a history and its replicas; not a copier's
+#: (harness.testing.copier_history) nor those of Pulsar's per-bookie dump
+#: (harness.testing.bookie_dump)
+INJECTABLE = tuple(k for k in ANOMALIES if anomaly(k).family not in ("copies", "bookies"))
 
 _T0 = 1_700_000_000.0
 _KEYS = 6  # distinct keys of keyed (key_shared) records

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.systems.pulsar_bookies import PAST_LAST, parse_metadata, read_ranges, write_set
+from harness.check.anomalies.bookies import write_set
+from harness.systems.pulsar_bookies import PAST_LAST, parse_metadata, read_ranges
 
 CLOSED = ("LedgerMetadata{formatVersion=3, ensembleSize=3, writeQuorumSize=2, ackQuorumSize=2, "
           "state=CLOSED, length=4200, lastEntryId=41, digestType=CRC32C, password=OMITTED, "
@@ -29,12 +30,17 @@ def test_metadata_gives_quorums_ensembles_and_the_last_entry() -> None:
 
 
 def test_write_sets_are_round_robin_within_the_ensemble_in_force() -> None:
-    led = parse_metadata(0, 7, CLOSED, None)
-    assert write_set(led, 0) == ["bookie-1:3181", "bookie-2:3181"]
-    assert write_set(led, 2) == ["bookie-3:3181", "bookie-1:3181"]
-    assert write_set(led, 19) == ["bookie-2:3181", "bookie-3:3181"]
-    assert write_set(led, 20) == ["bookie-3:3181", "bookie-1:3181"]  # 20 mod 3 = 2, new ensemble
-    assert write_set(led, 22) == ["bookie-4:3181", "bookie-3:3181"]
+    meta = parse_metadata(0, 7, CLOSED, None)
+    ens = {k: tuple(v) for k, v in meta.ensembles.items()}
+
+    def ws(entry: int) -> list[str]:
+        return write_set(ens, meta.write_quorum, entry)
+
+    assert ws(0) == ["bookie-1:3181", "bookie-2:3181"]
+    assert ws(2) == ["bookie-3:3181", "bookie-1:3181"]
+    assert ws(19) == ["bookie-2:3181", "bookie-3:3181"]
+    assert ws(20) == ["bookie-3:3181", "bookie-1:3181"]  # 20 mod 3 = 2, new ensemble
+    assert ws(22) == ["bookie-4:3181", "bookie-3:3181"]
 
 
 def test_each_ensemble_s_range_is_read_from_each_of_its_bookies() -> None:

@@ -1,0 +1,98 @@
+"""The bookie family (Pulsar's per-bookie copies, ``bookies/``): injected under-replicated,
+under-write-quorum and bookie-divergence entries are found in exactly the injected numbers,
+by the Spark check and the reference checker alike; the noise a dump holds (copies past the
+last confirmed entry, copies outside an entry's write set) is not counted; bad input is said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.check import check_run
+from harness.errors import CheckError
+from harness.testing import reference_checker
+from harness.testing.bookie_dump import write_dump
+from harness.testing.synthetic import Profile, generate
+
+KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence")
+
+
+def _run(tmp_path: Path, inject: dict[str, int], bad_lines: int = 0) -> dict[str, int]:
+    history = generate(tmp_path, Profile(records=300, system="pulsar", partitions=2, seed=3))
+    assert not any(history.anomalies.values())
+    return write_dump(tmp_path, inject, seed=5, bad_lines=bad_lines)
+
+
+def test_injected_bookie_anomalies_are_found_by_both_checkers(tmp_path: Path) -> None:
+    expected = _run(tmp_path, dict.fromkeys(KINDS, 2), bad_lines=3)
+    assert expected == dict.fromkeys(KINDS, 2)
+    result = check_run(tmp_path)
+    assert {k: result.anomalies[k] for k in KINDS} == expected
+    assert sum(result.anomalies.values()) == 6  # nothing else, and not the noise
+    assert not result.valid  # under-replicated and bookie-divergence invalidate; the other does not
+    assert result.unread["bookies/entries.jsonl"] == {"not a bookie read": 3}
+    for kind in KINDS:
+        for ex in result.examples[kind]:
+            held = [h["bookie"] for h in ex["held"]]
+            assert set(held) <= set(ex["write_set"]) and len(ex["write_set"]) == ex["write_quorum"]
+            assert 0 <= ex["entry"] <= ex["last_confirmed"]
+            if kind == "under-replicated":
+                assert len(held) < ex["ack_quorum"]
+            elif kind == "under-write-quorum":
+                assert ex["ack_quorum"] <= len(held) < ex["write_quorum"]
+            else:
+                assert len({h["crc32"] for h in ex["held"]}) == 2
+    assert reference_checker.check(tmp_path) == result
+
+
+def test_informational_alone_keeps_a_run_valid(tmp_path: Path) -> None:
+    _run(tmp_path, {"under-write-quorum": 3})
+    result = check_run(tmp_path)
+    assert result.anomalies["under-write-quorum"] == 3 and result.valid
+    assert reference_checker.check(tmp_path) == result
+
+
+def test_an_entry_whose_bookie_did_not_answer_is_not_judged(tmp_path: Path) -> None:
+    """A read that failed (not "no such entry") leaves the copies unknown: fewer than the ack
+    quorum were read, yet it is no under-replicated entry; the failures are listed."""
+    history = generate(tmp_path, Profile(records=300, system="pulsar", partitions=2, seed=3))
+    assert not any(history.anomalies.values())
+    write_dump(tmp_path, {"under-replicated": 1}, seed=5, failed_reads=4)
+    result = check_run(tmp_path)
+    assert result.anomalies["under-replicated"] == 1 and result.anomalies["under-write-quorum"] == 0
+    assert result.unread["bookies/entries.jsonl"]["bookie read failed"] >= 4
+    assert reference_checker.check(tmp_path) == result
+
+
+def test_a_clean_dump_and_no_dump_count_nothing(tmp_path: Path) -> None:
+    _run(tmp_path, {})
+    clean = reference_checker.check(tmp_path)
+    assert not any(clean.anomalies[k] for k in KINDS) and "bookies/entries.jsonl" not in clean.unread
+    for name in ("ledgers.json", "entries.jsonl"):
+        (tmp_path / "bookies" / name).unlink()
+    assert not any(reference_checker.check(tmp_path).anomalies[k] for k in KINDS)
+
+
+@pytest.mark.parametrize("text", [
+    "{not json", '{"ledger": 7}', '[{"ledger": 7, "partition": 0}]',
+    '[{"ledger": 7, "write_quorum": 2, "ack_quorum": 2, "ensembles": {"0": ["a"]}, "last_confirmed": 3}]'])
+def test_a_ledger_list_that_is_not_one_is_an_error_naming_it(tmp_path: Path, text: str) -> None:
+    _run(tmp_path, {})
+    (tmp_path / "bookies" / "ledgers.json").write_text(text)
+    with pytest.raises(CheckError, match=r"bookies/ledgers\.json: not the ledger list of a bookie dump"):
+        reference_checker.check(tmp_path)
+    from harness.check.anomalies import bookies
+
+    with pytest.raises(CheckError, match=r"bookies/ledgers\.json: not the ledger list of a bookie dump"):
+        bookies.find(tmp_path)
+
+
+def test_write_sets_follow_the_ensemble_in_force() -> None:
+    from harness.check.anomalies.bookies import write_set
+
+    ens = {0: ("a:1", "b:1", "c:1"), 4: ("a:1", "d:1", "c:1")}
+    assert write_set(ens, 2, 0) == ["a:1", "b:1"] and write_set(ens, 2, 2) == ["c:1", "a:1"]
+    assert write_set(ens, 2, 4) == ["d:1", "c:1"]  # 4 mod 3 = 1, in the new ensemble
+    assert write_set(ens, 3, 5) == ["c:1", "a:1", "d:1"]
+    assert write_set({2: ("a:1",)}, 1, 1) == []  # before the first ensemble: none
