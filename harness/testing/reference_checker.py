@@ -478,7 +478,8 @@ class _Checker:
 
         held: dict[tuple[int, int], dict[str, str]] = {}
         failed: set[tuple[int, int]] = set()  # entries a write-set bookie's read failed on
-        bad = failures = 0
+        bad = 0
+        reasons: dict[str, int] = {}
         with open(base / "entries.jsonl", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if not line.strip():
@@ -491,15 +492,16 @@ class _Checker:
                     bad += 1
                     continue
                 led = ledgers.get(lid)
-                if rc in (-13, -7) or led is None or not 0 <= eid <= led["last_confirmed"]:
-                    continue  # no such entry or ledger: not held
+                if rc == -13 or led is None or not 0 <= eid <= led["last_confirmed"]:
+                    continue  # no such entry: not held
                 members = ensemble(led, eid)
                 if bookie in members and (members.index(bookie) - eid) % len(members) < led["write_quorum"]:
                     if rc == 0:
                         held.setdefault((lid, eid), {})[bookie] = crc
                     else:
                         failed.add((lid, eid))
-                        failures += 1
+                        reason = f"bookie read failed (rc {json.dumps(rc)})"
+                        reasons[reason] = reasons.get(reason, 0) + 1
         for lid in sorted(ledgers):
             led = ledgers[lid]
             for eid in range(led["last_confirmed"] + 1):
@@ -519,8 +521,9 @@ class _Checker:
                     self._flag("under-write-quorum", (lid, eid), ex)
                 if len(set(copies.values())) > 1:
                     self._flag("bookie-divergence", (lid, eid), ex)
-        reasons = {"not a bookie read": bad, "bookie read failed": failures}
-        return {"bookies/entries.jsonl": {k: n for k, n in reasons.items() if n}} if bad or failures else {}
+        if bad:
+            reasons["not a bookie read"] = bad
+        return {"bookies/entries.jsonl": reasons} if reasons else {}
 
     def _exactly_once(self) -> int | None:
         """eos-duplicate and eos-loss (docs/checker.md "Exactly once"); the number of input

@@ -18,10 +18,11 @@ confirmed entry are judged, and only the copies on their write set count.
 - ``bookie-divergence``: the bookies of its write set that hold one entry hold different bytes
   of it (different CRC-32s). Counted per entry.
 
-A bookie that answered "no such entry" or "no such ledger" (BookKeeper's codes -13 and -7)
-does not hold the entry; one whose read failed otherwise (unreachable, a timeout) may hold
-it, so ``under-replicated`` and ``under-write-quorum`` are not judged on an entry whose write
-set has such a bookie (the failed reads are listed in the result's ``unread``).
+A bookie that answered "no such entry" (BookKeeper's code -13) does not hold the entry; one
+whose read failed otherwise (unreachable, a timeout, "no such ledger": the broker may have
+trimmed the ledger between its stats and the dump) may hold it, so ``under-replicated`` and
+``under-write-quorum`` are not judged on an entry whose write set has such a bookie (the
+failed reads are listed in the result's ``unread``, by return code).
 
 Computed here in plain Python over the two files (a run's dump is at most 600,000 reads), not
 in Spark; :func:`find` returns the counts and the first examples by (ledger, entry).
@@ -41,8 +42,8 @@ from harness.errors import CheckError
 __all__ = ["KINDS", "Entry", "Ledger", "example_of", "find", "read_ledgers", "write_set"]
 
 KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence")
-#: BookKeeper's answers that mean the bookie does not hold the entry: no such entry, no such ledger
-NOT_HELD = (-13, -7)
+#: BookKeeper's answer that means the bookie does not hold the entry: no such entry
+NOT_HELD = -13
 #: where a run keeps the dump, and its two files
 DIR, LEDGERS, ENTRIES = "bookies", "ledgers.json", "entries.jsonl"
 
@@ -91,9 +92,9 @@ def read_ledgers(path: Path) -> list[Ledger]:
                          f"({type(exc).__name__}: {exc})") from exc
 
 
-def _copies(path: Path, unread: dict[str, int]) -> Iterator[tuple[int, int, str, str | None]]:
-    """(ledger, entry, bookie, crc32) of each entry a bookie returned, crc32 None where its read
-    failed (not "no such entry"); a line that is not such a read is counted in ``unread``."""
+def _copies(path: Path, unread: dict[str, int]) -> Iterator[tuple[int, int, str, str | None, Any]]:
+    """(ledger, entry, bookie, crc32, rc) of each entry a bookie returned, crc32 None where its
+    read failed (not "no such entry"); a line that is not such a read is counted in ``unread``."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if not line.strip():
@@ -101,9 +102,9 @@ def _copies(path: Path, unread: dict[str, int]) -> Iterator[tuple[int, int, str,
             try:
                 r = json.loads(line)
                 lid, eid, bookie, rc = int(r["ledger"]), int(r["entry"]), str(r["bookie"]), r["rc"]
-                if rc in NOT_HELD:
+                if rc == NOT_HELD:
                     continue  # the bookie has no such entry: no copy
-                yield lid, eid, bookie, str(r["crc32"]) if rc == 0 else None
+                yield lid, eid, bookie, str(r["crc32"]) if rc == 0 else None, rc
             except (ValueError, TypeError, KeyError):
                 unread["not a bookie read"] = unread.get("not a bookie read", 0) + 1
 
@@ -127,7 +128,7 @@ def find(run_dir: Path) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]
     ledgers = {led.ledger: led for led in read_ledgers(ledgers_path)}
     entries: dict[tuple[int, int], Entry] = {}
     unread: dict[str, int] = {}
-    for lid, eid, bookie, crc in _copies(entries_path, unread):
+    for lid, eid, bookie, crc, rc in _copies(entries_path, unread):
         led = ledgers.get(lid)
         if led is None or eid > led.last_confirmed or eid < 0:
             continue
@@ -135,7 +136,8 @@ def find(run_dir: Path) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]
             ex = entries.setdefault((lid, eid), Entry(led, eid))
             if crc is None:
                 ex.unknown.add(bookie)
-                unread["bookie read failed"] = unread.get("bookie read failed", 0) + 1
+                reason = f"bookie read failed (rc {json.dumps(rc)})"
+                unread[reason] = unread.get(reason, 0) + 1
             else:
                 ex.held[bookie] = crc
     counts = {kind: 0 for kind in KINDS}

@@ -61,7 +61,7 @@ def test_an_entry_whose_bookie_did_not_answer_is_not_judged(tmp_path: Path) -> N
     write_dump(tmp_path, {"under-replicated": 1}, seed=5, failed_reads=4)
     result = check_run(tmp_path)
     assert result.anomalies["under-replicated"] == 1 and result.anomalies["under-write-quorum"] == 0
-    assert result.unread["bookies/entries.jsonl"]["bookie read failed"] >= 4
+    assert result.unread["bookies/entries.jsonl"]["bookie read failed (rc -8)"] >= 4
     assert reference_checker.check(tmp_path) == result
 
 
