@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -318,15 +318,20 @@ class PulsarSystem:
         ``threshold`` or more). A loop that a later outage interrupted counts too; :meth:`lock_loops`
         sees only one still going."""
         loops: dict[str, int] = {}
-        for node in self.bookies() + self.brokers():
-            try:
-                text = node.container.logs(since=since, timestamps=True)
-            except HarnessError:
-                continue
+        for name, text in self._logs_since(since):
             most = densest(stamps_of(text, "was invalidated", since), window_s)
             if most >= threshold:
-                loops[node.name] = most
+                loops[name] = most
         return loops
+
+    def _logs_since(self, since: float) -> Iterator[tuple[str, str]]:
+        """(node, its time-stamped log since ``since``) of each bookie and broker that can
+        be read."""
+        for node in self.bookies() + self.brokers():
+            try:
+                yield node.name, node.container.logs(since=since, timestamps=True)
+            except HarnessError:
+                continue
 
     def sessions_lost(self, since: float) -> dict[str, int]:
         """Nodes whose metadata-store client declared its ZooKeeper session lost since
@@ -339,14 +344,10 @@ class PulsarSystem:
         loops in.
         """
         lost: dict[str, int] = {}
-        for node in self.bookies() + self.brokers():
-            try:
-                text = node.container.logs(since=since, timestamps=True)
-            except HarnessError:
-                continue
+        for name, text in self._logs_since(since):
             count = sum(count_recent(text, needle, since) for needle in SESSION_LOST_LINES)
             if count:
-                lost[node.name] = count
+                lost[name] = count
         return lost
 
     def reuse_problem(self) -> str | None:
