@@ -163,9 +163,10 @@ def read_expect(node: Node, armed: bool, field: str = "expect",
     """The ``expect`` section; ``armed``: whether the case has an inject step; ``gaps``: the
     scenario facts its steps cannot produce, with the reason (:func:`._scenario.scenario_gaps`)."""
     f = Fields(node, field, ANOMALIES + _EXPECT_KEYS, kind="anomaly")
-    # `unseen` is informative (the recovery read found it), so it is observed unless limited.
+    # the informational anomalies (`unseen`: the recovery read found it; `under-write-quorum`)
+    # are observed unless limited, with or without an `observe` list
     default_observe = frozenset(a for a in DEFAULT_OBSERVED if not f.has(a))
-    observe = f.get("observe", _anomaly_list, default_observe)
+    observe = f.get("observe", _anomaly_list, frozenset()) | default_observe
     limits = {a: f.get(a, NON_NEGATIVE, 0) for a in ANOMALIES}
     for anomaly in observe:
         if f.has(anomaly):

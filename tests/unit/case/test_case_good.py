@@ -80,7 +80,7 @@ def test_kafka_zk_kill_leader() -> None:
                                                 "pattern": "Truncating.*offset"})),
         AwaitArgs("workload", 600.0, MappingProxyType({"name": "bg"})),
     ]
-    observed = frozenset({"unseen", "poll-skip"})
+    observed = frozenset({"unseen", "poll-skip", "under-write-quorum"})  # informational: always observed
     judged = {a: n for a, n in _limits(duplicate=3).items() if a not in observed}
     assert case.expect == Expect(anomalies=judged, observe=observed, min_acked=100)
 
@@ -185,3 +185,14 @@ def test_pulsar_deduplication_by_namespace(tmp_path: Path) -> None:
     named = load_case_text(text.replace("{deduplication", "{name: t, deduplication"))
     assert named.topic.qualified("t") == f"persistent://{DEDUP_NAMESPACE}/t"
     assert load_case_text(text.replace("namespace}", "true}")).topic.qualified("t") == "t"
+
+
+def test_informational_anomalies_are_observed_with_or_without_an_observe_list() -> None:
+    """An observe list written before an informational anomaly existed does not judge it;
+    a limit does."""
+    base = "system: pulsar\ncluster: pulsar\nsteps: [{kill9: bookie}]\n"
+    listed = load_case_text(base + "expect: {observe: [duplicate]}\n").expect
+    assert {"duplicate", "unseen", "under-write-quorum"} <= listed.observe
+    assert "under-write-quorum" not in listed.anomalies and listed.anomalies["under-replicated"] == 0
+    limited = load_case_text(base + "expect: {observe: [duplicate], under-write-quorum: 5}\n").expect
+    assert limited.anomalies["under-write-quorum"] == 5 and "under-write-quorum" not in limited.observe
