@@ -127,14 +127,17 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
         except Exception as exc:  # an admin error, a broker down: said, not raised
             problems.append(f"bookies: internal stats of partition {p}: {exc}")
             continue
-        lac = _entry_of(stats.get("lastConfirmedEntry"))
+        # the last confirmed position names its ledger: an open ledger other than it (one
+        # not recovered yet) has no known last entry and is read but not judged (-1)
+        lac = _position(stats.get("lastConfirmedEntry"))
         for item in stats.get("ledgers") or []:
             meta = item.get("metadata")
             if not meta:
                 problems.append(f"bookies: partition {p} ledger {item.get('ledgerId')}: no metadata")
                 continue
             try:
-                ledgers.append(parse_metadata(p, int(item["ledgerId"]), str(meta), lac))
+                lid = int(item["ledgerId"])
+                ledgers.append(parse_metadata(p, lid, str(meta), lac[1] if lac and lac[0] == lid else None))
             except (KeyError, ValueError) as exc:
                 problems.append(f"bookies: partition {p}: {exc}")
     if not ledgers:
@@ -150,12 +153,13 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
     return out
 
 
-def _entry_of(position: Any) -> int | None:
-    """``"12:345"`` (ledger:entry) -> 345."""
+def _position(position: Any) -> tuple[int, int] | None:
+    """``"12:345"`` (ledger:entry) -> (12, 345)."""
     if not isinstance(position, str) or ":" not in position:
         return None
     try:
-        return int(position.split(":", 1)[1])
+        ledger, entry = position.split(":", 1)
+        return int(ledger), int(entry)
     except ValueError:
         return None
 

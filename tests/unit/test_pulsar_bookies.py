@@ -3,6 +3,8 @@ asked for (no Docker; the dump itself runs in the Pulsar cases)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.check.anomalies.bookies import write_set
@@ -60,3 +62,27 @@ def test_a_read_budget_cuts_the_ranges_and_says_so() -> None:
     assert closed.cut and closed.read_to == 29
     assert all(t[0] == 7 for t in tasks)  # nothing left for ledger 8: cut, nothing read
     assert opened.cut and opened.read_to == -1
+
+
+def test_the_stats_last_confirmed_entry_is_only_its_own_ledger_s(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An open ledger that is not the one the stats' last confirmed position names (one not
+    recovered yet) gets no last entry: read, not judged."""
+    import json as _json
+    from types import SimpleNamespace
+
+    from harness.systems import pulsar_bookies
+
+    stats = {"lastConfirmedEntry": "12:5",
+             "ledgers": [{"ledgerId": 9, "metadata": OPEN}, {"ledgerId": 12, "metadata": OPEN},
+                         {"ledgerId": 13}]}
+    ran: list[list[tuple[int, str, int, int]]] = []
+    monkeypatch.setattr(pulsar_bookies, "_run_dump", lambda system, run_dir, tasks: ran.append(tasks))
+    problems: list[str] = []
+    system = SimpleNamespace(internal_stats=lambda topic, part: stats)
+    out = pulsar_bookies.dump_bookies(system, tmp_path, "t", 1, problems)  # type: ignore[arg-type]
+    assert out is not None and out == tmp_path / "bookies"
+    written = {r["ledger"]: r["last_confirmed"] for r in _json.loads((out / "ledgers.json").read_text())}
+    assert written == {9: -1, 12: 5}
+    assert problems == ["bookies: partition 0 ledger 13: no metadata"]
+    assert ran and all(t[3] <= 5 + PAST_LAST for t in ran[0])
