@@ -30,8 +30,10 @@ log = logging.getLogger(__name__)
 
 #: How long an ``await isr_size`` or recovery waits before it looks for a stuck controller
 UNSTICK_AFTER_S = 30.0
-#: How long recovery waits for a ready cluster before the system's readiness remedy looks
-READY_REMEDY_AFTER_S = 60.0
+#: How long recovery waits for a ready cluster before the system's readiness remedy looks:
+#: three of the bookies' 10 s session timeouts (a bookie that re-registers does so within a
+#: few seconds of the heal; one that closed its ZooKeeper client never does)
+READY_REMEDY_AFTER_S = 30.0
 #: A remedy found something and repaired it: (the story's note, the repair's short name, the
 #: timeline mark's label, its detail)
 Remedied = tuple[str, str, str, Any]
