@@ -121,9 +121,8 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
     out = run_dir / "bookies"
     ledgers: list[LedgerRange] = []
     for p in range(partitions):
-        part = p if partitions > 1 else None
-        try:
-            stats = system.internal_stats(topic, part)
+        try:  # partition 0 of a non-partitioned topic is the topic itself (PulsarSystem._part)
+            stats = system.internal_stats(topic, p)
         except Exception as exc:  # an admin error, a broker down: said, not raised
             problems.append(f"bookies: internal stats of partition {p}: {exc}")
             continue

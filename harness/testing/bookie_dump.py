@@ -54,6 +54,7 @@ class _Copy:
     bookie: str
     crc: str | None  # None: the bookie answers "no such entry"
     failed: bool = False  # the read failed (the bookie unreachable): it may hold the entry
+    no_ledger: bool = False  # the bookie answers "no such ledger"
 
 
 @dataclass
@@ -63,12 +64,14 @@ class _Dump:
 
 def write_dump(run_dir: Path, inject: dict[str, int], seed: int = 1,
                ledgers: tuple[DumpLedger, ...] = LEDGERS, bad_lines: int = 0,
-               failed_reads: int = 0) -> dict[str, int]:
+               failed_reads: int = 0, no_ledger: int = 0, trimmed: int = 0) -> dict[str, int]:
     """Writes the dump of ``ledgers`` into ``run_dir/bookies`` with ``inject`` (kind -> how
     many; ``under-write-quorum`` needs a ledger whose write quorum exceeds its ack quorum),
     ``bad_lines`` lines that are no bookie read, and ``failed_reads`` entries of their own
-    whose every copy but one failed to be read (unreachable bookies: not judged); returns the
-    expected counts."""
+    whose every copy but one failed to be read (unreachable bookies: not judged), ``no_ledger``
+    entries of a W > A ledger one of whose copies answers "no such ledger" (counted
+    under-write-quorum: another bookie returned the entry), and ``trimmed`` entries every copy
+    of which answers "no such ledger" (not judged); returns the expected counts."""
     rnd = random.Random(seed)
     dump = _Dump()
     for led in ledgers:
@@ -105,6 +108,15 @@ def write_dump(run_dir: Path, inject: dict[str, int], seed: int = 1,
         led, e = free.pop()
         for c in [c for c in dump.reads[(led.ledger, e)] if c.crc][1:]:
             c.failed = True
+    for _ in range(no_ledger):
+        led, e = next(x for x in free if x[0].write_quorum > x[0].ack_quorum)
+        free.remove((led, e))
+        [c for c in dump.reads[(led.ledger, e)] if c.crc][-1].no_ledger = True
+        expected["under-write-quorum"] += 1
+    for _ in range(trimmed):
+        led, e = free.pop()
+        for c in dump.reads[(led.ledger, e)]:
+            c.no_ledger = True
     # noise: a copy past the last confirmed entry, a copy outside the write set (ensemble of 3, W=2)
     led = ledgers[0]
     dump.reads[(led.ledger, led.last_confirmed + 1)][0].crc = "deadbeef"
@@ -126,6 +138,9 @@ def write_dump(run_dir: Path, inject: dict[str, int], seed: int = 1,
             if c.failed:
                 lines.append({"ledger": lid, "entry": e, "bookie": c.bookie, "rc": -8,
                               "error": "Bookie handle is not available"})
+            elif c.no_ledger:
+                lines.append({"ledger": lid, "entry": e, "bookie": c.bookie, "rc": -7,
+                              "error": "No such ledger exists on Bookies"})
             elif c.crc is None:
                 lines.append({"ledger": lid, "entry": e, "bookie": c.bookie, "rc": NO_SUCH_ENTRY,
                               "error": "No such entry"})

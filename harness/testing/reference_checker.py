@@ -478,6 +478,7 @@ class _Checker:
 
         held: dict[tuple[int, int], dict[str, str]] = {}
         failed: set[tuple[int, int]] = set()  # entries a write-set bookie's read failed on
+        no_ledger: dict[tuple[int, int], int] = {}  # write-set bookies without the ledger
         bad = 0
         reasons: dict[str, int] = {}
         with open(base / "entries.jsonl", encoding="utf-8", errors="replace") as fh:
@@ -498,6 +499,8 @@ class _Checker:
                 if bookie in members and (members.index(bookie) - eid) % len(members) < led["write_quorum"]:
                     if rc == 0:
                         held.setdefault((lid, eid), {})[bookie] = crc
+                    elif rc == -7:
+                        no_ledger[(lid, eid)] = no_ledger.get((lid, eid), 0) + 1
                     else:
                         failed.add((lid, eid))
                         reason = f"bookie read failed (rc {json.dumps(rc)})"
@@ -513,7 +516,10 @@ class _Checker:
                              write_set=[members[(eid + i) % len(members)]
                                         for i in range(min(led["write_quorum"], len(members)))],
                              held=[{"bookie": b, "crc32": c} for b, c in sorted(copies.items())])
-                if (lid, eid) in failed:
+                if no_ledger.get((lid, eid)) and not copies:
+                    reason = "bookie read failed (rc -7)"
+                    reasons[reason] = reasons.get(reason, 0) + no_ledger[(lid, eid)]
+                elif (lid, eid) in failed:
                     pass
                 elif len(copies) < led["ack_quorum"]:
                     self._flag("under-replicated", (lid, eid), ex)

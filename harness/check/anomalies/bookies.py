@@ -18,11 +18,13 @@ confirmed entry are judged, and only the copies on their write set count.
 - ``bookie-divergence``: the bookies of its write set that hold one entry hold different bytes
   of it (different CRC-32s). Counted per entry.
 
-A bookie that answered "no such entry" (BookKeeper's code -13) does not hold the entry; one
-whose read failed otherwise (unreachable, a timeout, "no such ledger": the broker may have
-trimmed the ledger between its stats and the dump) may hold it, so ``under-replicated`` and
-``under-write-quorum`` are not judged on an entry whose write set has such a bookie (the
-failed reads are listed in the result's ``unread``, by return code).
+A bookie that answered "no such entry" (BookKeeper's code -13) does not hold the entry, nor
+does one that answered "no such ledger" (-7) while another bookie of the write set returned
+the entry (a bookie down when the ledger was made never gets it). When no bookie of the
+write set returned it, "no such ledger" may mean the broker trimmed the ledger between its
+stats and the dump, so the entry is not judged for its copies; nor is one whose write set
+has a bookie whose read failed otherwise (unreachable, a timeout). Those reads are listed in
+the result's ``unread``, by return code.
 
 Computed here in plain Python over the two files (a run's dump is at most 600,000 reads), not
 in Spark; :func:`find` returns the counts and the first examples by (ledger, entry).
@@ -44,6 +46,8 @@ __all__ = ["KINDS", "Entry", "Ledger", "example_of", "find", "read_ledgers", "wr
 KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence")
 #: BookKeeper's answer that means the bookie does not hold the entry: no such entry
 NOT_HELD = -13
+#: no such ledger: not held when another bookie of the write set returned the entry
+NO_LEDGER = -7
 #: where a run keeps the dump, and its two files
 DIR, LEDGERS, ENTRIES = "bookies", "ledgers.json", "entries.jsonl"
 
@@ -69,6 +73,7 @@ class Entry:
     entry: int
     held: dict[str, str] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
+    no_ledger: set[str] = field(default_factory=set)
 
 
 def write_set(ensembles: Mapping[int, Sequence[str]], write_quorum: int, entry: int) -> list[str]:
@@ -134,7 +139,9 @@ def find(run_dir: Path) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]
             continue
         if bookie in write_set(led.ensembles, led.write_quorum, eid):
             ex = entries.setdefault((lid, eid), Entry(led, eid))
-            if crc is None:
+            if crc is None and rc == NO_LEDGER:
+                ex.no_ledger.add(bookie)
+            elif crc is None:
                 ex.unknown.add(bookie)
                 reason = f"bookie read failed (rc {json.dumps(rc)})"
                 unread[reason] = unread.get(reason, 0) + 1
@@ -146,7 +153,10 @@ def find(run_dir: Path) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]
         for eid in range(0, led.last_confirmed + 1):
             ex = entries.get((led.ledger, eid)) or Entry(led, eid)
             found = []
-            if ex.unknown:
+            if ex.no_ledger and not ex.held:  # the ledger may be gone: its copies are not known
+                reason = f"bookie read failed (rc {NO_LEDGER})"
+                unread[reason] = unread.get(reason, 0) + len(ex.no_ledger)
+            elif ex.unknown:
                 pass  # a bookie that may hold it did not answer: its copies are not known
             elif len(ex.held) < led.ack_quorum:
                 found.append("under-replicated")

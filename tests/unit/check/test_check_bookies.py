@@ -65,6 +65,22 @@ def test_an_entry_whose_bookie_did_not_answer_is_not_judged(tmp_path: Path) -> N
     assert reference_checker.check(tmp_path) == result
 
 
+def test_no_such_ledger_is_a_missing_copy_unless_no_bookie_returned_the_entry(tmp_path: Path) -> None:
+    """A bookie down when its ledger was made answers "no such ledger": a missing copy when
+    another bookie returned the entry; when none did, the ledger may have been trimmed
+    between the stats and the dump, and the entry is not judged."""
+    history = generate(tmp_path, Profile(records=300, system="pulsar", partitions=2, seed=3))
+    assert not any(history.anomalies.values())
+    expected = write_dump(tmp_path, {}, seed=5, no_ledger=3, trimmed=2)
+    assert expected["under-write-quorum"] == 3
+    result = check_run(tmp_path)
+    assert {k: result.anomalies[k] for k in KINDS} == expected
+    unread = result.unread["bookies/entries.jsonl"]
+    assert list(unread) == ["bookie read failed (rc -7)"]
+    assert 4 <= unread["bookie read failed (rc -7)"] <= 6  # the write sets (2 or 3) of 2 entries
+    assert reference_checker.check(tmp_path) == result
+
+
 def test_a_clean_dump_and_no_dump_count_nothing(tmp_path: Path) -> None:
     _run(tmp_path, {})
     clean = reference_checker.check(tmp_path)
