@@ -756,7 +756,7 @@ class PulsarSystem:
         return zk_call(zk_port(self.spec), what, fn)
 
 
-_META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state)=([A-Z_0-9]+)")
+_META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state|lastEntryId)=(-?[A-Z_0-9]+)")
 _ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
 _ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
 
@@ -815,13 +815,25 @@ def _namespace_of(topic_name: str) -> str:
     return topic_name.split("://", 1)[1].rsplit("/", 1)[0]
 
 
-def _parse_ledger(topic: str, ledger_id: int, text: str) -> LedgerState:
-    """Parses BookKeeper's ``LedgerMetadata{...}`` string (as internalStats returns it)."""
+def ledger_metadata(text: str) -> tuple[dict[str, str], dict[int, tuple[str, ...]]]:
+    """The fields (``ensembleSize``, ``writeQuorumSize``, ``ackQuorumSize``, ``state``,
+    ``lastEntryId``) and the ensembles (first entry -> bookie ids) of BookKeeper's
+    ``LedgerMetadata{...}`` string, as internalStats returns it; a ValueError when the quorums
+    or the ensembles are missing."""
     fields = dict(_META_FIELD.findall(text))
     block = _ENSEMBLES.search(text)
     if block is None or not {"ensembleSize", "writeQuorumSize", "ackQuorumSize"} <= fields.keys():
-        raise AdminError(f"unexpected ledger metadata for {topic} ledger {ledger_id}: {text[:300]}")
+        raise ValueError(text[:300])
     ensembles = {int(first): tuple(b.strip() for b in members.split(",") if b.strip())
                  for first, members in _ENSEMBLE.findall(block.group(1))}
+    return fields, ensembles
+
+
+def _parse_ledger(topic: str, ledger_id: int, text: str) -> LedgerState:
+    """Parses BookKeeper's ``LedgerMetadata{...}`` string (as internalStats returns it)."""
+    try:
+        fields, ensembles = ledger_metadata(text)
+    except ValueError:
+        raise AdminError(f"unexpected ledger metadata for {topic} ledger {ledger_id}: {text[:300]}") from None
     return LedgerState(topic, ledger_id, fields.get("state", "?"), int(fields["ensembleSize"]),
                        int(fields["writeQuorumSize"]), int(fields["ackQuorumSize"]), ensembles)

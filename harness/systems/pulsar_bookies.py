@@ -22,7 +22,6 @@ distribution, entry *e* of an ensemble of *E* bookies is written to bookies
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 import uuid
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendError
+from .pulsar import ledger_metadata
 
 if TYPE_CHECKING:
     from .pulsar import PulsarSystem
@@ -45,9 +45,6 @@ MAX_READS = 600_000
 #: acknowledged (written, then the writer died), which is no loss but worth seeing.
 PAST_LAST = 2
 
-_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state|lastEntryId)=(-?[A-Z_0-9]+)")
-_ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
-_ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
 
 
 @dataclass
@@ -73,12 +70,11 @@ class LedgerRange:
 def parse_metadata(partition: int, ledger: int, text: str, last_confirmed: int | None) -> LedgerRange:
     """A ledger from BookKeeper's ``LedgerMetadata{...}`` string (as internalStats gives it);
     ``last_confirmed`` for an open ledger (a closed one's is its ``lastEntryId``)."""
-    fields = dict(_FIELD.findall(text))
-    block = _ENSEMBLES.search(text)
-    if block is None or not {"ensembleSize", "writeQuorumSize", "ackQuorumSize"} <= fields.keys():
-        raise ValueError(f"unexpected ledger metadata for ledger {ledger}: {text[:300]}")
-    ensembles = {int(first): [b.strip() for b in members.split(",") if b.strip()]
-                 for first, members in _ENSEMBLE.findall(block.group(1))}
+    try:
+        fields, frozen = ledger_metadata(text)
+    except ValueError:
+        raise ValueError(f"unexpected ledger metadata for ledger {ledger}: {text[:300]}") from None
+    ensembles = {first: list(members) for first, members in frozen.items()}
     state = fields.get("state", "?")
     last = int(fields.get("lastEntryId", "-1")) if state == "CLOSED" else last_confirmed
     return LedgerRange(partition, ledger, state, int(fields["ensembleSize"]),
