@@ -21,7 +21,10 @@ RULES_DIR = Path(__file__).resolve().parent / "inject" / "rules"
 class PointSpec:
     """Where a point lives and what a hit must look like (offsets relative to N)."""
 
-    role: str  # the nodes hosting the rule: leader | follower | followers (every current one)
+    #: the nodes hosting the rule: leader | follower | followers (every current one) on Kafka;
+    #: owner (the broker that owns the topic) | bookie (one bookie of the entry's write set)
+    #: on Pulsar
+    role: str
     leader_leo: int | None  # expected leader LEO at the kill, minus N (None: see below)
     follower_leo: int | None  # expected follower LEO at the kill, minus N
     hw: int | None  # expected high watermark in the HIT line (leader HW, or response HW), minus N
@@ -39,6 +42,8 @@ class PointSpec:
     #: hit when the HIT line's ``leo`` is the holding follower's log end offset read from its
     #: files (before the truncation: what it holds; after: what it kept)
     truncate_hold: bool = False
+    #: the system whose rule files hold the point
+    system: str = "kafka"
 
 
 _TRUNCATE_SEED = ("Seed 003 watches exactly this call (Log.truncateTo); seed 001: before 0.11 the "
@@ -81,10 +86,27 @@ POINTS: dict[str, PointSpec] = {
         seed=_TRUNCATE_SEED),
 }
 
+_BK_SEED = ("Seed 000 (Pulsar at scale): an entry is durable once the ack quorum of bookies has "
+            "it; the broker answers the producer only then. Nothing acknowledged may be lost.")
+
+#: Pulsar and BookKeeper points: N is the next entry id of the partition's current ledger;
+#: a rule fires on the first entry at or after N of that ledger (the HIT line names it)
+POINTS.update({
+    "BK-JOURNALED": PointSpec(
+        "bookie", None, None, None, "entry", "a bookie of entry N's write set wrote N to its "
+        "journal and forced it to disk; its answer to the broker's add is not sent, so the "
+        "broker has no ack quorum for N (with ack quorum = write quorum)", seed=_BK_SEED,
+        system="pulsar"),
+    "BK-ACK-QUORUM": PointSpec(
+        "owner", None, None, None, "entry", "the owner's ledger handle has the ack quorum for "
+        "entry N (the bookies answered); it has not completed the add, so the managed ledger "
+        "has not confirmed N and the producer has no receipt", seed=_BK_SEED, system="pulsar"),
+})
+
 
 #: major.minor lines whose brokers take another line's rule file unchanged: every class,
 #: method and accessor the rules name has the same name and signature (javap of both jars)
-SAME_RULES = {"kafka-1.1": "kafka-2.0"}
+SAME_RULES = {"kafka-1.1": "kafka-2.0", "pulsar-4.2": "pulsar-4.0"}
 
 
 def rule_file(system: str, version: str) -> Path:
@@ -108,4 +130,5 @@ def available_points(system: str, version: str) -> frozenset[str]:
     path = rule_file(system, version)
     if not path.exists():
         return frozenset()
-    return frozenset(p for p in rule_blocks(path.read_text()) if p in POINTS)
+    return frozenset(p for p in rule_blocks(path.read_text())
+                     if p in POINTS and POINTS[p].system == system)

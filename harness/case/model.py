@@ -19,7 +19,8 @@ from harness.clusters import SYSTEMS, ClusterDef, get_cluster
 from harness.history import RESTORED_BY
 
 __all__ = [
-    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "ROLE_DOWN", "roles_for",
+    "SYSTEMS", "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "ROLE_LAST_TARGET", "ROLE_DOWN", "ROLE_HELD",
+    "roles_for",
     "COMMON_ROLES", "PROFILES", "SystemProfile", "systems_with_role", "FAULTS", "FaultSpec",
     "ACTIONS", "NODE_FAULTS", "CHAOS_FAULTS", "MAX_SEED", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
@@ -54,6 +55,9 @@ ROLE_LAST_TARGET = "last-target"
 #: Valid for both systems: the node that has been down longest of those a fault step
 #: (kill9, stop, powerloss) took down and no step has started since.
 ROLE_DOWN = "down"
+#: Valid for both systems: the node where the most recent hit of an injection point holds a
+#: thread (``inject`` and ``await: {injection: ...}`` before it).
+ROLE_HELD = "held"
 
 @dataclass(frozen=True)
 class FaultSpec:
@@ -129,7 +133,7 @@ DEFAULT_INJECT_TIMEOUT_S = 60.0
 
 
 #: Roles every system's cases may use.
-COMMON_ROLES = (ROLE_ANY_BROKER, ROLE_LAST_TARGET, ROLE_DOWN)
+COMMON_ROLES = (ROLE_ANY_BROKER, ROLE_LAST_TARGET, ROLE_DOWN, ROLE_HELD)
 
 
 def roles_for(system: str) -> tuple[str, ...]:

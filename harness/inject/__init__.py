@@ -36,8 +36,8 @@ from ..systems.base import CrashPoints, System
 from ..systems.kafka_segments import log_end_offset
 from ..wait import wait_until
 
-__all__ = ["available_points", "Injector", "POINTS", "PointSpec", "RULES_DIR", "rule_blocks",
-           "rule_file", "render_rule"]
+__all__ = ["available_points", "Injector", "RuleInjector", "injector_for", "POINTS", "PointSpec",
+           "RULES_DIR", "rule_blocks", "rule_file", "render_rule"]
 _SUBMIT = ["java", "-Xmx64m", "-cp", "/opt/byteman/byteman-submit.jar",
            "org.jboss.byteman.agent.submit.Submit", "-p", "9091"]
 _HIT = re.compile(r"^HIT (?P<point>\S+)(?P<fields>.*)$")
@@ -83,17 +83,37 @@ class _Armed:
     #: nodes killed or stopped since the arm: their JVM, if started again, holds nothing
     #: and has none of the arm's rules (the Byteman agent starts with no script)
     restarted: set[str] = field(default_factory=set)
+    #: what the system's injector knows of the arm (Pulsar: the ledger, its quorums, the
+    #: write set of N)
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: wall time of the hit (0 before it)
+    hit_at: float = 0.0
 
 
-class Injector:
-    """Arms points on one run's Kafka cluster and reports hits (one run, many points)."""
+def injector_for(system: System, topic: str, run_dir: Path, timeline: Recorder) -> RuleInjector:
+    """The injector of ``system``'s points: Kafka's (:class:`Injector`) or Pulsar's
+    (:class:`harness.inject.pulsar.PulsarInjector`)."""
+    if isinstance(system, CrashPoints):
+        return Injector(system, topic, run_dir, timeline)
+    if system.name == "pulsar":
+        from .pulsar import PulsarInjector
 
-    def __init__(self, system: System, topic: str, run_dir: Path, timeline: Recorder,
+        return PulsarInjector(system, topic, run_dir, timeline)
+    raise InjectError(f"{system.name} has no crash-timing points")
+
+
+class RuleInjector:
+    """What every system's injector shares: submitting rules through the node's Byteman
+    listener, reading HIT lines, freezing the state at the first kill after a hit, releasing
+    held threads and unloading the rules. A subclass arms (:meth:`arm`), reads the state a
+    hit is judged on (:meth:`state`) and judges it (:meth:`judge`)."""
+
+    #: the system whose rule files (``rules/<system>-<major>.<minor>.btm``) hold the points
+    system_name = "kafka"
+
+    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: Recorder,
                  hold_ms: int = 120_000) -> None:
         """``timeline`` records the inject events (progress goes to this module's log)."""
-        if not isinstance(system, CrashPoints):
-            raise InjectError(f"crash-timing points are implemented for Kafka only "
-                              f"({system.name} has none)")
         self.system = system
         self.topic = topic
         self.run_dir = run_dir
@@ -102,49 +122,26 @@ class Injector:
         self.armed: dict[str, _Armed] = {}
         self._disarmed: list[_Armed] = []
 
-    # -- arming ------------------------------------------------------------------------
     def arm(self, args: InjectArgs, resolver: Any) -> dict[str, Any]:
-        version = self.system.cluster.version
-        leader = resolver.resolve(Selector(role="leader", partition=args.partition))
-        follower = resolver.resolve(Selector(role="follower", partition=args.partition))
-        n = self._target_offset(args)
-        key = f"chaos-{args.point}-{secrets.token_hex(4)}"
-        events = f"/chaos/{key}.events"
-        if args.rule is not None:
-            text = Path(args.rule).read_text(encoding="utf-8")
-            spec = POINTS.get(args.point)
-            nodes = [b for b in self.system.brokers() if b.container.status == "running"]
-        else:
-            blocks = rule_blocks(rule_file("kafka", version).read_text(encoding="utf-8"))
-            if args.point not in blocks:
-                raise InjectError(f"point {args.point} has no rule for kafka {version}")
-            text = "\n\n".join(b for name, b in blocks.items()
-                                 if name == args.point or name.startswith(args.point + "."))
-            spec = POINTS[args.point]
-            if spec.role == "followers":
-                nodes = [n for n in self.system.followers(self.topic, args.partition)
-                         if n.container.status == "running"]
-            else:
-                nodes = [leader if spec.role == "leader" else follower]
-        rendered = render_rule(text, {"TOPIC": self.topic, "PARTITION": args.partition, "N": n,
-                                      "N1": n + 1, "KEY": key, "EVENTS": events,
-                                      "HOLD_MS": self.hold_ms})
-        for node in nodes:
-            self._submit(node, rendered, key)
-        armed = _Armed(args.point, key, n, args.partition, nodes, events, spec, leader.name,
-                       follower.name, time.time())
-        self.armed[args.point] = armed
-        self.timeline.record("inject", point=args.point, node=",".join(x.name for x in nodes),
-                             status="armed", detail={"n": n, "key": key, "leader": leader.name,
-                                                     "follower": follower.name})
-        log.info(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} "
-                      f"for {self.topic}-{args.partition} at offset N={n}")
-        return {"point": args.point, "n": n, "nodes": [x.name for x in nodes]}
+        raise NotImplementedError
 
-    def _target_offset(self, args: InjectArgs) -> int:
-        if isinstance(args.offset, int):
-            return args.offset
-        return self.system.high_watermark(self.topic, args.partition)
+    def state(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
+        """The state a hit is judged on, read independently of the rule at ``when`` (hit,
+        kill)."""
+        raise NotImplementedError
+
+    def judge(self, armed: _Armed) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _rules(self) -> str | None:
+        """The text of the cluster version's rule file (None: the version has none)."""
+        path = rule_file(self.system_name, self.system.cluster.version)
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def _record_arm(self, armed: _Armed, detail: dict[str, Any]) -> None:
+        self.armed[armed.point] = armed
+        self.timeline.record("inject", point=armed.point, node=",".join(x.name for x in armed.nodes),
+                             status="armed", detail=detail)
 
     def _submit(self, node: Any, rules: str, key: str, unload: bool = False) -> None:
         path = f"/chaos/{key}.btm"
@@ -188,7 +185,8 @@ class Injector:
             raise
         assert hit is not None  # wait_until returns a truthy value or raises
         armed.hit = hit
-        armed.at_hit = self.replica_offsets("hit", armed)
+        armed.hit_at = time.time()
+        armed.at_hit = self.state("hit", armed)
         self.timeline.record("inject", point=point, node=hit["node"], status="hit", detail=hit)
         log.info(f"inject {point}: hit on {hit['node']} {hit}")
         return hit
@@ -202,7 +200,125 @@ class Injector:
             armed.restarted.add(node.name)
             if armed.hit is not None and armed.at_kill is None:
                 armed.kill = {"action": action, "node": node.name, "t": time.time()}
-                armed.at_kill = self.replica_offsets("kill", armed)
+                armed.at_kill = self.state("kill", armed)
+
+    # -- judgement ------------------------------------------------------------------------------
+    def summaries(self) -> list[dict[str, Any]]:
+        """One ``injection`` block per armed point, in the order they were armed."""
+        every = sorted(self._disarmed + list(self.armed.values()), key=lambda a: a.armed_at)
+        return [self.judge(a) for a in every]
+
+    def held_node(self) -> str | None:
+        """The node of the most recent hit (where a thread is held, unless it was released)."""
+        hits = [(a.hit_at, a.hit) for a in self._disarmed + list(self.armed.values()) if a.hit is not None]
+        return str(max(hits, key=lambda h: h[0])[1]["node"]) if hits else None
+
+    def first_armed_at(self) -> float | None:
+        """Wall time of the first arm of this run (records sent after it are in flight)."""
+        return min((a.armed_at for a in self._disarmed + list(self.armed.values())), default=None)
+
+    def replicas_at_kill(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for armed in self._disarmed + list(self.armed.values()):
+            rows.extend(armed.at_hit or [])
+            rows.extend(armed.at_kill or [])
+        return rows
+
+    def disarm_all(self) -> None:
+        """Releases held threads and unloads the rules on every running node (idempotent).
+
+        The built-in library's RELEASE rule wakes the held thread on the node's next
+        request; it is loaded only now, or it would release the hold at once.
+        """
+        text = self._rules()
+        blocks = rule_blocks(text) if text else {}
+        # RELEASE, and its companions for other kinds of node (Pulsar: brokers and bookies)
+        release = "\n\n".join(b for name, b in blocks.items()
+                              if name == "RELEASE" or name.startswith("RELEASE.")) or None
+        for armed in list(self.armed.values()):
+            self._disarm(armed, release)
+            self.armed.pop(armed.point, None)
+            self._disarmed.append(armed)
+
+    def _disarm(self, armed: _Armed, release: str | None) -> None:
+        # a node down or started again since the arm holds no thread and has no rule
+        live = [n for n in armed.nodes if n.container.status == "running" and n.name not in armed.restarted]
+        # each Submit starts a JVM in the node (about 0.4 s): the nodes go in parallel
+        released = _each(live, lambda node: self._release(node, armed, release))
+        if any(released):
+            time.sleep(1.5)  # brokers handle requests many times a second
+        _each(list(zip(live, released, strict=True)), lambda pair: self._unload(pair[0], armed, pair[1]))
+
+    def _release(self, node: Any, armed: _Armed, release: str | None) -> bool:
+        """Loads ``armed``'s RELEASE rule on ``node``; whether it took it."""
+        if not release:
+            return False
+        try:
+            self._submit(node, render_rule(release, {"KEY": armed.key}), armed.key + "-release")
+        except InjectError:
+            return False  # nothing to release on a node that cannot take rules
+        return True
+
+    @staticmethod
+    def _unload(node: Any, armed: _Armed, released: bool) -> None:
+        """Unloads ``armed``'s rules (and its RELEASE rule, when loaded) from ``node`` in one
+        Submit."""
+        scripts = [f"/chaos/{armed.key}.btm"] + ([f"/chaos/{armed.key}-release.btm"] if released else [])
+        try:
+            node.container.exec([*_SUBMIT, "-u", *scripts])
+        except BackendError:
+            pass  # the node died meanwhile: it holds nothing
+
+
+class Injector(RuleInjector):
+    """Arms points on one run's Kafka cluster and reports hits (one run, many points)."""
+
+    def __init__(self, system: System, topic: str, run_dir: Path, timeline: Recorder,
+                 hold_ms: int = 120_000) -> None:
+        if not isinstance(system, CrashPoints):
+            raise InjectError(f"{system.name} has no Kafka crash-timing points")
+        super().__init__(system, topic, run_dir, timeline, hold_ms)
+
+    # -- arming ------------------------------------------------------------------------
+    def arm(self, args: InjectArgs, resolver: Any) -> dict[str, Any]:
+        version = self.system.cluster.version
+        leader = resolver.resolve(Selector(role="leader", partition=args.partition))
+        follower = resolver.resolve(Selector(role="follower", partition=args.partition))
+        n = self._target_offset(args)
+        key = f"chaos-{args.point}-{secrets.token_hex(4)}"
+        events = f"/chaos/{key}.events"
+        if args.rule is not None:
+            text = Path(args.rule).read_text(encoding="utf-8")
+            spec = POINTS.get(args.point)
+            nodes = [b for b in self.system.brokers() if b.container.status == "running"]
+        else:
+            blocks = rule_blocks(self._rules() or "")
+            if args.point not in blocks:
+                raise InjectError(f"point {args.point} has no rule for kafka {version}")
+            text = "\n\n".join(b for name, b in blocks.items()
+                                 if name == args.point or name.startswith(args.point + "."))
+            spec = POINTS[args.point]
+            if spec.role == "followers":
+                nodes = [n for n in self.system.followers(self.topic, args.partition)
+                         if n.container.status == "running"]
+            else:
+                nodes = [leader if spec.role == "leader" else follower]
+        rendered = render_rule(text, {"TOPIC": self.topic, "PARTITION": args.partition, "N": n,
+                                      "N1": n + 1, "KEY": key, "EVENTS": events,
+                                      "HOLD_MS": self.hold_ms})
+        for node in nodes:
+            self._submit(node, rendered, key)
+        armed = _Armed(args.point, key, n, args.partition, nodes, events, spec, leader.name,
+                       follower.name, time.time())
+        self._record_arm(armed, {"n": n, "key": key, "leader": leader.name, "follower": follower.name})
+        log.info(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} "
+                      f"for {self.topic}-{args.partition} at offset N={n}")
+        return {"point": args.point, "n": n, "nodes": [x.name for x in nodes]}
+
+    def _target_offset(self, args: InjectArgs) -> int:
+        if isinstance(args.offset, int):
+            return args.offset
+        return self.system.high_watermark(self.topic, args.partition)
 
     def replica_offsets(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
         """The armed partition's log end offset on each of its replicas, read from the files
@@ -217,13 +333,10 @@ class Injector:
                         "log_end_offset": log_end_offset(records), "when": when})
         return out
 
-    # -- judgement ------------------------------------------------------------------------------
-    def summaries(self) -> list[dict[str, Any]]:
-        """One ``injection`` block per armed point, in the order they were armed."""
-        every = sorted(self._disarmed + list(self.armed.values()), key=lambda a: a.armed_at)
-        return [self._judge(a) for a in every]
+    def state(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
+        return self.replica_offsets(when, armed)
 
-    def _judge(self, armed: _Armed) -> dict[str, Any]:
+    def judge(self, armed: _Armed) -> dict[str, Any]:
         result: dict[str, Any] = {"point": armed.point, "n": armed.n, "leader": armed.leader,
                                   "follower": armed.follower, "hit": False,
                                   "node": armed.hit.get("node") if armed.hit else None,
@@ -288,57 +401,3 @@ class Injector:
                          and (not spec.every_follower
                               or all(r["log_end_offset"] == n + spec.follower_leo for r in others)))
         return result
-
-    def first_armed_at(self) -> float | None:
-        """Wall time of the first arm of this run (records sent after it are in flight)."""
-        return min((a.armed_at for a in self._disarmed + list(self.armed.values())), default=None)
-
-    def replicas_at_kill(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        for armed in self._disarmed + list(self.armed.values()):
-            rows.extend(armed.at_hit or [])
-            rows.extend(armed.at_kill or [])
-        return rows
-
-    def disarm_all(self) -> None:
-        """Releases held threads and unloads the rules on every running node (idempotent).
-
-        The built-in library's RELEASE rule wakes the held thread on the node's next
-        request; it is loaded only now, or it would release the hold at once.
-        """
-        version = self.system.cluster.version
-        release = rule_blocks(rule_file("kafka", version).read_text(encoding="utf-8")).get("RELEASE") \
-            if rule_file("kafka", version).exists() else None
-        for armed in list(self.armed.values()):
-            self._disarm(armed, release)
-            self.armed.pop(armed.point, None)
-            self._disarmed.append(armed)
-
-    def _disarm(self, armed: _Armed, release: str | None) -> None:
-        # a node down or started again since the arm holds no thread and has no rule
-        live = [n for n in armed.nodes if n.container.status == "running" and n.name not in armed.restarted]
-        # each Submit starts a JVM in the node (about 0.4 s): the nodes go in parallel
-        released = _each(live, lambda node: self._release(node, armed, release))
-        if any(released):
-            time.sleep(1.5)  # brokers handle requests many times a second
-        _each(list(zip(live, released, strict=True)), lambda pair: self._unload(pair[0], armed, pair[1]))
-
-    def _release(self, node: Any, armed: _Armed, release: str | None) -> bool:
-        """Loads ``armed``'s RELEASE rule on ``node``; whether it took it."""
-        if not release:
-            return False
-        try:
-            self._submit(node, render_rule(release, {"KEY": armed.key}), armed.key + "-release")
-        except InjectError:
-            return False  # nothing to release on a node that cannot take rules
-        return True
-
-    @staticmethod
-    def _unload(node: Any, armed: _Armed, released: bool) -> None:
-        """Unloads ``armed``'s rules (and its RELEASE rule, when loaded) from ``node`` in one
-        Submit."""
-        scripts = [f"/chaos/{armed.key}.btm"] + ([f"/chaos/{armed.key}-release.btm"] if released else [])
-        try:
-            node.container.exec([*_SUBMIT, "-u", *scripts])
-        except BackendError:
-            pass  # the node died meanwhile: it holds nothing

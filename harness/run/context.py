@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..case import Case
     from ..collect import Evidence
     from ..faults import Nemesis
-    from ..inject import Injector
+    from ..inject import RuleInjector
     from ..systems.base import LeaderRef, System
     from .roles import LeaderWatch, Resolver
     from .workloads import Workloads
@@ -64,7 +64,7 @@ class RunContext:
     watch: LeaderWatch | None = None
     resolver: Resolver | None = None
     workloads: Workloads | None = None
-    injector: Injector | None = None
+    injector: RuleInjector | None = None
     evidence: Evidence | None = None
 
     def __post_init__(self) -> None:

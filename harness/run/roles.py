@@ -95,15 +95,17 @@ class Resolver:
     """Selector -> node, for one run's system and topic.
 
     The roles every system has are resolved here (a node by name, ``any-broker``,
-    ``last-target``, ``old-leader``, ``down``); the others by the system
+    ``last-target``, ``old-leader``, ``down``, ``held``); the others by the system
     (:meth:`~harness.systems.base.System.resolve_role`). ``down`` gives the names of the
     nodes fault steps took down and nothing started since, longest down first.
     """
 
     def __init__(self, system: System, topic: str, watch: LeaderWatch,
-                 down: Callable[[], list[str]] = list) -> None:
+                 down: Callable[[], list[str]] = list,
+                 held: Callable[[], str | None] = lambda: None) -> None:
         self.system = system
         self.down = down
+        self.held = held
         self.cluster = system.cluster
         self.topic = topic
         self.watch = watch
@@ -128,6 +130,12 @@ class Resolver:
                 raise FaultError("down: no node is down (no kill9, stop or powerloss step has "
                                  "left one down)")
             return self.cluster.node(names[0])
+        if role == "held":
+            held = self.held()
+            if held is None:
+                raise FaultError("held: no injection point has been hit yet (an inject step and "
+                                 "an await on its injection come first)")
+            return self.cluster.node(held)
         if role == "old-leader":
             name = self.watch.old_leader(p)
             if name is None:

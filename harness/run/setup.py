@@ -73,7 +73,8 @@ def setup(ctx: RunContext) -> None:
         log.info("topic %s: a copier's output", topic)
     ctx.watch = LeaderWatch(system, ctx.topic, case.topic.partitions, ctx.events).start()
     ctx.stack.callback(ctx.watch.stop)
-    ctx.resolver = Resolver(system, ctx.topic, ctx.watch, down=lambda: list(ctx.the_nemesis.down))
+    ctx.resolver = Resolver(system, ctx.topic, ctx.watch, down=lambda: list(ctx.the_nemesis.down),
+                            held=lambda: ctx.injector.held_node() if ctx.injector else None)
     ctx.workloads = Workloads(case, ctx.run_dir, ctx.topic, system)
     ctx.stack.callback(_stop_workloads_quietly, ctx)
 

@@ -136,10 +136,10 @@ def _heal(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 
 def _inject(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     assert isinstance(args, InjectArgs)
-    from ..inject import Injector
+    from ..inject import injector_for
 
     if ctx.injector is None:
-        ctx.injector = Injector(ctx.the_system, ctx.topic, ctx.run_dir, ctx.events)
+        ctx.injector = injector_for(ctx.the_system, ctx.topic, ctx.run_dir, ctx.events)
         ctx.stack.callback(ctx.injector.disarm_all)
     return ctx.injector.arm(args, ctx.the_resolver)
 

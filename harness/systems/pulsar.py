@@ -53,6 +53,9 @@ _MAX_REDIRECTS = 5
 #: how long a lookup keeps retrying a bundle that is changing hands (Pulsar's clients retry
 #: such lookups within their 30-s operation timeout)
 _LOOKUP_SETTLE_S = 30.0
+#: The longest a start waits for ZooKeeper to expire a killed node's session (bookies 10 s,
+#: brokers 15 s here, checked on ZooKeeper's 2 s tick).
+OLD_SESSION_WAIT_S = 30.0
 #: kazoo logs every refused connection while ZooKeeper starts; failures surface as AdminError.
 
 
@@ -268,6 +271,39 @@ class PulsarSystem:
                 ids |= set(zk.get_children("/ledgers/available/readonly"))
             return ids
         return self._zk(read, "/ledgers/available")
+
+    def before_start(self, node: Node) -> dict[str, Any] | None:
+        """A bookie or broker: waits (up to :data:`OLD_SESSION_WAIT_S`) until ZooKeeper has
+        expired the session of the node's killed self, whose ephemeral registration lock it
+        still holds (``/ledgers/available/<bookie id>``, ``/loadbalance/brokers/<broker
+        id>``). A bookie started before that fails to register ("Resource at
+        /ledgers/available/bookie-2:3181 is already locked", seen on 4.0.7 with a bookie
+        started 0.5 s after its kill -9), closes its request processor and lingers without
+        serving; and its registration, still the old session's, looks alive until that session
+        expires. Returns how long it waited, or None when the registration was already gone
+        (a clean stop removes it)."""
+        kind = node.spec.kind
+        parents: tuple[str, ...]
+        if kind == "bookie":
+            parents = ("/ledgers/available", "/ledgers/available/readonly")
+        elif kind == "pulsar-broker":
+            parents = ("/loadbalance/brokers",)
+        else:
+            return None
+        prefix = f"{node.name}:"
+
+        def gone() -> bool:
+            def read(zk: Any) -> bool:
+                return not any(c.startswith(prefix) for parent in parents if zk.exists(parent)
+                               for c in zk.get_children(parent))
+            return bool(self._zk(read, f"{node.name}'s registration"))
+
+        t0 = time.monotonic()
+        if gone():
+            return None
+        wait_until(gone, timeout=OLD_SESSION_WAIT_S, interval=0.2, max_interval=0.5,
+                   what=f"ZooKeeper to expire {node.name}'s old session (its registration)")
+        return {"waited_for_old_session_s": round(time.monotonic() - t0, 1)}
 
     def wait_ready(self, timeout: float = 90) -> None:
         """Every bookie registered, every broker registered and healthy, a leader broker."""
@@ -674,6 +710,23 @@ class PulsarSystem:
         last = ledgers[-1]
         return _parse_ledger(tn, int(last["ledgerId"]), str(last["metadata"]))
 
+    def write_position(self, topic: str, partition: int | None = None) -> tuple[LedgerState, int]:
+        """The ledger the topic writes to now and the id its next entry gets (N): one past the
+        managed ledger's last confirmed entry when that is in this ledger, else 0."""
+        partition = self._part(topic, partition)
+        tn = self.topic_name(topic, partition)
+        stats = self.internal_stats(topic, partition)
+        ledgers = stats.get("ledgers") or []
+        if not ledgers or not ledgers[-1].get("metadata"):
+            raise AdminError(f"{tn} has no current ledger yet")
+        state = _parse_ledger(tn, int(ledgers[-1]["ledgerId"]), str(ledgers[-1]["metadata"]))
+        confirmed = parse_position(stats.get("lastConfirmedEntry"))
+        return state, confirmed[1] + 1 if confirmed and confirmed[0] == state.ledger_id else 0
+
+    def last_confirmed(self, topic: str, partition: int | None = None) -> tuple[int, int] | None:
+        """The managed ledger's last confirmed entry (ledger, entry), from its owner."""
+        return parse_position(self.internal_stats(topic, partition, metadata=False).get("lastConfirmedEntry"))
+
     def ledger_ensemble(self, topic: str, partition: int | None = None) -> list[Node]:
         """The bookies of the current ledger's latest ensemble (where new entries go)."""
         return [self._bookie_node(b) for b in self.current_ledger(topic, partition).current_ensemble]
@@ -808,6 +861,17 @@ def densest(stamps: list[float], window_s: float) -> int:
             lo += 1
         most = max(most, hi - lo + 1)
     return most
+
+
+def parse_position(position: Any) -> tuple[int, int] | None:
+    """``"12:345"`` (ledger:entry, as the internal stats write a position) -> (12, 345)."""
+    if not isinstance(position, str) or ":" not in position:
+        return None
+    try:
+        ledger, entry = position.split(":", 1)
+        return int(ledger), int(entry)
+    except ValueError:
+        return None
 
 
 def _namespace_of(topic_name: str) -> str:

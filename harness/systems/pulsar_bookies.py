@@ -27,16 +27,16 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import BackendError
-from .pulsar import ledger_metadata
+from .pulsar import ledger_metadata, parse_position
 
 if TYPE_CHECKING:
     from .pulsar import PulsarSystem
 
-__all__ = ["LedgerRange", "parse_metadata", "read_ranges", "dump_bookies",
-           "MAX_READS"]
+__all__ = ["LedgerRange", "parse_metadata", "read_ranges", "asked_reads", "dump_bookies",
+           "MAX_READS", "ASKED"]
 
 #: The most (ledger, bookie, entry) reads one dump makes; past it the ranges are cut (and the
 #: cut is written in ledgers.json), so a long run's dump stays minutes, not hours.
@@ -109,6 +109,35 @@ def read_ranges(ledgers: list[LedgerRange], max_reads: int = MAX_READS) -> list[
     return tasks
 
 
+#: Reads asked for besides the ledgers' write sets (one JSON object per line: ledger, entry,
+#: bookie), e.g. by an injection point: the copy of the held bookie, which an ensemble change
+#: may have taken out of the entry's write set.
+ASKED = "asked.jsonl"
+
+
+def asked_reads(path: Path, ledgers: list[LedgerRange]) -> list[tuple[int, str, int, int]]:
+    """The (ledger, bookie, entry, entry) reads ``path`` asks for that :func:`read_ranges`
+    does not make (a bookie outside the entry's ensemble, or past ``read_to``)."""
+    if not path.is_file():
+        return []
+    covered: dict[int, LedgerRange] = {led.ledger: led for led in ledgers}
+    reads = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            lid, entry, bookie = int(row["ledger"]), int(row["entry"]), str(row["bookie"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        led = covered.get(lid)
+        if led is not None and entry <= led.read_to:
+            first = max((k for k in led.ensembles if k <= entry), default=None)
+            if first is not None and bookie in led.ensembles[first]:
+                continue  # read_ranges reads it
+        if (lid, bookie, entry, entry) not in reads:
+            reads.append((lid, bookie, entry, entry))
+    return reads
+
+
 def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: int,
                  problems: list[str]) -> Path | None:
     """Writes ``bookies/ledgers.json`` and ``bookies/entries.jsonl`` for ``topic``; a
@@ -124,7 +153,7 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
             continue
         # the last confirmed position names its ledger: an open ledger other than it (one
         # not recovered yet) has no known last entry and is read but not judged (-1)
-        lac = _position(stats.get("lastConfirmedEntry"))
+        lac = parse_position(stats.get("lastConfirmedEntry"))
         for item in stats.get("ledgers") or []:
             meta = item.get("metadata")
             if not meta:
@@ -138,7 +167,7 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
     if not ledgers:
         return None
     out.mkdir(parents=True, exist_ok=True)
-    tasks = read_ranges(ledgers)
+    tasks = read_ranges(ledgers) + asked_reads(out / ASKED, ledgers)
     (out / "ledgers.json").write_text(json.dumps([asdict(led) for led in ledgers], indent=1) + "\n")
     if tasks:
         try:
@@ -146,17 +175,6 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
         except BackendError as exc:
             problems.append(f"bookies: {exc}")
     return out
-
-
-def _position(position: Any) -> tuple[int, int] | None:
-    """``"12:345"`` (ledger:entry) -> (12, 345)."""
-    if not isinstance(position, str) or ":" not in position:
-        return None
-    try:
-        ledger, entry = position.split(":", 1)
-        return int(ledger), int(entry)
-    except ValueError:
-        return None
 
 
 def _run_dump(system: PulsarSystem, run_dir: Path, tasks: list[tuple[int, str, int, int]],

@@ -1,0 +1,204 @@
+"""Crash-timing points on Pulsar's and BookKeeper's replication states.
+
+A point targets entry N of a partition's current ledger: N is the id the next entry gets
+(:meth:`PulsarSystem.write_position`), or the case's ``offset``. The rule (in
+``rules/pulsar-<major>.<minor>.btm``) fires on the first entry at or after N of that ledger,
+writes a HIT line naming the ledger and entry, and holds the thread:
+
+- ``BK-JOURNALED`` on one bookie of N's write set (the first, by BookKeeper's round-robin
+  striping: bookie ``N mod E`` of the ensemble and the next W-1): the entry is forced to its
+  journal, its answer to the broker not sent.
+- ``BK-ACK-QUORUM`` on the owner broker: the ledger handle has the ack quorum for the entry,
+  the add not completed (the managed ledger has not confirmed it; no receipt sent).
+
+A hit is judged on evidence read independently of the rule: at the hit, the managed
+ledger's last confirmed entry from the owner's internal stats (before the held entry: the
+producer has no receipt); after the run, each bookie's copy of the held entry from the
+bookie dump (``bookies/entries.jsonl``): for BK-JOURNALED the held bookie holds it (its
+journal had it), for BK-ACK-QUORUM at least the ack quorum of its write set does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from ..case import InjectArgs
+from ..errors import AdminError, BackendError, InjectError
+from ..history import Recorder
+from ..systems.pulsar_bookies import ASKED
+from . import POINTS, RuleInjector, _Armed, render_rule, rule_blocks
+
+log = logging.getLogger(__name__)
+
+
+def write_set(ensemble: list[str] | tuple[str, ...], write_quorum: int, entry: int) -> list[str]:
+    """The bookies entry ``entry`` goes to: BookKeeper's round-robin distribution schedule
+    (``RoundRobinDistributionSchedule``: bookie ``entry mod E`` and the next W-1)."""
+    size = len(ensemble)
+    return [ensemble[(entry + i) % size] for i in range(min(write_quorum, size))]
+
+
+def _ensemble_at(ensembles: dict[int, tuple[str, ...]], entry: int) -> tuple[str, ...]:
+    """The ensemble that entry ``entry`` is written to (the last change at or before it)."""
+    firsts = [first for first in ensembles if first <= entry]
+    return ensembles[max(firsts)] if firsts else ()
+
+
+class PulsarInjector(RuleInjector):
+    """Arms Pulsar and BookKeeper points on one run's cluster and reports hits."""
+
+    system_name = "pulsar"
+
+    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: Recorder,
+                 hold_ms: int = 120_000) -> None:
+        super().__init__(system, topic, run_dir, timeline, hold_ms)
+
+    def arm(self, args: InjectArgs, resolver: Any) -> dict[str, Any]:
+        version = self.system.cluster.version
+        p = args.partition
+        try:
+            ledger, next_entry = self.system.write_position(self.topic, p)
+        except AdminError as exc:
+            raise InjectError(f"inject {args.point}: partition {p} of {self.topic}: {exc}") from exc
+        n = args.offset if isinstance(args.offset, int) else next_entry
+        owner = self.system.owner(self.topic, p)
+        ensemble = _ensemble_at(ledger.ensembles, n)
+        targets = write_set(ensemble, ledger.write_quorum, n)
+        key = f"chaos-{args.point}-{secrets.token_hex(4)}"
+        events = f"/chaos/{key}.events"
+        spec = POINTS.get(args.point)
+        if args.rule is not None:
+            text = Path(args.rule).read_text(encoding="utf-8")
+            nodes = [x for x in self.system.brokers() + self.system.bookies()
+                     if x.container.status == "running"]
+        else:
+            blocks = rule_blocks(self._rules() or "")
+            if args.point not in blocks or spec is None:
+                raise InjectError(f"point {args.point} has no rule for pulsar {version}")
+            text = "\n\n".join(b for name, b in blocks.items()
+                               if name == args.point or name.startswith(args.point + "."))
+            if spec.role == "owner":
+                nodes = [owner]
+            elif not targets:
+                raise InjectError(f"inject {args.point}: ledger {ledger.ledger_id} has no ensemble "
+                                  f"for entry {n}")
+            else:
+                nodes = [self.system.cluster.node(targets[0].rsplit(":", 1)[0])]
+        rendered = render_rule(text, {"TOPIC": self.system.topic_name(self.topic, self.system._part(
+            self.topic, p)), "PARTITION": p, "LEDGER": ledger.ledger_id, "N": n, "KEY": key,
+            "EVENTS": events, "HOLD_MS": self.hold_ms})
+        for node in nodes:
+            self._submit(node, rendered, key)
+        armed = _Armed(args.point, key, n, p, nodes, events, spec if args.rule is None else None,
+                       owner.name, None, time.time())
+        armed.extra = {"ledger": ledger.ledger_id,
+                       "quorums": [ledger.ensemble_size, ledger.write_quorum, ledger.ack_quorum],
+                       "ensemble": list(ensemble), "write_set": targets}
+        self._record_arm(armed, {"n": n, "key": key, "owner": owner.name, **armed.extra})
+        log.info(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} for "
+                 f"{self.topic}-{p} ledger {ledger.ledger_id} at entry N={n}")
+        return {"point": args.point, "n": n, "ledger": ledger.ledger_id,
+                "nodes": [x.name for x in nodes]}
+
+    def state(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
+        """At the hit: the managed ledger's last confirmed entry, from the owner's internal
+        stats (empty when it does not answer). Nothing at the kill: the owner may be the node
+        killed, and a request to it would delay the case's next step."""
+        if when != "hit":
+            return []
+        self._ask_copies(armed)
+        try:
+            confirmed = self.system.last_confirmed(self.topic, armed.partition)
+        except (AdminError, BackendError) as exc:
+            log.info(f"inject {armed.point}: no internal stats at the {when}: {exc}")
+            return []
+        return [{"when": when, "last_confirmed": list(confirmed) if confirmed else None}]
+
+    def _ask_copies(self, armed: _Armed) -> None:
+        """Asks the run's bookie dump for the held entry's copy on every bookie of its write
+        set at the arm (an ensemble change after the hit may take a bookie out of it)."""
+        hit = armed.hit or {}
+        ledger, entry = hit.get("ledger"), hit.get("entry")
+        if not isinstance(ledger, int) or not isinstance(entry, int):
+            return
+        members = write_set(armed.extra.get("ensemble") or [], (armed.extra.get("quorums") or [0, 0])[1],
+                            entry)
+        out = self.run_dir / "bookies"
+        out.mkdir(parents=True, exist_ok=True)
+        with (out / ASKED).open("a", encoding="utf-8") as fh:
+            for bookie in members:
+                fh.write(json.dumps({"ledger": ledger, "entry": entry, "bookie": bookie}) + "\n")
+
+    def replicas_at_kill(self) -> list[dict[str, Any]]:
+        return []  # Pulsar's replicas are the bookies' copies (the bookie dump)
+
+    def judge(self, armed: _Armed) -> dict[str, Any]:
+        hit = armed.hit
+        result: dict[str, Any] = {"point": armed.point, "n": armed.n, "leader": armed.leader,
+                                  "follower": None, "hit": False,
+                                  "node": hit.get("node") if hit else None,
+                                  "detail": {**(hit or {}), **armed.extra} if hit else dict(armed.extra),
+                                  "kill": armed.kill}
+        spec = armed.spec
+        if spec is None:
+            result["hit"] = hit is not None
+            result["observed"] = "rule fired" if hit else "rule never fired"
+            return result
+        result["meaning"] = spec.meaning
+        result["seed"] = spec.seed
+        quorums = armed.extra.get("quorums") or [0, 0, 0]
+        if armed.point == "BK-JOURNALED":
+            result["expected"] = ("at the hit the managed ledger had not confirmed the entry; "
+                                  "after the run the held bookie holds it")
+        else:
+            result["expected"] = ("at the hit the managed ledger had not confirmed the entry; "
+                                  f"after the run at least {quorums[2]} bookies (the ack quorum) "
+                                  "of its write set hold it")
+        if hit is None:
+            result["observed"] = "the point was never reached"
+            return result
+        ledger, entry = hit.get("ledger"), hit.get("entry")
+        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), None)
+        confirmed = at_hit.get("last_confirmed") if at_hit else None
+        unconfirmed = (confirmed is not None and isinstance(ledger, int) and isinstance(entry, int)
+                       and tuple(confirmed) < (ledger, entry))
+        holders = self._holders(ledger, entry)
+        if holders is None:
+            held_ok, held_text = False, "no bookie dump"
+        else:
+            ensemble = armed.extra.get("ensemble") or []
+            members = write_set(ensemble, quorums[1], entry) if isinstance(entry, int) else []
+            in_set = sorted(b for b in holders if b in members)
+            held_text = f"held by {', '.join(in_set) or 'no bookie'} of write set {', '.join(members)}"
+            if armed.point == "BK-JOURNALED":
+                target = next((b for b in members if b.rsplit(":", 1)[0] == hit.get("node")), None)
+                held_ok = target in holders
+            else:
+                held_ok = len(in_set) >= quorums[2]
+        shown = ":".join(map(str, confirmed)) if confirmed else "not read"
+        result["observed"] = (f"entry {ledger}:{entry}; last confirmed at the hit {shown}; "
+                              f"{held_text}")
+        result["hit"] = bool(unconfirmed and held_ok)
+        return result
+
+    def _holders(self, ledger: Any, entry: Any) -> set[str] | None:
+        """The bookies (ids) whose copy of ``ledger:entry`` the bookie dump read (rc 0), or
+        None when the run has no dump."""
+        path = self.run_dir / "bookies" / "entries.jsonl"
+        if not path.exists():
+            return None
+        holders = set()
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if row.get("ledger") == ledger and row.get("entry") == entry and row.get("rc") == 0:
+                    holders.add(str(row.get("bookie")))
+        return holders
