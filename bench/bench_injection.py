@@ -1,16 +1,19 @@
 """Hit rate of the crash-timing points: each case N times per mode.
 
     python bench/bench_injection.py [--reps 10] [--modes kafka-zk kafka-kraft] [--cases c1 c2 ...]
+    python bench/bench_injection.py --system pulsar [--reps 10] [--versions 4.0.7 4.2.4]
 
-Runs cases/kafka/<case>.yaml through the runner (clusters kept between runs and
-removed at the end) and prints, per case and mode, how many runs hit their point
-(the observed state at the kill matched the table in docs/injection.md), how
-many passed, and the median wall time per run.
+Runs cases/<system>/<case>.yaml through the runner (clusters kept between runs and
+removed at the end) and prints, per case and mode (Kafka) or version (Pulsar), how many
+runs hit their point (the state read apart from the rule matched the table in
+docs/injection.md), how many passed, the median wall time per run, and the machine's load
+average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -21,21 +24,31 @@ from harness.backend.docker import LABEL_OWNER, Engine
 from harness.case import load_case
 from harness.run import run_case
 
-CASES = Path(__file__).resolve().parent.parent / "cases" / "kafka"
+ROOT = Path(__file__).resolve().parent.parent
+#: per system: the cases of its points, and the modes (Kafka clusters) or versions (Pulsar)
+DEFAULTS = {"kafka": (["c1", "c2", "c3", "c4", "c5"], ["kafka-zk", "kafka-kraft"]),
+            "pulsar": (["ack-quorum-kill-owner", "bookie-journaled-kill"], ["4.0.7", "4.2.4"])}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--system", choices=sorted(DEFAULTS), default="kafka")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--modes", nargs="*", default=["kafka-zk", "kafka-kraft"])
-    ap.add_argument("--cases", nargs="*", default=["c1", "c2", "c3", "c4", "c5"])
+    ap.add_argument("--modes", "--versions", nargs="*", default=None,
+                    help="Kafka: cluster modes (kafka-zk kafka-kraft); Pulsar: versions")
+    ap.add_argument("--cases", nargs="*", default=None)
     args = ap.parse_args()
+    cases, modes = DEFAULTS[args.system]
+    cases, modes = args.cases or cases, args.modes or modes
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     rows = []
     try:
         with tempfile.TemporaryDirectory() as reports:
-            for mode in args.modes:
-                for name in args.cases:
-                    case = load_case(CASES / f"{name}.yaml", cluster=mode)
+            for mode in modes:
+                for name in cases:
+                    path = ROOT / "cases" / args.system / f"{name}.yaml"
+                    case = (load_case(path, cluster=mode) if args.system == "kafka"
+                            else load_case(path, version=mode))
                     hits = passes = 0
                     times = []
                     for _ in range(args.reps):
@@ -45,14 +58,15 @@ def main() -> None:
                         hits += bool(outcome.result.injection and outcome.result.injection.hit)
                         passes += outcome.exit_code == 0
                     rows.append((name, mode, hits, passes, statistics.median(times)))
-                    print(f"{name:4} {mode:12} hit {hits}/{args.reps}  pass {passes}/{args.reps}  "
+                    print(f"{name:22} {mode:12} hit {hits}/{args.reps}  pass {passes}/{args.reps}  "
                           f"median {statistics.median(times):5.1f}s", flush=True)
     finally:
         Engine().remove_labelled({LABEL_OWNER: this_owner()})
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
-    print(f"{'case':5} {'mode':12} {'hit':>6} {'pass':>6} {'s/run':>6}")
+    print(f"{'case':22} {'mode':12} {'hit':>6} {'pass':>6} {'s/run':>6}")
     for name, mode, hits, passes, med in rows:
-        print(f"{name:5} {mode:12} {hits:>3}/{args.reps:<2} {passes:>3}/{args.reps:<2} {med:6.1f}")
+        print(f"{name:22} {mode:12} {hits:>3}/{args.reps:<2} {passes:>3}/{args.reps:<2} {med:6.1f}")
 
 
 if __name__ == "__main__":

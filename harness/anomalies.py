@@ -39,6 +39,7 @@ REGISTRY = (
     Anomaly("under-replicated", "bookies", "entry"),
     Anomaly("under-write-quorum", "bookies", "entry", invalidates=False),
     Anomaly("bookie-divergence", "bookies", "entry"),
+    Anomaly("past-closed-end", "bookies", "id"),
     Anomaly("nonmonotonic-send", "sequences", "send"),
     Anomaly("nonmonotonic-poll", "sequences", "poll"),
     Anomaly("poll-skip", "sequences", "poll"),

@@ -336,3 +336,15 @@ def double(value: Any) -> float | None:
     else:
         return None
     return out if math.isfinite(out) else None
+
+
+def receipts(files: list[Path] | list[str]) -> Iterator[tuple[str, Any, int, int, Any]]:
+    """(mid, partition, ledger, entry, client) of each producer receipt (``ok``) in ``files``
+    that names a ledger and an entry (Pulsar; a deduplicated resend's receipt names -1:-1:
+    none), batch lines expanded; what the bookie family judges ``past-closed-end`` on."""
+    for path in files:
+        for _, ev in read_lines(Path(path)):
+            lid, eid, mid = ev.get("ledger"), ev.get("entry"), ev.get("mid")
+            if (ev.get("type") == "ok" and isinstance(mid, str) and isinstance(lid, int)
+                    and isinstance(eid, int) and lid >= 0 and eid >= 0):
+                yield mid, ev.get("partition"), lid, eid, ev.get("client")

@@ -34,6 +34,7 @@ Each step is one Spark action, its intermediate data Parquet in a scratch direct
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -409,7 +410,8 @@ class _Job:
         counts.update({kind.removeprefix("count:"): n for kind, n in totals.items()
                        if kind.startswith("count:")})
         found = {kind: n for kind, n in totals.items() if not kind.startswith("count:")}
-        on_bookies, bookie_examples, bookie_unread = bookies.find(self.inputs.run_dir)
+        on_bookies, bookie_examples, bookie_unread = bookies.find(
+            self.inputs.run_dir, receipts=functools.partial(lines.receipts, self.inputs.history))
         found.update(on_bookies)
         examples.update(bookie_examples)
         result = make_result(found, examples, counts, {**tally.by_file(), **bookie_unread})

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DumpLedger", "write_dump", "LEDGERS"]
+__all__ = ["DumpLedger", "write_dump", "write_closed_short", "LEDGERS"]
 
 KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence")
 NO_SUCH_ENTRY = -13
@@ -150,4 +150,44 @@ def write_dump(run_dir: Path, inject: dict[str, int], seed: int = 1,
     rnd.shuffle(lines)  # the dump's reads complete in any order
     text = [json.dumps(x) for x in lines] + ["{torn", '{"ledger": 7}', "[1, 2]"][:bad_lines]
     (out / "entries.jsonl").write_text("\n".join(text) + "\n")
+    return expected
+
+
+
+def write_closed_short(run_dir: Path, cut: int, open_ledgers: int = 1) -> int:
+    """Writes a dump of the ledgers the history's producer receipts name (E = W = A = 2, every
+    entry held by both bookies): the ledger with the most receipts CLOSED ``cut`` entries
+    short of its last receipt, the next ``open_ledgers`` left OPEN with their last confirmed
+    entry just as short (not judged: an open ledger has no last entry yet), the others closed
+    at their last receipt. Returns how many messages the checker must count
+    ``past-closed-end`` (each message of the cut entries once)."""
+    from harness.check.lines import receipts
+    from harness.history import history_files
+
+    by_ledger: dict[int, dict[int, set[str]]] = {}
+    partition_of: dict[int, int] = {}
+    for mid, partition, lid, eid, _ in receipts(history_files(run_dir)):
+        by_ledger.setdefault(lid, {}).setdefault(eid, set()).add(mid)
+        partition_of[lid] = int(partition or 0)
+    order = sorted(by_ledger, key=lambda lid: (-sum(map(len, by_ledger[lid].values())), lid))
+    if len(order) < 1 + open_ledgers:
+        raise ValueError(f"the history's receipts name {len(order)} ledgers")
+    bookies = ("bookie-1:3181", "bookie-2:3181")
+    ledgers, lines, expected = [], [], 0
+    for i, lid in enumerate(order):
+        last = max(by_ledger[lid])
+        if i <= open_ledgers:
+            last -= cut
+        if i == 0:
+            expected = len({m for e, mids in by_ledger[lid].items() if e > last for m in mids})
+        ledgers.append({"partition": partition_of[lid], "ledger": lid,
+                        "state": "OPEN" if 0 < i <= open_ledgers else "CLOSED", "ensemble_size": 2,
+                        "write_quorum": 2, "ack_quorum": 2, "ensembles": {"0": list(bookies)},
+                        "last_confirmed": last, "read_to": last + 2, "cut": False})
+        lines += [{"ledger": lid, "entry": e, "bookie": b, "rc": 0, "bytes": 100, "crc32": f"{e:08x}",
+                   "lac": e - 1} for e in range(last + 1) for b in bookies]
+    out = run_dir / "bookies"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ledgers.json").write_text(json.dumps(ledgers))
+    (out / "entries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return expected

@@ -145,6 +145,8 @@ class _Checker:
         self.found: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
         #: Key_Shared run polls: (t, seq, topic, subscription, key, partition, pos, client, mid)
         self.key_shared: list[tuple[Any, ...]] = []
+        #: producer receipts naming a ledger and an entry: (mid, client, partition, ledger, entry)
+        self.receipts: list[tuple[str, Any, Any, int, int]] = []
 
     def _mid(self, mid: str) -> _Mid:
         m = self.mids.get(mid)
@@ -196,6 +198,9 @@ class _Checker:
                         m.src = ev.get("src")
                 elif kind == "ok":
                     m.ok = True
+                    ledger, entry = ev.get("ledger"), ev.get("entry")
+                    if isinstance(ledger, int) and isinstance(entry, int) and ledger >= 0 and entry >= 0:
+                        self.receipts.append((mid, ev.get("client"), ev.get("partition"), ledger, entry))
                     if m.ack is None:
                         m.ack = (ev.get("client"), ev.get("topic"), ev.get("partition"), pos)
                 elif kind == "fail":
@@ -451,7 +456,8 @@ class _Checker:
         return make_result(anomalies, examples, counts, {**self.tally.by_file(), **bookie_unread})
 
     def _bookies(self) -> dict[str, dict[str, int]]:
-        """under-replicated, under-write-quorum and bookie-divergence (docs/checker.md) from
+        """under-replicated, under-write-quorum, bookie-divergence and past-closed-end
+        (docs/checker.md) from
         ``bookies/``: bookie *j* of the ensemble in force holds entry *e* when ``(j - e) mod E``
         is below the write quorum; entries past the ledger's last confirmed one are not judged.
         Returns the lines that are not bookie reads, by file and reason."""
@@ -527,6 +533,19 @@ class _Checker:
                     self._flag("under-write-quorum", (lid, eid), ex)
                 if len(set(copies.values())) > 1:
                     self._flag("bookie-divergence", (lid, eid), ex)
+        # past-closed-end: a receipt past the last entry of a closed ledger, per message (its
+        # first such receipt by ledger and entry)
+        past: dict[str, tuple[int, int, Any, Any]] = {}
+        for mid, client, partition, lid, eid in self.receipts:
+            led = ledgers.get(lid)
+            if led is None or led.get("state") != "CLOSED" or eid <= led["last_confirmed"]:
+                continue
+            if mid not in past or (lid, eid) < past[mid][:2]:
+                past[mid] = (lid, eid, client, partition)
+        for mid, (lid, eid, client, partition) in past.items():
+            self._flag("past-closed-end", (lid, eid, mid),
+                       example(mid=mid, client=client, partition=partition, ledger=lid, entry=eid,
+                               last_entry=ledgers[lid]["last_confirmed"]))
         if bad:
             reasons["not a bookie read"] = bad
         return {"bookies/entries.jsonl": reasons} if reasons else {}

@@ -17,6 +17,10 @@ confirmed entry are judged, and only the copies on their write set count.
   per entry.
 - ``bookie-divergence``: the bookies of its write set that hold one entry hold different bytes
   of it (different CRC-32s). Counted per entry.
+- ``past-closed-end``: a message whose producer receipt (an ``ok`` line of ``history/``)
+  names an entry past the last entry of its ledger, which is closed: the ledger's metadata
+  says the entry is not part of it, so no reader will read it. A loss located to the ledger's
+  metadata (its recovery or close cut an acknowledged entry). Counted per message.
 
 A bookie that answered "no such entry" (BookKeeper's code -13) does not hold the entry, nor
 does one that answered "no such ledger" (-7) while another bookie of the write set returned
@@ -33,7 +37,7 @@ in Spark; :func:`find` returns the counts and the first examples by (ledger, ent
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,9 +45,9 @@ from typing import Any
 from harness.check.result import MAX_EXAMPLES, example
 from harness.errors import CheckError
 
-__all__ = ["KINDS", "Entry", "Ledger", "example_of", "find", "read_ledgers", "write_set"]
+__all__ = ["KINDS", "Entry", "Ledger", "Receipts", "example_of", "find", "read_ledgers", "write_set"]
 
-KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence")
+KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence", "past-closed-end")
 #: BookKeeper's answer that means the bookie does not hold the entry: no such entry
 NOT_HELD = -13
 #: no such ledger: not held when another bookie of the write set returned the entry
@@ -62,6 +66,8 @@ class Ledger:
     ack_quorum: int
     ensembles: dict[int, tuple[str, ...]]
     last_confirmed: int
+    #: the ledger's state in its metadata (CLOSED: ``last_confirmed`` is its last entry)
+    state: str = "?"
 
 
 @dataclass
@@ -91,7 +97,7 @@ def read_ledgers(path: Path) -> list[Ledger]:
         raw = json.loads(path.read_text(encoding="utf-8"))
         return [Ledger(int(r["partition"]), int(r["ledger"]), int(r["write_quorum"]),
                        int(r["ack_quorum"]), {int(k): tuple(map(str, v)) for k, v in r["ensembles"].items()},
-                       int(r["last_confirmed"])) for r in raw]
+                       int(r["last_confirmed"]), str(r.get("state", "?"))) for r in raw]
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CheckError(f"{path}: not the ledger list of a bookie dump "
                          f"({type(exc).__name__}: {exc})") from exc
@@ -114,6 +120,28 @@ def _copies(path: Path, unread: dict[str, int]) -> Iterator[tuple[int, int, str,
                 unread["not a bookie read"] = unread.get("not a bookie read", 0) + 1
 
 
+#: the producer receipts that name a ledger and an entry: (mid, partition, ledger, entry,
+#: client) of each ``ok`` event, batch lines expanded (the plan reads them from the history)
+Receipts = Callable[[], Iterable[tuple[str, Any, int, int, Any]]]
+
+
+def _past_closed_end(receipts: Receipts, ledgers: Mapping[int, Ledger]) -> list[dict[str, Any]]:
+    """The examples of ``past-closed-end``, one per message (its first such receipt by
+    ledger and entry), by ledger, entry and id."""
+    closed = {lid: led for lid, led in ledgers.items() if led.state == "CLOSED"}
+    found: dict[str, dict[str, Any]] = {}
+    if not closed:
+        return []
+    for mid, partition, lid, eid, client in receipts():
+        led = closed.get(lid)
+        seen = found.get(mid)
+        if (led is not None and eid > led.last_confirmed
+                and (seen is None or (lid, eid) < (seen["ledger"], seen["entry"]))):
+            found[mid] = example(mid=mid, client=client, partition=partition, ledger=lid, entry=eid,
+                                 last_entry=led.last_confirmed)
+    return sorted(found.values(), key=lambda ex: (ex["ledger"], ex["entry"], ex["mid"]))
+
+
 def example_of(kind: str, ex: Entry, names: Any = None, details: Any = None) -> dict[str, Any]:
     """The example of one entry: where it is, its write set and quorums, and each copy."""
     led = ex.ledger
@@ -124,9 +152,12 @@ def example_of(kind: str, ex: Entry, names: Any = None, details: Any = None) -> 
                    held=[{"bookie": b, "crc32": c} for b, c in sorted(ex.held.items())])
 
 
-def find(run_dir: Path) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+def find(run_dir: Path, receipts: Receipts | None = None
+         ) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
     """Counts, first examples and unread lines (by file and reason) of this family in
-    ``run_dir``; all empty when the run has no dump (a Kafka run, or a dump that failed)."""
+    ``run_dir``; all empty when the run has no dump (a Kafka run, or a dump that failed).
+    ``receipts`` (called only when a ledger of the dump is closed) gives the producer receipts
+    ``past-closed-end`` is judged on; None: not judged."""
     ledgers_path, entries_path = run_dir / DIR / LEDGERS, run_dir / DIR / ENTRIES
     if not ledgers_path.is_file() or not entries_path.is_file():
         return {}, {}, {}
@@ -168,5 +199,7 @@ def find(run_dir: Path) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]
                 counts[kind] += 1
                 if len(examples[kind]) < MAX_EXAMPLES:
                     examples[kind].append(example_of(kind, ex))
+    past = _past_closed_end(receipts, ledgers) if receipts is not None else []
+    counts["past-closed-end"], examples["past-closed-end"] = len(past), past[:MAX_EXAMPLES]
     return ({k: n for k, n in counts.items() if n}, {k: v for k, v in examples.items() if v},
             {f"{DIR}/{ENTRIES}": unread} if unread else {})

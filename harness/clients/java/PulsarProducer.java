@@ -131,7 +131,7 @@ public class PulsarProducer {
             byte[] value = new byte[Math.max(w.valueSize, head.length)];
             Arrays.fill(value, (byte) 'x');
             System.arraycopy(head, 0, value, 0, head.length);
-            String dueField = w.rate > 0 ? String.format(Locale.ROOT, ",\"due\":%.6f", wallStart + n / w.rate) : "";
+            String dueField = w.rate > 0 ? ",\"due\":" + History.fixed6(wallStart + n / w.rate) : "";
             record("invoke", ",\"mid\":" + q(mid) + ",\"topic\":" + qtopic + ",\"key\":" + q(key)
                     + ",\"partition\":" + part + dueField);
             outstanding.incrementAndGet();

@@ -112,3 +112,31 @@ def test_write_sets_follow_the_ensemble_in_force() -> None:
     assert write_set(ens, 2, 4) == ["d:1", "c:1"]  # 4 mod 3 = 1, in the new ensemble
     assert write_set(ens, 3, 5) == ["c:1", "a:1", "d:1"]
     assert write_set({2: ("a:1",)}, 1, 1) == []  # before the first ensemble: none
+
+
+def test_receipts_past_a_closed_ledgers_end_are_found_by_both_checkers(tmp_path: Path) -> None:
+    """An acknowledged message whose entry lies past its closed ledger's last entry is
+    past-closed-end (once per message, batch lines expanded); the same past an open ledger's
+    last confirmed entry is not judged (the ledger has no last entry yet)."""
+    from harness.testing.bookie_dump import write_closed_short
+
+    history = generate(tmp_path, Profile(records=600, system="pulsar", partitions=2, seed=4))
+    assert not any(history.anomalies.values())
+    expected = write_closed_short(tmp_path, cut=3)
+    assert expected > 0
+    result = check_run(tmp_path)
+    assert result.anomalies.get("past-closed-end") == expected
+    assert sum(result.anomalies.values()) == expected and not result.valid
+    for ex in result.examples["past-closed-end"]:
+        assert ex["entry"] > ex["last_entry"] and ex["mid"]
+    assert reference_checker.check(tmp_path) == result
+
+
+def test_nothing_past_the_end_when_the_ledgers_close_at_their_last_receipt(tmp_path: Path) -> None:
+    from harness.testing.bookie_dump import write_closed_short
+
+    generate(tmp_path, Profile(records=300, system="pulsar", partitions=2, seed=4))
+    assert write_closed_short(tmp_path, cut=0) == 0
+    result = check_run(tmp_path)
+    assert result.anomalies.get("past-closed-end") == 0 and result.valid
+    assert reference_checker.check(tmp_path) == result

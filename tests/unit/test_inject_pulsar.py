@@ -1,0 +1,99 @@
+"""The Pulsar points' judgement, on recorded evidence: the managed ledger's last confirmed
+entry at the hit and each bookie's copy from the bookie dump (no cluster)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.inject import POINTS, _Armed
+from harness.inject.pulsar import PulsarInjector
+from harness.systems.pulsar_bookies import ASKED, LedgerRange, asked_reads
+
+
+class _Node:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _injector(tmp_path: Path) -> PulsarInjector:
+    return PulsarInjector(system=None, topic="t", run_dir=tmp_path, timeline=None)  # type: ignore[arg-type]
+
+
+def _armed(point: str, node: str, *, confirmed: list[int] | None, hit: bool = True) -> _Armed:
+    armed = _Armed(point, "k", 100, 0, [_Node(node)], "/chaos/k.events", POINTS[point], "broker-1",
+                   None, 0.0)
+    armed.extra = {"ledger": 7, "quorums": [2, 2, 2], "ensemble": ["bookie-1:3181", "bookie-2:3181"],
+                   "write_set": ["bookie-1:3181", "bookie-2:3181"]}
+    if hit:
+        armed.hit = {"node": node, "ledger": 7, "entry": 100}
+        armed.at_hit = [{"when": "hit", "last_confirmed": confirmed}]
+    return armed
+
+
+def _dump(tmp_path: Path, *rows: dict[str, Any]) -> None:
+    (tmp_path / "bookies").mkdir(exist_ok=True)
+    (tmp_path / "bookies" / "entries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _copy(bookie: str, entry: int = 100, rc: int = 0) -> dict[str, Any]:
+    return {"ledger": 7, "entry": entry, "bookie": bookie, "rc": rc, "bytes": 10, "crc32": "a", "lac": 99}
+
+
+def test_ack_quorum_hit_needs_the_entry_unconfirmed_and_on_the_ack_quorum(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    _dump(tmp_path, _copy("bookie-1:3181"), _copy("bookie-2:3181"))
+    judged = inj.judge(_armed("BK-ACK-QUORUM", "broker-1", confirmed=[7, 99]))
+    assert judged["hit"] is True
+    assert "7:99" in judged["observed"] and "bookie-1:3181, bookie-2:3181" in judged["observed"]
+    # confirmed already at the hit: the state was not the point's
+    assert inj.judge(_armed("BK-ACK-QUORUM", "broker-1", confirmed=[7, 100]))["hit"] is False
+    # no stats at the hit: not judged a hit
+    assert inj.judge(_armed("BK-ACK-QUORUM", "broker-1", confirmed=None))["hit"] is False
+
+
+def test_ack_quorum_hit_fails_when_fewer_bookies_than_the_ack_quorum_hold_it(tmp_path: Path) -> None:
+    _dump(tmp_path, _copy("bookie-1:3181"), _copy("bookie-2:3181", rc=-13))
+    judged = _injector(tmp_path).judge(_armed("BK-ACK-QUORUM", "broker-1", confirmed=[7, 99]))
+    assert judged["hit"] is False and "held by bookie-1:3181 of write set" in judged["observed"]
+
+
+def test_journaled_hit_needs_the_held_bookies_copy(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    _dump(tmp_path, _copy("bookie-1:3181"), _copy("bookie-3:3181"))  # bookie-2 lost it
+    assert inj.judge(_armed("BK-JOURNALED", "bookie-1", confirmed=[7, 99]))["hit"] is True
+    assert inj.judge(_armed("BK-JOURNALED", "bookie-2", confirmed=[7, 99]))["hit"] is False
+    # an earlier ledger's last confirmed entry is before any entry of this one
+    assert inj.judge(_armed("BK-JOURNALED", "bookie-1", confirmed=[6, 500]))["hit"] is True
+
+
+def test_no_dump_and_no_hit_are_misses_with_a_reason(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    judged = inj.judge(_armed("BK-JOURNALED", "bookie-1", confirmed=[7, 99]))
+    assert judged["hit"] is False and "no bookie dump" in judged["observed"]
+    judged = inj.judge(_armed("BK-JOURNALED", "bookie-1", confirmed=None, hit=False))
+    assert judged["hit"] is False and judged["observed"] == "the point was never reached"
+
+
+@pytest.mark.parametrize("point", ["BK-JOURNALED", "BK-ACK-QUORUM"])
+def test_a_user_rule_is_judged_on_firing_only(tmp_path: Path, point: str) -> None:
+    armed = _armed(point, "bookie-1", confirmed=None)
+    armed.spec = None
+    assert _injector(tmp_path).judge(armed)["hit"] is True
+
+
+def test_asked_reads_add_only_what_the_write_sets_do_not_read(tmp_path: Path) -> None:
+    led = LedgerRange(0, 7, "OPEN", 2, 2, 2, {0: ["bookie-1:3181", "bookie-2:3181"],
+                                               100: ["bookie-3:3181", "bookie-2:3181"]}, 100, read_to=102)
+    path = tmp_path / ASKED
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"ledger": 7, "entry": 100, "bookie": "bookie-1:3181"},  # out of the ensemble since 100
+        {"ledger": 7, "entry": 100, "bookie": "bookie-2:3181"},  # read anyway
+        {"ledger": 7, "entry": 100, "bookie": "bookie-1:3181"},  # asked twice: read once
+        {"ledger": 9, "entry": 3, "bookie": "bookie-1:3181"},  # a ledger the stats lack
+    ]) + "not json\n")
+    assert asked_reads(path, [led]) == [(7, "bookie-1:3181", 100, 100), (9, "bookie-1:3181", 3, 3)]
+    assert asked_reads(tmp_path / "missing", [led]) == []
