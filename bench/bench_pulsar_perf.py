@@ -1,7 +1,7 @@
 """The harness's instrumented Pulsar producer beside Pulsar's own ``pulsar-perf produce``,
 on the same cluster, row by row (issue 16: seed 002's table for Pulsar).
 
-    python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3 p1-java]
+    python bench/bench_pulsar_perf.py [--records 100000] [--rows p1 p1-1k p3 p1-java p1-java-1k]
                                       [--reps 1] [--sizes]
                                       [--fault [--fault-rate 2000] [--fault-seconds 90]]
                                       [--html reports/bench-pulsar-perf.html]
@@ -13,6 +13,7 @@ Rows (each on a fresh non-partitioned persistent topic, ``--records`` records):
   p3      three producers on one topic at once (their records/s summed)
   p1-java one producer, 100-byte records, the harness's Java driver (the cases'
           ``client: {driver: java}``) at an unbounded rate
+  p1-java-1k  the same with 1 KB records
 
 Harness side: ``PulsarProducerClient`` of harness/clients/pulsar.py (the Python client,
 batching on, as in the cases), writing its history to a temporary file; three producers are
@@ -98,7 +99,7 @@ from harness.errors import HarnessError  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
 from harness.systems.pulsar import PulsarSystem  # noqa: E402
 
-ROWS = ("p1", "p1-1k", "p3", "p1-java")
+ROWS = ("p1", "p1-1k", "p3", "p1-java", "p1-java-1k")
 TOOL_TIMEOUT_S = 600.0
 PERF_DIR = IMAGES_DIR / "pulsar-perf"
 #: Maven Central has no pulsar-testclient 4.0.7 (compose/images/pulsar-perf/pom.xml): the nearest
@@ -429,11 +430,12 @@ def main(argv: list[str] | None = None) -> int:
                     k = median_of([perf.produce(topic(), n, size, copies) for _ in range(args.reps)])
                     rows.append(Row(name, f"{copies} producer(s), {size} B", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
-            if "p1-java" in args.rows:
-                h = median_of([harness.produce_java(cluster, topic(), n, 100) for _ in range(args.reps)])
-                k = median_of([perf.produce(topic(), n, 100) for _ in range(args.reps)])
-                rows.append(Row("p1-java", "1 producer, 100 B, the harness's Java driver", h, k, 100))
-                print(table([rows[-1]]).splitlines()[1], flush=True)
+            for name, size in (("p1-java", 100), ("p1-java-1k", 1000)):
+                if name in args.rows:
+                    h = median_of([harness.produce_java(cluster, topic(), n, size) for _ in range(args.reps)])
+                    k = median_of([perf.produce(topic(), n, size) for _ in range(args.reps)])
+                    rows.append(Row(name, f"1 producer, {size} B, the harness's Java driver", h, k, size))
+                    print(table([rows[-1]]).splitlines()[1], flush=True)
             if args.sizes:
                 for size in SIZES:
                     count = max(1000, min(n, args.sweep_mb * 1_000_000 // size))
