@@ -101,6 +101,13 @@ POINTS.update({
         "owner", None, None, None, "entry", "the owner's ledger handle has the ack quorum for "
         "entry N (the bookies answered); it has not completed the add, so the managed ledger "
         "has not confirmed N and the producer has no receipt", seed=_BK_SEED, system="pulsar"),
+    "CURSOR-UNPERSISTED": PointSpec(
+        "owner", None, None, None, "entry", "a subscription's mark-delete position moved in the "
+        "owner's memory to entry N or later (its consumer acknowledged the messages); the new "
+        "position is not yet written to the cursor's ledger",
+        seed="Seed 000: a subscription's acknowledgements are persisted in batches, so a broker "
+             "failure redelivers what was acknowledged since the last write (at-least-once); "
+             "nothing may be skipped.", system="pulsar"),
 })
 
 

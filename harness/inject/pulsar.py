@@ -29,7 +29,8 @@ from typing import Any
 
 from ..case import InjectArgs
 from ..errors import AdminError, BackendError, InjectError
-from ..history import Recorder
+from ..history import Recorder, read_events
+from ..systems.pulsar import parse_position
 from ..systems.pulsar_bookies import ASKED
 from . import POINTS, RuleInjector, _Armed, render_rule, rule_blocks
 
@@ -41,6 +42,14 @@ def write_set(ensemble: list[str] | tuple[str, ...], write_quorum: int, entry: i
     (``RoundRobinDistributionSchedule``: bookie ``entry mod E`` and the next W-1)."""
     size = len(ensemble)
     return [ensemble[(entry + i) % size] for i in range(min(write_quorum, size))]
+
+
+def managed_ledger(topic_name: str) -> str:
+    """The managed ledger's name of a persistent topic: ``persistent://t/ns/x`` ->
+    ``t/ns/persistent/x``."""
+    domain, _, rest = topic_name.partition("://")
+    tenant, namespace, local = rest.split("/", 2)
+    return f"{tenant}/{namespace}/{domain}/{local}"
 
 
 def _ensemble_at(ensembles: dict[int, tuple[str, ...]], entry: int) -> tuple[str, ...]:
@@ -89,9 +98,10 @@ class PulsarInjector(RuleInjector):
                                   f"for entry {n}")
             else:
                 nodes = [self.system.cluster.node(targets[0].rsplit(":", 1)[0])]
-        rendered = render_rule(text, {"TOPIC": self.system.topic_name(self.topic, self.system._part(
-            self.topic, p)), "PARTITION": p, "LEDGER": ledger.ledger_id, "N": n, "KEY": key,
-            "EVENTS": events, "HOLD_MS": self.hold_ms})
+        name = self.system.topic_name(self.topic, self.system._part(self.topic, p))
+        rendered = render_rule(text, {"TOPIC": name, "ML": managed_ledger(name), "PARTITION": p,
+                                      "LEDGER": ledger.ledger_id, "N": n, "KEY": key,
+                                      "EVENTS": events, "HOLD_MS": self.hold_ms})
         for node in nodes:
             self._submit(node, rendered, key)
         armed = _Armed(args.point, key, n, p, nodes, events, spec if args.rule is None else None,
@@ -113,11 +123,15 @@ class PulsarInjector(RuleInjector):
             return []
         self._ask_copies(armed)
         try:
-            confirmed = self.system.last_confirmed(self.topic, armed.partition)
+            stats = self.system.internal_stats(self.topic, armed.partition, metadata=False)
         except (AdminError, BackendError) as exc:
             log.info(f"inject {armed.point}: no internal stats at the {when}: {exc}")
             return []
-        return [{"when": when, "last_confirmed": list(confirmed) if confirmed else None}]
+        confirmed = parse_position(stats.get("lastConfirmedEntry"))
+        cursors = {str(name): parse_position(c.get("markDeletePosition"))
+                   for name, c in (stats.get("cursors") or {}).items() if isinstance(c, dict)}
+        return [{"when": when, "last_confirmed": list(confirmed) if confirmed else None,
+                 "mark_delete": {k: list(v) for k, v in cursors.items() if v is not None}}]
 
     def _ask_copies(self, armed: _Armed) -> None:
         """Asks the run's bookie dump for the held entry's copy on every bookie of its write
@@ -151,6 +165,8 @@ class PulsarInjector(RuleInjector):
             return result
         result["meaning"] = spec.meaning
         result["seed"] = spec.seed
+        if armed.point == "CURSOR-UNPERSISTED":
+            return self._judge_cursor(armed, result)
         quorums = armed.extra.get("quorums") or [0, 0, 0]
         if armed.point == "BK-JOURNALED":
             result["expected"] = ("at the hit the managed ledger had not confirmed the entry; "
@@ -185,6 +201,52 @@ class PulsarInjector(RuleInjector):
                               f"{held_text}")
         result["hit"] = bool(unconfirmed and held_ok)
         return result
+
+    def _judge_cursor(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
+        """CURSOR-UNPERSISTED: at the hit the owner's stats show the subscription's mark-delete
+        position at or past the held one (it moved in memory); after the first kill the
+        subscription's consumers read again a message at or before it (the position the next
+        owner restored from the cursor's ledger was behind: the held write never landed)."""
+        result["expected"] = ("at the hit the subscription's mark-delete position (internal stats) "
+                              "at or past the held position; after the kill a message at or before "
+                              "it delivered again")
+        hit = armed.hit
+        if hit is None:
+            result["observed"] = "the point was never reached"
+            return result
+        sub, ledger, entry = hit.get("subscription"), hit.get("ledger"), hit.get("entry")
+        if not isinstance(ledger, int) or not isinstance(entry, int):
+            result["observed"] = f"a HIT line without its position: {hit}"
+            return result
+        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), None)
+        moved = (at_hit or {}).get("mark_delete", {}).get(str(sub))
+        in_memory = moved is not None and tuple(moved) >= (ledger, entry)
+        again = self._redelivered(sub, (ledger, entry), armed.kill["t"] if armed.kill else None)
+        shown = ":".join(map(str, moved)) if moved else "not read"
+        result["observed"] = (f"subscription {sub}: held write of {ledger}:{entry} (persisted "
+                              f"{hit.get('persisted')}); mark-delete at the hit {shown}; "
+                              + (f"{again} message(s) at or before it read again after the kill"
+                                 if armed.kill else "no kill after the hit"))
+        result["hit"] = bool(in_memory and again)
+        return result
+
+    def _redelivered(self, subscription: Any, upto: tuple[int, int], since: float | None) -> int:
+        """Run polls of ``subscription`` after ``since`` at positions at or before ``upto``."""
+        if since is None:
+            return 0
+        n = 0
+        for path in sorted((self.run_dir / "history").glob("*.jsonl")):
+            try:
+                for ev in read_events(path):
+                    if (ev.get("type") == "poll" and ev.get("phase") != "recovery"
+                            and ev.get("subscription") == subscription
+                            and isinstance(ev.get("t"), (int, float)) and ev["t"] > since
+                            and isinstance(ev.get("ledger"), int) and isinstance(ev.get("entry"), int)
+                            and (ev["ledger"], ev["entry"]) <= upto):
+                        n += 1
+            except (OSError, ValueError):
+                continue
+        return n
 
     def _holders(self, ledger: Any, entry: Any) -> set[str] | None:
         """The bookies (ids) whose copy of ``ledger:entry`` the bookie dump read (rc 0), or

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..clusters import ClusterDef
 from ..errors import AdminError
+from ..wait import wait_until
 
 T = TypeVar("T")
 _LOG = logging.getLogger("harness.zookeeper")
@@ -46,3 +48,16 @@ def zk_call(port: int, what: str, fn: Callable[[Any], T]) -> T:
             client.close()
         except Exception:
             pass  # closing a failed session: nothing left to release
+
+
+def wait_out_old_session(gone: Callable[[], bool], node: str, where: str,
+                         timeout: float) -> dict[str, Any] | None:
+    """Waits (up to ``timeout``) until ``gone()``: ZooKeeper has expired the session of a
+    killed ``node``, whose ephemeral registration (``where``) it still held. Returns how long
+    it waited, or None when the registration was already gone."""
+    t0 = time.monotonic()
+    if gone():
+        return None
+    wait_until(gone, timeout=timeout, interval=0.2, max_interval=0.5,
+               what=f"ZooKeeper to expire {node}'s old session ({where})")
+    return {"waited_for_old_session_s": round(time.monotonic() - t0, 1)}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, FaultError, HarnessError, WaitTimeout, WorkloadError
 from ..wait import wait_until
-from ._zk import zk_call, zk_port
+from ._zk import wait_out_old_session, zk_call, zk_port
 from .base import ConsumerClient, Leader, Mark, ProducerClient
 from .kafka_segments import (
     CHECKPOINTS,
@@ -352,12 +352,7 @@ class KafkaSystem:
         def gone() -> bool:
             return not zk_call(port, path, lambda zk: zk.exists(path))
 
-        t0 = time.monotonic()
-        if gone():
-            return None
-        wait_until(gone, timeout=OLD_SESSION_WAIT_S, interval=0.2, max_interval=0.5,
-                   what=f"ZooKeeper to expire {node.name}'s old session ({path})")
-        return {"waited_for_old_session_s": round(time.monotonic() - t0, 1)}
+        return wait_out_old_session(gone, node.name, path, OLD_SESSION_WAIT_S)
 
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit).

@@ -33,7 +33,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
-from ._zk import zk_call, zk_port
+from ._zk import wait_out_old_session, zk_call, zk_port
 from .base import ConsumerClient, Leader, Mark, ProducerClient
 
 if TYPE_CHECKING:
@@ -298,12 +298,7 @@ class PulsarSystem:
                                for c in zk.get_children(parent))
             return bool(self._zk(read, f"{node.name}'s registration"))
 
-        t0 = time.monotonic()
-        if gone():
-            return None
-        wait_until(gone, timeout=OLD_SESSION_WAIT_S, interval=0.2, max_interval=0.5,
-                   what=f"ZooKeeper to expire {node.name}'s old session (its registration)")
-        return {"waited_for_old_session_s": round(time.monotonic() - t0, 1)}
+        return wait_out_old_session(gone, node.name, f"{parents[0]}/{prefix}*", OLD_SESSION_WAIT_S)
 
     def wait_ready(self, timeout: float = 90) -> None:
         """Every bookie registered, every broker registered and healthy, a leader broker."""

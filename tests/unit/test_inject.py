@@ -33,7 +33,7 @@ def test_every_point_has_a_rule_for_supported_versions(version: str) -> None:
 @pytest.mark.parametrize("version", ["4.0.7", "4.2.4"])
 def test_pulsar_points_have_rules_on_both_versions(version: str) -> None:
     pulsar = frozenset(p for p, spec in POINTS.items() if spec.system == "pulsar")
-    assert pulsar >= {"BK-JOURNALED", "BK-ACK-QUORUM"}
+    assert pulsar >= {"BK-JOURNALED", "BK-ACK-QUORUM", "CURSOR-UNPERSISTED"}
     assert available_points("pulsar", version) == pulsar
     assert available_points("kafka", version) == frozenset()
     blocks = rule_blocks(rule_file("pulsar", version).read_text())
@@ -41,7 +41,7 @@ def test_pulsar_points_have_rules_on_both_versions(version: str) -> None:
     assert {"RELEASE", "RELEASE.broker"} <= blocks.keys()
     for point, text in blocks.items():
         rendered = render_rule(text, {"LEDGER": 7, "N": 5, "KEY": "k", "EVENTS": "/chaos/e",
-                                      "HOLD_MS": 1000})
+                                      "HOLD_MS": 1000, "ML": "public/default/persistent/t"})
         assert "@" not in rendered
         if point in POINTS:
             assert f'"HIT {point} ' in rendered and 'waitFor("k", 1000)' in rendered

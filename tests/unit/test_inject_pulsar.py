@@ -97,3 +97,49 @@ def test_asked_reads_add_only_what_the_write_sets_do_not_read(tmp_path: Path) ->
     ]) + "not json\n")
     assert asked_reads(path, [led]) == [(7, "bookie-1:3181", 100, 100), (9, "bookie-1:3181", 3, 3)]
     assert asked_reads(tmp_path / "missing", [led]) == []
+
+
+def _cursor_armed(moved: list[int] | None, kill_t: float | None = 100.0) -> _Armed:
+    armed = _Armed("CURSOR-UNPERSISTED", "k", 50, 0, [_Node("broker-1")], "/chaos/k.events",
+                   POINTS["CURSOR-UNPERSISTED"], "broker-1", None, 0.0)
+    armed.hit = {"node": "broker-1", "subscription": "app", "ledger": 7, "entry": 60, "persisted": "7:40"}
+    armed.at_hit = [{"when": "hit", "last_confirmed": [7, 199],
+                     "mark_delete": {"app": moved} if moved else {}}]
+    armed.kill = {"action": "kill9", "node": "broker-1", "t": kill_t} if kill_t else None
+    return armed
+
+
+def _polls(tmp_path: Path, *rows: tuple[float, int, str]) -> None:
+    (tmp_path / "history").mkdir(exist_ok=True)
+    (tmp_path / "history" / "app.jsonl").write_text("".join(
+        json.dumps({"type": "poll", "client": "app", "t": t, "m": t, "phase": "run", "mid": f"p-{e}",
+                    "topic": "t", "partition": 0, "ledger": 7, "entry": e, "batch": -1,
+                    "subscription": sub}) + "\n" for t, e, sub in rows))
+
+
+def test_cursor_hit_needs_the_position_moved_in_memory_and_a_redelivery_after_the_kill(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    # read once before the kill, then 45..60 again after it (the restored position was 7:44)
+    _polls(tmp_path, *[(50.0, e, "app") for e in range(61)], *[(120.0, e, "app") for e in range(45, 70)])
+    judged = inj.judge(_cursor_armed([7, 62]))
+    assert judged["hit"] is True and "16 message(s)" in judged["observed"]
+    # the mark-delete position had not moved to the held one at the hit
+    assert inj.judge(_cursor_armed([7, 55]))["hit"] is False
+    assert inj.judge(_cursor_armed(None))["hit"] is False
+    # no kill after the hit: nothing to show the write never landed
+    assert inj.judge(_cursor_armed([7, 62], kill_t=None))["hit"] is False
+
+
+def test_cursor_hit_fails_without_redelivery_or_for_another_subscription(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    _polls(tmp_path, *[(50.0, e, "app") for e in range(61)], *[(120.0, e, "app") for e in range(61, 70)],
+           *[(120.0, e, "other") for e in range(0, 70)])
+    judged = inj.judge(_cursor_armed([7, 62]))
+    assert judged["hit"] is False and "0 message(s)" in judged["observed"]
+
+
+def test_managed_ledger_names() -> None:
+    from harness.inject.pulsar import managed_ledger
+
+    assert managed_ledger("persistent://public/default/t-partition-0") == "public/default/persistent/t-partition-0"
+    assert managed_ledger("persistent://public/deduplicated/x") == "public/deduplicated/persistent/x"
