@@ -137,5 +137,4 @@ def available_points(system: str, version: str) -> frozenset[str]:
     path = rule_file(system, version)
     if not path.exists():
         return frozenset()
-    return frozenset(p for p in rule_blocks(path.read_text())
-                     if p in POINTS and POINTS[p].system == system)
+    return frozenset(p for p in rule_blocks(path.read_text()) if p in POINTS)

@@ -32,7 +32,7 @@ from ..case import InjectArgs, Selector
 from ..errors import BackendError, InjectError, WaitTimeout
 from ..history import Recorder
 from ..points import POINTS, RULES_DIR, PointSpec, available_points, rule_blocks, rule_file
-from ..systems.base import CrashPoints, System
+from ..systems.base import CrashPoints, LedgerPoints, System
 from ..systems.kafka_segments import log_end_offset
 from ..wait import wait_until
 
@@ -95,7 +95,7 @@ def injector_for(system: System, topic: str, run_dir: Path, timeline: Recorder) 
     (:class:`harness.inject.pulsar.PulsarInjector`)."""
     if isinstance(system, CrashPoints):
         return Injector(system, topic, run_dir, timeline)
-    if system.name == "pulsar":
+    if isinstance(system, LedgerPoints):
         from .pulsar import PulsarInjector
 
         return PulsarInjector(system, topic, run_dir, timeline)

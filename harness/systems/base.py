@@ -14,7 +14,8 @@ Jepsen separates ``Primary`` or ``LogFiles`` from ``DB``:
 - :class:`InSyncReplicas`: an ISR to await (Kafka);
 - :class:`Unloadable`: graceful ownership transfer (Pulsar bundles);
 - :class:`JavaProducers`: a producer driven by the system's Java client;
-- :class:`CrashPoints`: brokers that take the crash-timing rules (Kafka).
+- :class:`CrashPoints`: brokers that take the crash-timing rules (Kafka);
+- :class:`LedgerPoints`: crash-timing rules on an entry of a topic's ledger (Pulsar).
 
 Leadership is named two ways: ``ref`` is how the system names a leader (Kafka's
 broker id, -1 for none; Pulsar's owner node name), ``node`` is the harness's
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from ..history import HistoryWriter
 
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
-           "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark", "ProducerClient",
-           "ReadyRemedy", "Stats", "System", "Unloadable"]
+           "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
+           "ProducerClient", "ReadyRemedy", "Stats", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -252,6 +253,21 @@ class CrashPoints(Protocol):
 
     def node_name(self, broker_id: int) -> str:
         """The node with this broker id."""
+        ...
+
+
+@runtime_checkable
+class LedgerPoints(Protocol):
+    """A system whose crash-timing points target an entry of a topic's current ledger (Pulsar:
+    :class:`harness.inject.pulsar.PulsarInjector`)."""
+
+    def write_position(self, topic: str, partition: int | None = None) -> tuple[Any, int]:
+        """The partition's current ledger and the id its next entry gets (N)."""
+        ...
+
+    def internal_stats(self, topic: str, partition: int | None = None, *,
+                       metadata: bool = True) -> dict[str, Any]:
+        """The partition's managed-ledger stats (last confirmed entry, cursors)."""
         ...
 
 

@@ -117,7 +117,7 @@ def _polls(tmp_path: Path, *rows: tuple[float, int, str]) -> None:
                     "subscription": sub}) + "\n" for t, e, sub in rows))
 
 
-def test_cursor_hit_needs_the_position_moved_in_memory_and_a_redelivery_after_the_kill(tmp_path: Path) -> None:
+def test_cursor_hit_needs_the_position_moved_in_memory_and_a_redelivery(tmp_path: Path) -> None:
     inj = _injector(tmp_path)
     # read once before the kill, then 45..60 again after it (the restored position was 7:44)
     _polls(tmp_path, *[(50.0, e, "app") for e in range(61)], *[(120.0, e, "app") for e in range(45, 70)])
@@ -141,5 +141,6 @@ def test_cursor_hit_fails_without_redelivery_or_for_another_subscription(tmp_pat
 def test_managed_ledger_names() -> None:
     from harness.inject.pulsar import managed_ledger
 
-    assert managed_ledger("persistent://public/default/t-partition-0") == "public/default/persistent/t-partition-0"
+    assert managed_ledger("persistent://public/default/t-partition-0") == \
+        "public/default/persistent/t-partition-0"
     assert managed_ledger("persistent://public/deduplicated/x") == "public/deduplicated/persistent/x"
