@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -25,9 +26,12 @@ from harness.case import load_case
 from harness.run import run_case
 
 ROOT = Path(__file__).resolve().parent.parent
+#: where the run directories of misses and failures are kept (the others are removed)
+MISSES = ROOT / "reports" / "bench-injection-misses"
 #: per system: the cases of its points, and the modes (Kafka clusters) or versions (Pulsar)
 DEFAULTS = {"kafka": (["c1", "c2", "c3", "c4", "c5"], ["kafka-zk", "kafka-kraft"]),
-            "pulsar": (["ack-quorum-kill-owner", "bookie-journaled-kill"], ["4.0.7", "4.2.4"])}
+            "pulsar": (["ack-quorum-kill-owner", "bookie-journaled-kill", "cursor-unpersisted-kill-owner"],
+                       ["4.0.7", "4.2.4"])}
 
 
 def main() -> None:
@@ -55,8 +59,13 @@ def main() -> None:
                         t0 = time.monotonic()
                         outcome = run_case(case, reports_dir=Path(reports), keep_cluster=True)
                         times.append(time.monotonic() - t0)
-                        hits += bool(outcome.result.injection and outcome.result.injection.hit)
+                        hit = bool(outcome.result.injection and outcome.result.injection.hit)
+                        hits += hit
                         passes += outcome.exit_code == 0
+                        if not hit or outcome.exit_code != 0:  # kept for a look: the rest go
+                            MISSES.mkdir(parents=True, exist_ok=True)
+                            shutil.copytree(outcome.run_dir, MISSES / outcome.run_dir.name)
+                            print(f"  kept {MISSES / outcome.run_dir.name}", flush=True)
                     rows.append((name, mode, hits, passes, statistics.median(times)))
                     print(f"{name:22} {mode:12} hit {hits}/{args.reps}  pass {passes}/{args.reps}  "
                           f"median {statistics.median(times):5.1f}s", flush=True)
