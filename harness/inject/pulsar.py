@@ -29,7 +29,7 @@ from typing import Any
 
 from ..case import InjectArgs
 from ..errors import AdminError, BackendError, InjectError
-from ..history import Recorder, read_events
+from ..history import read_events
 from ..systems.pulsar import parse_position
 from ..systems.pulsar_bookies import ASKED
 from . import POINTS, RuleInjector, _Armed, render_rule, rule_blocks
@@ -62,10 +62,6 @@ class PulsarInjector(RuleInjector):
     """Arms Pulsar and BookKeeper points on one run's cluster and reports hits."""
 
     system_name = "pulsar"
-
-    def __init__(self, system: Any, topic: str, run_dir: Path, timeline: Recorder,
-                 hold_ms: int = 120_000) -> None:
-        super().__init__(system, topic, run_dir, timeline, hold_ms)
 
     def arm(self, args: InjectArgs, resolver: Any) -> dict[str, Any]:
         version = self.system.cluster.version

@@ -697,13 +697,7 @@ class PulsarSystem:
 
     def current_ledger(self, topic: str, partition: int | None = None) -> LedgerState:
         """The ledger the topic writes to now, with its ensembles (from its metadata)."""
-        partition = self._part(topic, partition)
-        tn = self.topic_name(topic, partition)
-        ledgers = self.internal_stats(topic, partition).get("ledgers") or []
-        if not ledgers or not ledgers[-1].get("metadata"):
-            raise AdminError(f"{tn} has no current ledger yet")
-        last = ledgers[-1]
-        return _parse_ledger(tn, int(last["ledgerId"]), str(last["metadata"]))
+        return self.write_position(topic, partition)[0]
 
     def write_position(self, topic: str, partition: int | None = None) -> tuple[LedgerState, int]:
         """The ledger the topic writes to now and the id its next entry gets (N): one past the
@@ -717,10 +711,6 @@ class PulsarSystem:
         state = _parse_ledger(tn, int(ledgers[-1]["ledgerId"]), str(ledgers[-1]["metadata"]))
         confirmed = parse_position(stats.get("lastConfirmedEntry"))
         return state, confirmed[1] + 1 if confirmed and confirmed[0] == state.ledger_id else 0
-
-    def last_confirmed(self, topic: str, partition: int | None = None) -> tuple[int, int] | None:
-        """The managed ledger's last confirmed entry (ledger, entry), from its owner."""
-        return parse_position(self.internal_stats(topic, partition, metadata=False).get("lastConfirmedEntry"))
 
     def ledger_ensemble(self, topic: str, partition: int | None = None) -> list[Node]:
         """The bookies of the current ledger's latest ensemble (where new entries go)."""
