@@ -22,8 +22,8 @@ class PointSpec:
     """Where a point lives and what a hit must look like (offsets relative to N)."""
 
     #: the nodes hosting the rule: leader | follower | followers (every current one) on Kafka;
-    #: owner (the broker that owns the topic) | bookie (one bookie of the entry's write set)
-    #: on Pulsar
+    #: owner (the broker that owns the topic) | new-owner (every other running broker: the
+    #: next owner) | bookie (one bookie of the entry's write set) on Pulsar
     role: str
     leader_leo: int | None  # expected leader LEO at the kill, minus N (None: see below)
     follower_leo: int | None  # expected follower LEO at the kill, minus N
@@ -101,6 +101,29 @@ POINTS.update({
         "owner", None, None, None, "entry", "the owner's ledger handle has the ack quorum for "
         "entry N (the bookies answered); it has not completed the add, so the managed ledger "
         "has not confirmed N and the producer has no receipt", seed=_BK_SEED, system="pulsar"),
+    "ENSEMBLE-CHANGE": PointSpec(
+        "owner", None, None, None, "entry", "a bookie of the ledger's ensemble failed (an add "
+        "to it failed); the owner's ledger handle chose a new ensemble from the first unconfirmed "
+        "entry on and has not written it to the ledger's metadata, so the pending adds are not "
+        "resent and the metadata store still names the failed bookie",
+        seed="Seed 000: a bookie failure makes the writer replace it (an ensemble change) and "
+             "go on writing; entries acknowledged before stay where they were. Nothing "
+             "acknowledged may be lost.", system="pulsar"),
+    "LEDGER-RECOVERY": PointSpec(
+        "new-owner", None, None, None, "entry", "a new owner opens the partition's last ledger "
+        "with recovery: the metadata is IN_RECOVERY and the bookies fenced (the old owner can "
+        "add nothing more); its recovery reads past the last add confirmed have not started and "
+        "the ledger is not closed",
+        seed="Seed 000: on a broker failure the new owner fences the last ledger and closes it "
+             "at the last entry an ack quorum may have stored; every acknowledged entry is "
+             "below that close point.", system="pulsar"),
+    "BUNDLE-ACQUIRED": PointSpec(
+        "new-owner", None, None, None, "entry", "a new owner holds the ownership lock of the "
+        "topic's namespace bundle and is loading the topic; it has not begun to open the "
+        "partition's managed ledger, so the last ledger is neither fenced nor recovered",
+        seed="Seed 000: a broker owns topics by namespace bundle; when one fails another "
+             "acquires its bundles and loads their topics from BookKeeper. Nothing "
+             "acknowledged may be lost.", system="pulsar"),
     "CURSOR-UNPERSISTED": PointSpec(
         "owner", None, None, None, "entry", "a subscription's mark-delete position moved in the "
         "owner's memory to entry N or later (its consumer acknowledged the messages); the new "

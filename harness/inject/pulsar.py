@@ -44,6 +44,15 @@ def write_set(ensemble: list[str] | tuple[str, ...], write_quorum: int, entry: i
     return [ensemble[(entry + i) % size] for i in range(min(write_quorum, size))]
 
 
+#: points whose hit state is the stored ledger metadata (the owner may not answer)
+_STORED_AT_HIT = frozenset({"ENSEMBLE-CHANGE", "LEDGER-RECOVERY", "BUNDLE-ACQUIRED"})
+
+
+def _bookie_list(text: Any) -> list[str]:
+    """``[bookie-1:3181,bookie-3:3181]`` (a HIT line's Java list) -> the bookie ids."""
+    return [b for b in str(text or "").strip("[]").split(",") if b]
+
+
 def managed_ledger(topic_name: str) -> str:
     """The managed ledger's name of a persistent topic: ``persistent://t/ns/x`` ->
     ``t/ns/persistent/x``."""
@@ -89,6 +98,12 @@ class PulsarInjector(RuleInjector):
                                if name == args.point or name.startswith(args.point + "."))
             if spec.role == "owner":
                 nodes = [owner]
+            elif spec.role == "new-owner":
+                nodes = [x for x in self.system.brokers()
+                         if x.name != owner.name and x.container.status == "running"]
+                if not nodes:
+                    raise InjectError(f"inject {args.point}: no running broker but the owner "
+                                      f"{owner.name} to take {self.topic}-{p} over")
             elif not targets:
                 raise InjectError(f"inject {args.point}: ledger {ledger.ledger_id} has no ensemble "
                                   f"for entry {n}")
@@ -102,7 +117,16 @@ class PulsarInjector(RuleInjector):
             self._submit(node, rendered, key)
         armed = _Armed(args.point, key, n, p, nodes, events, spec if args.rule is None else None,
                        owner.name, None, time.time())
-        armed.extra = {"ledger": ledger.ledger_id,
+        if args.point == "BUNDLE-ACQUIRED":
+            namespace = name.split("://", 1)[-1].rsplit("/", 1)[0]
+            try:
+                bundle = self.system.bundle(self.topic, p)
+            except AdminError as exc:
+                raise InjectError(f"inject {args.point}: the bundle of {name}: {exc}") from exc
+            extra_bundle = {"bundle": f"{namespace}/{bundle}"}
+        else:
+            extra_bundle = {}
+        armed.extra = {**extra_bundle, "ledger": ledger.ledger_id,
                        "quorums": [ledger.ensemble_size, ledger.write_quorum, ledger.ack_quorum],
                        "ensemble": list(ensemble), "write_set": targets}
         self._record_arm(armed, {"n": n, "key": key, "owner": owner.name, **armed.extra})
@@ -117,6 +141,8 @@ class PulsarInjector(RuleInjector):
         killed, and a request to it would delay the case's next step."""
         if when != "hit":
             return []
+        if armed.point in _STORED_AT_HIT:
+            return [self._stored_at_hit(armed)]
         self._ask_copies(armed)
         try:
             stats = self.system.internal_stats(self.topic, armed.partition, metadata=False)
@@ -128,6 +154,30 @@ class PulsarInjector(RuleInjector):
                    for name, c in (stats.get("cursors") or {}).items() if isinstance(c, dict)}
         return [{"when": when, "last_confirmed": list(confirmed) if confirmed else None,
                  "mark_delete": {k: list(v) for k, v in cursors.items() if v is not None}}]
+
+    def _stored_at_hit(self, armed: _Armed) -> dict[str, Any]:
+        """ENSEMBLE-CHANGE, LEDGER-RECOVERY: the held ledger's metadata as the metadata store
+        holds it (the bookie shell: the owner, held, may not answer) and which bookies run.
+        No internal stats: a new owner in the middle of the recovery answers none."""
+        ledger = (armed.hit or {}).get("ledger", armed.extra.get("ledger"))
+        row: dict[str, Any] = {"when": "hit", "ledger": ledger,
+                               "running_bookies": sorted(x.name for x in self.system.bookies()
+                                                         if x.container.status == "running")}
+        bundle = armed.extra.get("bundle")
+        if bundle:
+            try:
+                row["bundle_holder"] = self.system.bundle_holder(*bundle.rsplit("/", 1))
+            except AdminError as exc:
+                row["bundle_error"] = str(exc)
+        try:
+            stored = self.system.stored_ledger(int(ledger), self.topic)
+        except (AdminError, BackendError, TypeError, ValueError) as exc:
+            log.info(f"inject {armed.point}: no stored metadata of ledger {ledger} at the hit: {exc}")
+            row["error"] = str(exc)
+            return row
+        row["state"] = stored.state
+        row["ensembles"] = {str(k): list(v) for k, v in stored.ensembles.items()}
+        return row
 
     def _ask_copies(self, armed: _Armed) -> None:
         """Asks the run's bookie dump for the held entry's copy on every bookie of its write
@@ -163,6 +213,12 @@ class PulsarInjector(RuleInjector):
         result["seed"] = spec.seed
         if armed.point == "CURSOR-UNPERSISTED":
             return self._judge_cursor(armed, result)
+        if armed.point == "ENSEMBLE-CHANGE":
+            return self._judge_ensemble_change(armed, result)
+        if armed.point == "LEDGER-RECOVERY":
+            return self._judge_recovery(armed, result)
+        if armed.point == "BUNDLE-ACQUIRED":
+            return self._judge_bundle(armed, result)
         quorums = armed.extra.get("quorums") or [0, 0, 0]
         if armed.point == "BK-JOURNALED":
             result["expected"] = ("at the hit the managed ledger had not confirmed the entry; "
@@ -225,6 +281,86 @@ class PulsarInjector(RuleInjector):
                                  if armed.kill else "no kill after the hit"))
         result["hit"] = bool(in_memory and again)
         return result
+
+    def _judge_ensemble_change(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
+        """ENSEMBLE-CHANGE: at the hit every bookie the HIT line names as failed is down (its
+        container not running), and the stored metadata still has it in the ledger's last
+        ensemble, which is not the new one the HIT line names (chosen, not written)."""
+        result["expected"] = ("at the hit the failed bookie is down, and the stored metadata's "
+                              "last ensemble still names it (the new ensemble is not written)")
+        hit = armed.hit
+        if hit is None:
+            result["observed"] = "the point was never reached"
+            return result
+        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), {})
+        failed = _bookie_list(hit.get("failed"))
+        chosen = _bookie_list(hit.get("new_ensemble"))
+        stored = at_hit.get("ensembles") or {}
+        last = stored[max(stored, key=int)] if stored else []
+        down = [b for b in failed if b.rsplit(":", 1)[0] not in at_hit.get("running_bookies", [])]
+        unwritten = bool(last) and all(b in last for b in failed) and last != chosen
+        result["observed"] = (f"ledger {hit.get('ledger')}: failed {', '.join(failed) or '?'} "
+                              f"({'down' if failed and down == failed else 'not all down'}); "
+                              f"new ensemble from entry {hit.get('entry')}: {', '.join(chosen)}; "
+                              f"stored at the hit: {at_hit.get('state', 'not read')} "
+                              f"{', '.join(last) or at_hit.get('error', '')}")
+        result["hit"] = bool(failed) and down == failed and unwritten
+        return result
+
+    def _judge_recovery(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
+        """LEDGER-RECOVERY: at the hit the stored metadata says IN_RECOVERY (the new owner
+        marked it before fencing); after the run the ledger is CLOSED at or past the last add
+        confirmed the HIT line gives (the recovery, finished by a later owner, cut nothing
+        confirmed)."""
+        result["expected"] = ("at the hit the stored metadata is IN_RECOVERY; after the run the "
+                              "ledger is CLOSED at or past the last add confirmed at the hit")
+        hit = armed.hit
+        if hit is None:
+            result["observed"] = "the point was never reached"
+            return result
+        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), {})
+        ledger, lac = hit.get("ledger"), hit.get("lac")
+        closed = self._closed_at(ledger)
+        result["observed"] = (f"ledger {ledger} (last add confirmed {lac}) stored "
+                              f"{at_hit.get('state') or at_hit.get('error') or 'not read'} at the "
+                              f"hit; after the run "
+                              + (f"CLOSED at entry {closed}" if closed is not None else "not closed "
+                                 "in the bookie dump"))
+        result["hit"] = (at_hit.get("state") == "IN_RECOVERY" and closed is not None
+                         and isinstance(lac, int) and closed >= lac)
+        return result
+
+    def _judge_bundle(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
+        """BUNDLE-ACQUIRED: at the hit ZooKeeper's ownership lock on the topic's bundle names
+        the held broker, and the stored metadata of the partition's last ledger is still OPEN
+        (no owner has begun its recovery)."""
+        result["expected"] = ("at the hit the bundle's ownership lock (ZooKeeper) names the held "
+                              "broker and the last ledger's stored state is OPEN (not fenced)")
+        hit = armed.hit
+        if hit is None:
+            result["observed"] = "the point was never reached"
+            return result
+        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), {})
+        holder = at_hit.get("bundle_holder")
+        result["observed"] = (f"bundle {armed.extra.get('bundle')} held by "
+                              f"{holder or at_hit.get('bundle_error') or 'no broker'} at the hit "
+                              f"(HIT on {hit.get('node')}); ledger {at_hit.get('ledger')} stored "
+                              f"{at_hit.get('state') or at_hit.get('error') or 'not read'}")
+        result["hit"] = holder == hit.get("node") and at_hit.get("state") == "OPEN"
+        return result
+
+    def _closed_at(self, ledger: Any) -> int | None:
+        """A closed ledger's last entry from the bookie dump's ``ledgers.json`` (None: not
+        closed, or not in the dump)."""
+        try:
+            rows = json.loads((self.run_dir / "bookies" / "ledgers.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and row.get("ledger") == ledger and row.get("state") == "CLOSED":
+                last = row.get("last_confirmed")
+                return last if isinstance(last, int) else None
+        return None
 
     def _redelivered(self, subscription: Any, upto: tuple[int, int], since: float | None) -> int:
         """Run polls of ``subscription`` after ``since`` at positions at or before ``upto``."""
