@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MISSES = ROOT / "reports" / "bench-injection-misses"
 #: per system: the cases of its points, and the modes (Kafka clusters) or versions (Pulsar)
 DEFAULTS = {"kafka": (["c1", "c2", "c3", "c4", "c5"], ["kafka-zk", "kafka-kraft"]),
-            "pulsar": (["ack-quorum-kill-owner", "bookie-journaled-kill", "cursor-unpersisted-kill-owner"],
+            "pulsar": (["ack-quorum-kill-owner", "bookie-journaled-kill", "cursor-unpersisted-kill-owner",
+                        "ensemble-change-kill-owner", "ledger-recovery-kill-new-owner",
+                        "bundle-acquired-kill-new-owner"],
                        ["4.0.7", "4.2.4"])}
 
 

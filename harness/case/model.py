@@ -106,6 +106,9 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("resume", "node", _EVERY_SYSTEM, None),
     FaultSpec("partition", "pair", _EVERY_SYSTEM, RESTORED_BY["partition"], chaos=True,
               records="the peers cut from and the direction"),
+    FaultSpec("diskfull", "node", frozenset({"pulsar"}), RESTORED_BY["diskfull"],
+              records="seconds until the node registered read-only (registered_s)",
+              absent="diskfull makes a bookie's disks look full"),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 
@@ -398,6 +401,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                   "the result's recovery.lock_loops)",
     "sessions-lost": "nodes whose metadata session was declared lost during the run (Pulsar's "
                      "session watcher; the result's recovery.sessions_lost)",
+    "ensemble-changes": "ensemble changes in the case topic's ledgers (each ledger's ensembles after "
+                        "its first, from the bookie dump's ledgers.json)",
 })
 
 

@@ -3,7 +3,8 @@
 ``kill9`` (SIGKILL; the container keeps its data), ``stop`` (SIGTERM, then
 SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
 freezer), ``partition``/``heal`` (iptables run from the host inside the
-container's network namespace: no capability is needed in the container).
+container's network namespace: no capability is needed in the container),
+``diskfull``/``heal`` (the system makes the node's disks look full).
 
 :class:`Nemesis` remembers what it did so that :meth:`Nemesis.heal_all` can
 undo it; every operation is idempotent, and ``heal_all`` is safe to call at
@@ -47,6 +48,10 @@ class Nemesis:
         self.last_freeze_attempts = 0
         #: the system's :meth:`~harness.systems.base.StartGate.before_start`, if it has one
         self.before_start: Callable[[Node], dict[str, Any] | None] | None = None
+        #: the system's :meth:`~harness.systems.base.DiskFull.set_disk_full`, if it has one
+        self.set_disk_full: Callable[[Node, bool], dict[str, Any]] | None = None
+        #: nodes whose disks a ``diskfull`` made look full, not healed since
+        self.full: set[str] = set()
 
     # -- bookkeeping -------------------------------------------------------------
     def _record(self, action: str, node: Node | None, role: str | None = None, **detail: Any) -> None:
@@ -82,6 +87,7 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.down[node.name] = None
         self.partitioned.discard(node.name)  # its network namespace died with it
+        self.full.discard(node.name)  # and a diskfull rule with its JVM
 
     def powerloss(self, node: Node, lose: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
         """kill -9, then ``lose`` (the system's) cuts what the node had not flushed; returns
@@ -100,6 +106,7 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.down[node.name] = None
         self.partitioned.discard(node.name)
+        self.full.discard(node.name)
 
     def start(self, node: Node) -> dict[str, Any] | None:
         """Starts a stopped ``node`` once the system lets it (:attr:`before_start`); what
@@ -146,6 +153,22 @@ class Nemesis:
             node.container.unpause()
         self.paused.discard(node.name)
 
+    # -- storage faults ----------------------------------------------------------------
+    def diskfull(self, node: Node) -> dict[str, Any]:
+        """Makes ``node``'s disks look full (the system's :attr:`set_disk_full`); ``heal``
+        undoes it."""
+        if self.set_disk_full is None:
+            raise FaultError(f"diskfull: the {self.cluster.spec.name} cluster has no disk-full fault")
+        detail = self.set_disk_full(node, True)
+        self.full.add(node.name)
+        return detail
+
+    def _unfill(self, node: Node) -> None:
+        if node.name in self.full and self.set_disk_full is not None:
+            if node.container.status == "running":
+                self.set_disk_full(node, False)
+            self.full.discard(node.name)  # a node killed since lost the rule with its JVM
+
     # -- network faults ----------------------------------------------------------------
     def partition(self, node: Node, peers: Iterable[Node] | None = None,
                   direction: str = "both") -> None:
@@ -179,6 +202,7 @@ class Nemesis:
             if n.container.status == "running":
                 _flush_chain(n.container.pid)
             self.partitioned.discard(n.name)
+            self._unfill(n)
         self._record("heal", node)
 
     def heal_all(self, *, start_down: bool = True) -> list[str]:
@@ -200,6 +224,7 @@ class Nemesis:
                     status = "running"
                 if status == "running":
                     _flush_chain(n.container.pid)
+                    self._unfill(n)
                 elif start_down and status in ("exited", "created"):
                     self._gate(n)
                     n.container.start()
@@ -207,6 +232,7 @@ class Nemesis:
                 problems.append(f"{n.name}: {exc}")
         self.paused.clear()
         self.partitioned.clear()
+        self.full.clear()
         if start_down:
             self.down.clear()
         if self.timeline is not None:
@@ -265,6 +291,7 @@ FAULTS: dict[str, Fault] = {
     "pause": Nemesis.pause,
     "resume": Nemesis.resume,
     "partition": Nemesis.partition,
+    "diskfull": Nemesis.diskfull,
     "heal": Nemesis.heal,
 }
 

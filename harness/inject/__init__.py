@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..backend.byteman import submit_rules, unload_rules
 from ..case import InjectArgs, Selector
 from ..errors import BackendError, InjectError, WaitTimeout
 from ..history import Recorder
@@ -38,8 +39,6 @@ from ..wait import wait_until
 
 __all__ = ["available_points", "Injector", "RuleInjector", "injector_for", "POINTS", "PointSpec",
            "RULES_DIR", "rule_blocks", "rule_file", "render_rule"]
-_SUBMIT = ["java", "-Xmx64m", "-cp", "/opt/byteman/byteman-submit.jar",
-           "org.jboss.byteman.agent.submit.Submit", "-p", "9091"]
 _HIT = re.compile(r"^HIT (?P<point>\S+)(?P<fields>.*)$")
 log = logging.getLogger(__name__)
 
@@ -143,15 +142,13 @@ class RuleInjector:
         self.timeline.record("inject", point=armed.point, node=",".join(x.name for x in armed.nodes),
                              status="armed", detail=detail)
 
-    def _submit(self, node: Any, rules: str, key: str, unload: bool = False) -> None:
-        path = f"/chaos/{key}.btm"
+    def _submit(self, node: Any, rules: str, key: str) -> None:
         try:
-            node.container.put_file(path, rules.encode())
-            code, out = node.container.exec([*_SUBMIT, "-u" if unload else "-l", path])
+            submit_rules(node, rules, key)
         except BackendError as exc:
-            raise InjectError(f"submitting rules to {node.name} failed: {exc}") from exc
-        if code != 0 or "ERROR" in out or "Exception" in out:
-            raise InjectError(f"Byteman rejected the rules on {node.name}: {out.strip()[-600:]}")
+            text = str(exc)
+            raise InjectError(text if text.startswith("Byteman rejected") else
+                              f"submitting rules to {node.name} failed: {text}") from exc
 
     # -- hits --------------------------------------------------------------------------------
     def _read_hit(self, armed: _Armed) -> dict[str, Any] | None:
@@ -263,9 +260,9 @@ class RuleInjector:
     def _unload(node: Any, armed: _Armed, released: bool) -> None:
         """Unloads ``armed``'s rules (and its RELEASE rule, when loaded) from ``node`` in one
         Submit."""
-        scripts = [f"/chaos/{armed.key}.btm"] + ([f"/chaos/{armed.key}-release.btm"] if released else [])
+        keys = [armed.key] + ([f"{armed.key}-release"] if released else [])
         try:
-            node.container.exec([*_SUBMIT, "-u", *scripts])
+            unload_rules(node, *keys)
         except BackendError:
             pass  # the node died meanwhile: it holds nothing
 

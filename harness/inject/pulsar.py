@@ -170,7 +170,7 @@ class PulsarInjector(RuleInjector):
             except AdminError as exc:
                 row["bundle_error"] = str(exc)
         try:
-            stored = self.system.stored_ledger(int(ledger), self.topic)
+            stored = self.system.stored_ledger(int(str(ledger)), self.topic)
         except (AdminError, BackendError, TypeError, ValueError) as exc:
             log.info(f"inject {armed.point}: no stored metadata of ledger {ledger} at the hit: {exc}")
             row["error"] = str(exc)

@@ -15,6 +15,7 @@ about, so a case can forbid it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,6 +153,24 @@ def _sessions_lost(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(len(lost), ", ".join(f"{node}: {n} times" for node, n in sorted(lost.items())))
 
 
+def _ensemble_changes(result: RunResult, run_dir: Path | None) -> Measured:
+    """Ensemble changes in the case topic's ledgers: each ledger's ensembles after its first,
+    from the bookie dump's ``ledgers.json`` (the ledgers' metadata after the run)."""
+    path = run_dir / "bookies" / "ledgers.json" if run_dir is not None else None
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        rows = None
+    if not isinstance(rows, list):
+        return Measured(None, "no bookie dump (bookies/ledgers.json)")
+    changed = {row.get("ledger"): len(row.get("ensembles") or {}) - 1 for row in rows
+               if isinstance(row, dict) and len(row.get("ensembles") or {}) > 1}
+    if not changed:
+        return Measured(0, f"{len(rows)} ledger(s), each with one ensemble")
+    return Measured(sum(changed.values()),
+                    ", ".join(f"ledger {led}: {n}" for led, n in sorted(changed.items())))
+
+
 #: fact -> how it is counted
 MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "stalls": _stalls,
@@ -161,6 +180,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "chaos-faults": _chaos_faults,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
+    "ensemble-changes": _ensemble_changes,
 }
 
 

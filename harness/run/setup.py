@@ -29,7 +29,7 @@ def setup(ctx: RunContext) -> None:
     from ..backend.docker import Engine
     from ..faults import Nemesis
     from ..systems import open_system
-    from ..systems.base import StartGate
+    from ..systems.base import DiskFull, StartGate
     from .recovery import collect_once, heal_quietly
     from .roles import LeaderWatch, Resolver
     from .workloads import Workloads, output_topics
@@ -63,6 +63,8 @@ def setup(ctx: RunContext) -> None:
     ctx.nemesis = Nemesis(cluster, ctx.events)
     if isinstance(system, StartGate):
         ctx.nemesis.before_start = system.before_start
+    if isinstance(system, DiskFull):
+        ctx.nemesis.set_disk_full = system.set_disk_full
     ctx.stack.callback(heal_quietly, ctx)
     for mark in system.create_case_topic(ctx.topic, case.topic):
         ctx.events.mark(mark.label, mark.detail)

@@ -171,6 +171,16 @@ class StartGate(Protocol):
 
 
 @runtime_checkable
+class DiskFull(Protocol):
+    """Nodes whose storage can be made to look full (the ``diskfull`` fault)."""
+
+    def set_disk_full(self, node: Node, full: bool) -> dict[str, Any]:
+        """Makes ``node``'s disks look full (``full``) or no longer full, and waits until the
+        node has acted on it (the system's own evidence); returns what was waited for."""
+        ...
+
+
+@runtime_checkable
 class Controlled(Protocol):
     """A cluster with one elected controller whose elections are counted by an epoch."""
 

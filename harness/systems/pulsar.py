@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from ..backend.byteman import submit_rules, unload_rules
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, BackendError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
@@ -271,6 +272,36 @@ class PulsarSystem:
                 ids |= set(zk.get_children("/ledgers/available/readonly"))
             return ids
         return self._zk(read, "/ledgers/available")
+
+    def set_disk_full(self, node: Node, full: bool) -> dict[str, Any]:
+        """The ``diskfull`` fault on a bookie: a Byteman rule makes BookKeeper's disk checker
+        (``DiskChecker.checkDir``, called by the bookie's ``LedgerDirsMonitor`` every
+        ``diskCheckInterval``, 1 s on these bookies) throw ``DiskOutOfSpaceException`` for
+        every directory, as when the disk passes ``diskUsageThreshold``. The bookie marks its
+        ledger directories full and turns read-only (``readOnlyModeEnabled``): it serves reads,
+        refuses adds, and registers under ``/ledgers/available/readonly``; writers replace it
+        in their ensembles. Unloading the rule lets the next check find room: the bookie turns
+        writable again. Waits (at most 30 s) until ZooKeeper shows the new registration."""
+        if node not in self.bookies():
+            raise FaultError(f"diskfull applies to bookies; {node.name} is not one")
+        bookie = f"{node.name}:{_BOOKIE_PORT}"
+        key = f"chaos-diskfull-{node.name}"
+        t0 = time.monotonic()
+        try:
+            if full:
+                submit_rules(node, _DISK_FULL_RULE.replace("@KEY@", key), key)
+            else:
+                unload_rules(node, key)
+        except BackendError as exc:
+            raise FaultError(f"diskfull on {node.name}: {exc}") from exc
+
+        def registered() -> bool:
+            writable = bookie in self.live_bookies()
+            return (not writable and bookie in self.live_bookies(writable_only=False)) if full else writable
+        wait_until(registered, timeout=30, interval=0.5,
+                   what=f"{bookie} registered {'read-only' if full else 'writable'} in ZooKeeper")
+        return {"registered_s": round(time.monotonic() - t0, 2),
+                "registration": "readonly" if full else "writable"}
 
     def bundle_holder(self, namespace: str, bundle: str) -> str | None:
         """The broker whose ownership lock on a namespace bundle ZooKeeper holds now
@@ -828,6 +859,17 @@ class PulsarSystem:
         return zk_call(zk_port(self.spec), what, fn)
 
 
+#: the ``diskfull`` fault's rule (@KEY@: the rule set's name): every disk check finds the
+#: directory full, as BookKeeper's DiskChecker does past diskUsageThreshold
+_DISK_FULL_RULE = """RULE @KEY@ every disk check finds the directory full
+CLASS org.apache.bookkeeper.util.DiskChecker
+METHOD checkDir
+AT ENTRY
+IF true
+DO throw new org.apache.bookkeeper.util.DiskChecker$DiskOutOfSpaceException("chaos-harness diskfull",
+                                                                            $0.getDiskUsageThreshold())
+ENDRULE
+"""
 #: what bin/bookkeeper adds for Pulsar's metadata-store drivers (compose/images/pulsar/entrypoint.sh)
 _SHELL_PROPS = (
     "-Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",

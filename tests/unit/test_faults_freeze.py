@@ -1,4 +1,5 @@
-"""The pause fault retries runc's "unable to freeze" and gives up on anything else."""
+"""The pause fault retries runc's "unable to freeze" and gives up on anything else; the
+Nemesis keeps the diskfull fault until a heal (or a kill) undoes it."""
 
 from __future__ import annotations
 
@@ -72,3 +73,37 @@ def test_other_pause_errors_are_not_retried() -> None:
     with pytest.raises(FaultError, match="not running"):
         Nemesis(cast(Any, None), Timeline()).apply("pause", _node(container))
     assert container.calls == 1
+
+
+class _Killable(FakeContainer):
+    pid = 1
+
+    def kill(self, signal: str) -> None:
+        self.status = "exited"
+
+
+def test_diskfull_is_healed_by_heal_and_forgotten_by_a_kill(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import faults
+
+    monkeypatch.setattr(faults, "_flush_chain", lambda pid: None)  # no iptables here
+    calls: list[tuple[str, bool]] = []
+
+    def set_full(node: Node, full: bool) -> dict[str, Any]:
+        calls.append((node.name, full))
+        return {"registered_s": 0.5}
+
+    timeline = Timeline()
+    nemesis = Nemesis(cast(Any, None), timeline)
+    bookie = cast(Node, SimpleNamespace(name="bookie-2", container=_Killable([])))
+    with pytest.raises(FaultError, match="no disk-full fault"):
+        Nemesis(cast(Any, SimpleNamespace(spec=SimpleNamespace(name="kafka-zk"))), timeline).apply(
+            "diskfull", bookie)
+    nemesis.set_disk_full = set_full
+    nemesis.apply("diskfull", bookie, role="bookie")
+    assert nemesis.full == {"bookie-2"} and timeline.rows[-1]["detail"] == {"registered_s": 0.5}
+    nemesis.heal(bookie)
+    assert calls == [("bookie-2", True), ("bookie-2", False)] and nemesis.full == set()
+    nemesis.apply("diskfull", bookie)
+    nemesis.kill9(bookie)  # the rule died with the JVM: nothing to undo
+    nemesis.heal(bookie)
+    assert calls == [("bookie-2", True), ("bookie-2", False), ("bookie-2", True)]

@@ -144,3 +144,83 @@ def test_managed_ledger_names() -> None:
     assert managed_ledger("persistent://public/default/t-partition-0") == \
         "public/default/persistent/t-partition-0"
     assert managed_ledger("persistent://public/deduplicated/x") == "public/deduplicated/persistent/x"
+
+
+def _stored_armed(point: str, hit: dict[str, Any] | None, at_hit: dict[str, Any],
+                  **extra: Any) -> _Armed:
+    armed = _Armed(point, "k", 100, 0, [_Node("broker-1")], "/chaos/k.events", POINTS[point],
+                   "broker-1", None, 0.0)
+    armed.extra = {"ledger": 7, "quorums": [2, 2, 2], "ensemble": ["bookie-1:3181", "bookie-2:3181"],
+                   "write_set": [], **extra}
+    armed.hit = hit
+    armed.at_hit = [{"when": "hit", **at_hit}] if hit else None
+    return armed
+
+
+_CHANGE = {"node": "broker-1", "ledger": 7, "entry": 153, "failed": "[bookie-2:3181]",
+           "new_ensemble": "[bookie-1:3181,bookie-3:3181]", "lac": 152}
+
+
+def test_ensemble_change_hit_needs_the_failed_bookie_down_and_the_old_ensemble_stored(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    stored = {"state": "OPEN", "ensembles": {"0": ["bookie-1:3181", "bookie-2:3181"]},
+              "running_bookies": ["bookie-1", "bookie-3"]}
+    judged = inj.judge(_stored_armed("ENSEMBLE-CHANGE", _CHANGE, stored))
+    assert judged["hit"] is True
+    assert "failed bookie-2:3181 (down)" in judged["observed"]
+    assert "new ensemble from entry 153: bookie-1:3181, bookie-3:3181" in judged["observed"]
+    # the new ensemble already written: the change was not held before its metadata write
+    written = {**stored, "ensembles": {"0": ["bookie-1:3181", "bookie-2:3181"],
+                                       "153": ["bookie-1:3181", "bookie-3:3181"]}}
+    assert inj.judge(_stored_armed("ENSEMBLE-CHANGE", _CHANGE, written))["hit"] is False
+    # the "failed" bookie still runs: the change had another cause than the case's fault
+    alive = {**stored, "running_bookies": ["bookie-1", "bookie-2", "bookie-3"]}
+    assert inj.judge(_stored_armed("ENSEMBLE-CHANGE", _CHANGE, alive))["hit"] is False
+    # the metadata not read at the hit
+    unread = {"error": "no running bookie", "running_bookies": ["bookie-1", "bookie-3"]}
+    assert inj.judge(_stored_armed("ENSEMBLE-CHANGE", _CHANGE, unread))["hit"] is False
+    assert inj.judge(_stored_armed("ENSEMBLE-CHANGE", None, {}))["hit"] is False
+
+
+def _ledgers(tmp_path: Path, *rows: dict[str, Any]) -> None:
+    (tmp_path / "bookies").mkdir(exist_ok=True)
+    (tmp_path / "bookies" / "ledgers.json").write_text(json.dumps(list(rows)))
+
+
+def test_recovery_hit_needs_in_recovery_at_the_hit_and_closed_at_or_past_the_lac(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    hit = {"node": "broker-2", "ledger": 7, "entry": 120, "lac": 119}
+    _ledgers(tmp_path, {"ledger": 7, "state": "CLOSED", "last_confirmed": 120},
+             {"ledger": 9, "state": "OPEN", "last_confirmed": 300})
+    judged = inj.judge(_stored_armed("LEDGER-RECOVERY", hit, {"state": "IN_RECOVERY"}))
+    assert judged["hit"] is True and "CLOSED at entry 120" in judged["observed"]
+    # still OPEN in the store at the hit: the recovery had not marked it
+    assert inj.judge(_stored_armed("LEDGER-RECOVERY", hit, {"state": "OPEN"}))["hit"] is False
+    # closed below what the held recovery had found confirmed
+    _ledgers(tmp_path, {"ledger": 7, "state": "CLOSED", "last_confirmed": 118})
+    assert inj.judge(_stored_armed("LEDGER-RECOVERY", hit, {"state": "IN_RECOVERY"}))["hit"] is False
+    # never closed (or no dump)
+    _ledgers(tmp_path, {"ledger": 7, "state": "IN_RECOVERY", "last_confirmed": 119})
+    judged = inj.judge(_stored_armed("LEDGER-RECOVERY", hit, {"state": "IN_RECOVERY"}))
+    assert judged["hit"] is False and "not closed" in judged["observed"]
+
+
+def test_bundle_hit_needs_the_held_broker_holding_the_lock_and_the_ledger_unfenced(tmp_path: Path) -> None:
+    inj = _injector(tmp_path)
+    hit = {"node": "broker-2", "ledger": 7, "entry": 100}
+    bundle = {"bundle": "public/deduplicated/0x40000000_0x80000000"}
+    judged = inj.judge(_stored_armed("BUNDLE-ACQUIRED", hit,
+                                     {"bundle_holder": "broker-2", "state": "OPEN"}, **bundle))
+    assert judged["hit"] is True and "held by broker-2" in judged["observed"]
+    for at_hit in ({"bundle_holder": "broker-1", "state": "OPEN"},  # the lock is another's
+                   {"bundle_holder": None, "state": "OPEN"},  # nobody holds it
+                   {"bundle_holder": "broker-2", "state": "IN_RECOVERY"}):  # already fenced
+        assert inj.judge(_stored_armed("BUNDLE-ACQUIRED", hit, at_hit, **bundle))["hit"] is False
+
+
+def test_the_new_pulsar_points_have_rules_on_both_lines() -> None:
+    from harness.points import available_points
+
+    for version in ("4.0.7", "4.2.4"):
+        points = available_points("pulsar", version)
+        assert {"ENSEMBLE-CHANGE", "LEDGER-RECOVERY", "BUNDLE-ACQUIRED"} <= set(points), version

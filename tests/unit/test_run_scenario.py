@@ -209,3 +209,18 @@ def test_bounds_read_and_show_as_the_verdict_rows_do() -> None:
     assert case.expect.scenario == {"powerloss-cut": Bound(at_least=4), "truncated": Bound(at_most=0)}
     assert [str(Bound(at_least=4)), str(Bound(at_most=0)), str(Bound(1, 1)), str(Bound(1, 3))] == \
         [">= 4", "<= 0", "== 1", "1 to 3"]
+
+
+def test_ensemble_changes_are_counted_from_the_bookie_dump(tmp_path: Path) -> None:
+    assert measure("ensemble-changes", RunResult("r"), tmp_path).count is None  # no dump
+    (tmp_path / "bookies").mkdir()
+    ledgers = [{"ledger": 7, "ensembles": {"0": ["b1", "b2"]}},
+               {"ledger": 9, "ensembles": {"0": ["b1", "b2"], "40": ["b1", "b3"], "90": ["b2", "b3"]}}]
+    (tmp_path / "bookies" / "ledgers.json").write_text(json.dumps(ledgers))
+    got = measure("ensemble-changes", RunResult("r"), tmp_path)
+    assert got.count == 2 and got.note == "ledger 9: 2"
+    (tmp_path / "bookies" / "ledgers.json").write_text(json.dumps(ledgers[:1]))
+    assert measure("ensemble-changes", RunResult("r"), tmp_path).count == 0
+    with pytest.raises(CaseError, match="only Pulsar's ledgers have ensembles"):
+        load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {ensemble-changes: 1}}\n",
+                       "c.yaml")
