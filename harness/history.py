@@ -103,7 +103,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -126,6 +126,8 @@ __all__ = [
     "BATCH_EVENTS",
     "expand_batch",
     "expand_polls",
+    "ensemble_at",
+    "write_set",
 ]
 
 SCHEMA_VERSION = 1
@@ -367,3 +369,20 @@ def read_events(path: str | os.PathLike[str], *, expand: bool = True) -> Iterato
                     yield from expand_batch(event)
                 else:
                     yield event
+
+
+# -- the bookie dump's ledgers (bookies/ledgers.json) ------------------------------------------
+def ensemble_at(ensembles: Mapping[int, Sequence[str]], entry: int) -> tuple[str, ...]:
+    """The ensemble entry ``entry`` of a ledger is written to: the one from the last
+    ensemble change at or before it (``ensembles``: first entry id -> bookie ids)."""
+    first = max((k for k in ensembles if k <= entry), default=None)
+    return tuple(ensembles[first]) if first is not None else ()
+
+
+def write_set(ensembles: Mapping[int, Sequence[str]], write_quorum: int, entry: int) -> list[str]:
+    """The bookies entry ``entry`` is written to: BookKeeper's round-robin distribution
+    (``RoundRobinDistributionSchedule``): bookie ``entry mod E`` of its ensemble and the next
+    ``write_quorum - 1``, never more than the ensemble. The bookie dump's readers (the
+    checker's bookie family, the Pulsar points' judgement) share this one rule."""
+    ensemble = ensemble_at(ensembles, entry)
+    return [ensemble[(entry + i) % len(ensemble)] for i in range(min(write_quorum, len(ensemble)))]

@@ -29,19 +29,12 @@ from typing import Any
 
 from ..case import InjectArgs
 from ..errors import AdminError, BackendError, InjectError
-from ..history import read_events
+from ..history import ensemble_at, read_events, write_set
 from ..systems.pulsar import parse_position
 from ..systems.pulsar_bookies import ASKED
 from . import POINTS, RuleInjector, _Armed, render_rule, rule_blocks
 
 log = logging.getLogger(__name__)
-
-
-def write_set(ensemble: list[str] | tuple[str, ...], write_quorum: int, entry: int) -> list[str]:
-    """The bookies entry ``entry`` goes to: BookKeeper's round-robin distribution schedule
-    (``RoundRobinDistributionSchedule``: bookie ``entry mod E`` and the next W-1)."""
-    size = len(ensemble)
-    return [ensemble[(entry + i) % size] for i in range(min(write_quorum, size))]
 
 
 #: points whose hit state is the stored ledger metadata (the owner may not answer)
@@ -61,12 +54,6 @@ def managed_ledger(topic_name: str) -> str:
     return f"{tenant}/{namespace}/{domain}/{local}"
 
 
-def _ensemble_at(ensembles: dict[int, tuple[str, ...]], entry: int) -> tuple[str, ...]:
-    """The ensemble that entry ``entry`` is written to (the last change at or before it)."""
-    firsts = [first for first in ensembles if first <= entry]
-    return ensembles[max(firsts)] if firsts else ()
-
-
 class PulsarInjector(RuleInjector):
     """Arms Pulsar and BookKeeper points on one run's cluster and reports hits."""
 
@@ -81,8 +68,8 @@ class PulsarInjector(RuleInjector):
             raise InjectError(f"inject {args.point}: partition {p} of {self.topic}: {exc}") from exc
         n = args.offset if isinstance(args.offset, int) else next_entry
         owner = self.system.owner(self.topic, p)
-        ensemble = _ensemble_at(ledger.ensembles, n)
-        targets = write_set(ensemble, ledger.write_quorum, n)
+        ensemble = ensemble_at(ledger.ensembles, n)
+        targets = write_set(ledger.ensembles, ledger.write_quorum, n)
         key = f"chaos-{args.point}-{secrets.token_hex(4)}"
         events = f"/chaos/{key}.events"
         spec = POINTS.get(args.point)
@@ -186,7 +173,7 @@ class PulsarInjector(RuleInjector):
         ledger, entry = hit.get("ledger"), hit.get("entry")
         if not isinstance(ledger, int) or not isinstance(entry, int):
             return
-        members = write_set(armed.extra.get("ensemble") or [], (armed.extra.get("quorums") or [0, 0])[1],
+        members = write_set({0: armed.extra.get("ensemble") or []}, (armed.extra.get("quorums") or [0, 0])[1],
                             entry)
         out = self.run_dir / "bookies"
         out.mkdir(parents=True, exist_ok=True)
@@ -240,7 +227,7 @@ class PulsarInjector(RuleInjector):
             held_ok, held_text = False, "no bookie dump"
         else:
             ensemble = armed.extra.get("ensemble") or []
-            members = write_set(ensemble, quorums[1], entry) if isinstance(entry, int) else []
+            members = write_set({0: ensemble}, quorums[1], entry) if isinstance(entry, int) else []
             in_set = sorted(b for b in holders if b in members)
             held_text = f"held by {', '.join(in_set) or 'no bookie'} of write set {', '.join(members)}"
             if armed.point == "BK-JOURNALED":

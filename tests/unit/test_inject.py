@@ -49,13 +49,16 @@ def test_pulsar_points_have_rules_on_both_versions(version: str) -> None:
 
 
 def test_write_set_is_bookkeepers_round_robin() -> None:
-    from harness.inject.pulsar import write_set
+    from harness.history import ensemble_at, write_set
 
-    ensemble = ["b1", "b2", "b3"]
+    ensemble = {0: ["b1", "b2", "b3"]}
     assert write_set(ensemble, 2, 0) == ["b1", "b2"]
     assert write_set(ensemble, 2, 2) == ["b3", "b1"]
     assert write_set(ensemble, 3, 4) == ["b2", "b3", "b1"]
-    assert write_set(["b1", "b2"], 3, 1) == ["b2", "b1"]  # never more than the ensemble
+    assert write_set({0: ["b1", "b2"]}, 3, 1) == ["b2", "b1"]  # never more than the ensemble
+    changed = {0: ["b1", "b2"], 10: ["b1", "b3"]}  # b2 replaced from entry 10 on
+    assert write_set(changed, 2, 9) == ["b2", "b1"] and write_set(changed, 2, 11) == ["b3", "b1"]
+    assert ensemble_at(changed, 10) == ("b1", "b3") and write_set({5: ["b1"]}, 1, 2) == []
 
 
 def test_1_1_takes_the_2_0_rules() -> None:

@@ -37,13 +37,14 @@ in Spark; :func:`find` returns the counts and the first examples by (ledger, ent
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.check.result import MAX_EXAMPLES, example
 from harness.errors import CheckError
+from harness.history import write_set
 
 __all__ = ["KINDS", "Entry", "Ledger", "Receipts", "example_of", "find", "read_ledgers", "write_set"]
 
@@ -80,15 +81,6 @@ class Entry:
     held: dict[str, str] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
     no_ledger: set[str] = field(default_factory=set)
-
-
-def write_set(ensembles: Mapping[int, Sequence[str]], write_quorum: int, entry: int) -> list[str]:
-    """The bookies entry ``entry`` is written to (see the module's docstring)."""
-    first = max((k for k in ensembles if k <= entry), default=None)
-    if first is None:
-        return []
-    ensemble = ensembles[first]
-    return [ensemble[(entry + i) % len(ensemble)] for i in range(min(write_quorum, len(ensemble)))]
 
 
 def read_ledgers(path: Path) -> list[Ledger]:
