@@ -14,6 +14,9 @@ Rows (each on a fresh non-partitioned persistent topic, ``--records`` records):
   p1-java one producer, 100-byte records, the harness's Java driver (the cases'
           ``client: {driver: java}``) at an unbounded rate
   p1-java-1k  the same with 1 KB records
+  p1-bare, p1-bare-1k  the Python library alone (pulsar-client, as the harness's producer
+          sets it up, ``send_async`` with a callback that only counts; no history, no
+          message ids): the ceiling of any per-message Python producer on this machine
 
 Harness side: ``PulsarProducerClient`` of harness/clients/pulsar.py (the Python client,
 batching on, as in the cases), writing its history to a temporary file; three producers are
@@ -65,6 +68,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -99,7 +103,7 @@ from harness.errors import HarnessError  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
 from harness.systems.pulsar import PulsarSystem  # noqa: E402
 
-ROWS = ("p1", "p1-1k", "p3", "p1-java", "p1-java-1k")
+ROWS = ("p1", "p1-1k", "p3", "p1-java", "p1-java-1k", "p1-bare", "p1-bare-1k")
 TOOL_TIMEOUT_S = 600.0
 PERF_DIR = IMAGES_DIR / "pulsar-perf"
 #: Maven Central has no pulsar-testclient 4.0.7 (compose/images/pulsar-perf/pom.xml): the nearest
@@ -270,6 +274,39 @@ class Harness:
             return Figures(records, records / st.seconds, records * size / MB / st.seconds)
         return _summed(_threads(one, copies))
 
+    def produce_bare(self, topic: str, records: int, size: int) -> Figures:
+        """The pulsar-client Python library alone: the harness's producer settings (batching
+        on, blocking when the queue is full), ``send_async`` of one prebuilt value with a
+        callback that only counts; records/s from the first send to the last callback."""
+        from harness.clients.pulsar import client_for
+
+        client = client_for(self.service_url)
+        done = threading.Event()
+        acked = [0, 0]  # ok, failed
+        last = [0.0]
+
+        def callback(res: Any, msg_id: Any) -> None:
+            acked[0 if str(res) == "Ok" else 1] += 1
+            if acked[0] + acked[1] == records:
+                last[0] = time.monotonic()
+                done.set()
+
+        try:
+            producer = client.create_producer(PulsarSystem.topic_name(topic), batching_enabled=True,
+                                              block_if_queue_full=True, send_timeout_millis=30000)
+            value = b"x" * size
+            first = time.monotonic()
+            for _ in range(records):
+                producer.send_async(value, callback)
+            producer.flush()
+            done.wait(TOOL_TIMEOUT_S)
+        finally:
+            client.close()
+        if acked[0] != records or last[0] <= first:
+            return Figures(acked[0], note=f"only {acked[0]} of {records} acknowledged")
+        took = last[0] - first
+        return Figures(records, records / took, records * size / MB / took, note="library alone")
+
     def open_loop(self, topic: str, rate: int, seconds: float,
                   started: Callable[[], None] | None = None) -> list[tuple[float, float | None]]:
         """The producer and a consumer together, open loop (bench_seed002's Harness.open_loop
@@ -435,6 +472,12 @@ def main(argv: list[str] | None = None) -> int:
                     h = median_of([harness.produce_java(cluster, topic(), n, size) for _ in range(args.reps)])
                     k = median_of([perf.produce(topic(), n, size) for _ in range(args.reps)])
                     rows.append(Row(name, f"1 producer, {size} B, the harness's Java driver", h, k, size))
+                    print(table([rows[-1]]).splitlines()[1], flush=True)
+            for name, size in (("p1-bare", 100), ("p1-bare-1k", 1000)):
+                if name in args.rows:
+                    h = median_of([harness.produce_bare(topic(), n, size) for _ in range(args.reps)])
+                    k = median_of([perf.produce(topic(), n, size) for _ in range(args.reps)])
+                    rows.append(Row(name, f"1 producer, {size} B, the Python library alone", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
             if args.sizes:
                 for size in SIZES:

@@ -3,9 +3,11 @@
 // the cluster's network. It writes the history contract of harness/history.py:
 //
 //   meta    client settings, client version
-//   invoke  mid, topic, key, partition (the partition the router chose, before the call),
-//           due (with a rate: when the schedule had the send due, wall clock like "t")
-//   ok      mid, topic, partition, ledger, entry, batch (MessageIdAdv), offset null
+//   invokes the sends due (at most 256), before any of them: mids, keys, partitions (the
+//           partition the router chooses), topic; with a rate, due and every (send i was
+//           due at due + i * every, wall clock like "t")
+//   oks     acknowledgements, a broker batch a line: mids, partitions, ledgers, entries,
+//           batches (MessageIdAdv), offsets null
 //   fail    mid, error (the message provably never reached a broker)
 //   info    mid, error (outcome unknown: timeout, connection lost)
 //   stall   mid, partition, seconds (the sendAsync call itself blocked the caller > 50 ms)
@@ -24,6 +26,53 @@ import org.apache.pulsar.client.api.*;
 
 public class PulsarProducer {
     static final double STALL_S = 0.05;
+    // the most sends one invokes line records
+    static final int BATCH = 256;
+    // the longest an acknowledgement waits in Acks before its oks line (the send loop and the
+    // drain check; the last acknowledgement of a broker batch writes the line at once)
+    static final long ACK_HOLD_NS = 20_000_000L;
+
+    // Acknowledgements, written as oks lines (harness/history.py): the client completes the
+    // messages of one broker batch one after another on its own thread, and the last of the
+    // batch (batch index batchSize - 1, or a message sent alone) writes the line, so each
+    // acknowledgement's stamp is that of its batch's completion. A line per acknowledgement
+    // cost the producer more than its sends.
+    static final class Acks {
+        final String qtopic;
+        final StringBuilder mids = new StringBuilder(), parts = new StringBuilder(),
+                ledgers = new StringBuilder(), entries = new StringBuilder(), batches = new StringBuilder();
+        int size;
+        long firstNs;
+
+        Acks(String qtopic) {
+            this.qtopic = qtopic;
+        }
+
+        synchronized void add(String mid, MessageIdAdv a) {
+            if (size == 0) firstNs = System.nanoTime();
+            String sep = size == 0 ? "" : ",";
+            mids.append(sep).append(q(mid));
+            parts.append(sep).append(Math.max(a.getPartitionIndex(), 0));
+            ledgers.append(sep).append(a.getLedgerId());
+            entries.append(sep).append(a.getEntryId());
+            batches.append(sep).append(a.getBatchIndex());
+            size++;
+            if (a.getBatchIndex() < 0 || a.getBatchIndex() >= a.getBatchSize() - 1 || size >= 4096) flush();
+        }
+
+        synchronized void flushIfOlder(long ns) {
+            if (size > 0 && System.nanoTime() - firstNs > ns) flush();
+        }
+
+        synchronized void flush() {
+            if (size == 0) return;
+            record("oks", ",\"topic\":" + qtopic + ",\"mids\":[" + mids + "],\"partitions\":[" + parts
+                    + "],\"ledgers\":[" + ledgers + "],\"entries\":[" + entries + "],\"batches\":["
+                    + batches + "],\"offsets\":null");
+            for (StringBuilder b : new StringBuilder[] {mids, parts, ledgers, entries, batches}) b.setLength(0);
+            size = 0;
+        }
+    }
 
     static void record(String type, String body) {
         History.record(type, body);
@@ -119,55 +168,73 @@ public class PulsarProducer {
         long end = w.durationMs >= 0 ? Math.min(deadline, start + w.durationMs * 1_000_000L) : deadline;
         int nparts = Math.max(partitions, 1);
         String qtopic = q(w.topic);
+        Acks acks = new Acks(qtopic);
         long n = 0;
         while ((w.count < 0 || n < w.count) && System.nanoTime() < end) {
-            if ((n & 63) == 0 && Files.exists(w.stopFile)) break;
-            long seq = n + 1;
-            String mid = w.client + "-" + seq;
-            String key = w.keys > 0 ? "k" + (n % w.keys) : null;
-            int part = w.partition >= 0 ? w.partition : (int) (n % nparts);
-            seqForRouter.set(n);
-            byte[] head = (mid + "|").getBytes(StandardCharsets.US_ASCII);
-            byte[] value = new byte[Math.max(w.valueSize, head.length)];
-            Arrays.fill(value, (byte) 'x');
-            System.arraycopy(head, 0, value, 0, head.length);
-            String dueField = w.rate > 0 ? ",\"due\":" + History.fixed6(wallStart + n / w.rate) : "";
-            record("invoke", ",\"mid\":" + q(mid) + ",\"topic\":" + qtopic + ",\"key\":" + q(key)
-                    + ",\"partition\":" + part + dueField);
-            outstanding.incrementAndGet();
-            TypedMessageBuilder<byte[]> mb = producer.newMessage().value(value);
-            if (key != null) mb.key(key);
-            long t0 = System.nanoTime();
-            CompletableFuture<MessageId> f;
-            try {
-                f = mb.sendAsync();
-            } catch (Throwable e) {
-                f = CompletableFuture.failedFuture(e);
-            }
-            double blocked = (System.nanoTime() - t0) / 1e9;
-            if (blocked > STALL_S) {
-                record("stall", String.format(Locale.ROOT, ",\"mid\":%s,\"partition\":%d,\"seconds\":%.4f",
-                        q(mid), part, blocked));
-            }
-            f.whenComplete((id, err) -> {
-                if (err == null) {
-                    MessageIdAdv a = (MessageIdAdv) id;
-                    record("ok", ",\"mid\":" + q(mid) + ",\"topic\":" + qtopic + ",\"partition\":"
-                            + Math.max(a.getPartitionIndex(), 0) + ",\"ledger\":" + a.getLedgerId()
-                            + ",\"entry\":" + a.getEntryId() + ",\"batch\":" + a.getBatchIndex()
-                            + ",\"offset\":null");
-                } else {
-                    Throwable e = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
-                    String what = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage());
-                    if (what.length() > 200) what = what.substring(0, 200);
-                    record(definite(e) ? "fail" : "info", ",\"mid\":" + q(mid) + ",\"error\":" + q(what));
-                }
-                outstanding.decrementAndGet();
-            });
-            n++;
+            if (Files.exists(w.stopFile)) break;
+            // the sends due now (at most BATCH; at a rate, those whose time has come), recorded
+            // first as one invokes line (harness/clients/__init__.py's paced_batches)
+            long due = BATCH;
             if (w.rate > 0) {
-                long due = start + (long) (n * 1e9 / w.rate);
-                long ahead = due - System.nanoTime();
+                due = Math.min(BATCH, Math.max(1, (long) ((System.nanoTime() - start) / 1e9 * w.rate) + 1 - n));
+            }
+            if (w.count >= 0) due = Math.min(due, w.count - n);
+            StringBuilder mids = new StringBuilder(16 * (int) due);
+            StringBuilder keys = new StringBuilder(w.keys > 0 ? 8 * (int) due : 0);
+            StringBuilder parts = new StringBuilder(3 * (int) due);
+            for (long i = 0; i < due; i++) {
+                String sep = i == 0 ? "" : ",";
+                mids.append(sep).append(q(w.client + "-" + (n + i + 1)));
+                if (w.keys > 0) keys.append(sep).append("\"k").append((n + i) % w.keys).append('"');
+                parts.append(sep).append(w.partition >= 0 ? w.partition : (int) ((n + i) % nparts));
+            }
+            record("invokes", ",\"topic\":" + qtopic + ",\"mids\":[" + mids + "],\"keys\":"
+                    + (w.keys > 0 ? "[" + keys + "]" : "null") + ",\"partitions\":[" + parts + "]"
+                    + (w.rate > 0 ? ",\"due\":" + History.fixed6(wallStart + n / w.rate) + ",\"every\":"
+                       + History.fixed6(1.0 / w.rate) : ""));
+            for (long i = 0; i < due; i++) {
+                long k = n + i;
+                String mid = w.client + "-" + (k + 1);
+                String key = w.keys > 0 ? "k" + (k % w.keys) : null;
+                int part = w.partition >= 0 ? w.partition : (int) (k % nparts);
+                seqForRouter.set(k);
+                byte[] head = (mid + "|").getBytes(StandardCharsets.US_ASCII);
+                byte[] value = new byte[Math.max(w.valueSize, head.length)];
+                Arrays.fill(value, (byte) 'x');
+                System.arraycopy(head, 0, value, 0, head.length);
+                outstanding.incrementAndGet();
+                TypedMessageBuilder<byte[]> mb = producer.newMessage().value(value);
+                if (key != null) mb.key(key);
+                long t0 = System.nanoTime();
+                CompletableFuture<MessageId> f;
+                try {
+                    f = mb.sendAsync();
+                } catch (Throwable e) {
+                    f = CompletableFuture.failedFuture(e);
+                }
+                double blocked = (System.nanoTime() - t0) / 1e9;
+                if (blocked > STALL_S) {
+                    record("stall", String.format(Locale.ROOT, ",\"mid\":%s,\"partition\":%d,\"seconds\":%.4f",
+                            q(mid), part, blocked));
+                }
+                f.whenComplete((id, err) -> {
+                    if (err == null) {
+                        acks.add(mid, (MessageIdAdv) id);
+                    } else {
+                        Throwable e = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
+                        String what = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage());
+                        if (what.length() > 200) what = what.substring(0, 200);
+                        acks.flush(); // the acknowledgements before it stay before it
+                        record(definite(e) ? "fail" : "info", ",\"mid\":" + q(mid) + ",\"error\":" + q(what));
+                    }
+                    outstanding.decrementAndGet();
+                });
+            }
+            n += due;
+            acks.flushIfOlder(ACK_HOLD_NS);
+            if (w.rate > 0) {
+                long when = start + (long) (n * 1e9 / w.rate);
+                long ahead = when - System.nanoTime();
                 if (ahead > 0) Thread.sleep(Math.min(ahead / 1_000_000L, 500), (int) (ahead % 1_000_000L));
             }
         }
@@ -177,7 +244,11 @@ public class PulsarProducer {
             // each message's callback reports its fate
         }
         long drainEnd = System.nanoTime() + drainMs * 1_000_000L;
-        while (outstanding.get() > 0 && System.nanoTime() < drainEnd) Thread.sleep(50);
+        while (outstanding.get() > 0 && System.nanoTime() < drainEnd) {
+            Thread.sleep(20);
+            acks.flushIfOlder(ACK_HOLD_NS);
+        }
+        acks.flush();
         record("meta", ",\"status\":\"done\",\"sent\":" + n + ",\"outstanding\":" + outstanding.get());
         History.close();
         try {
