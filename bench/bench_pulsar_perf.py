@@ -286,7 +286,7 @@ class Harness:
         last = [0.0]
 
         def callback(res: Any, msg_id: Any) -> None:
-            acked[0 if str(res) == "Ok" else 1] += 1
+            acked[0 if getattr(res, "name", str(res)) == "Ok" else 1] += 1
             if acked[0] + acked[1] == records:
                 last[0] = time.monotonic()
                 done.set()

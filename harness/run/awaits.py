@@ -137,7 +137,8 @@ def _isr_size(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]
 
 def _log(ctx: RunContext, params: Params, timeout: float) -> dict[str, Any]:
     node = ctx.the_resolver.resolve(params["target"])
-    pattern = re.compile(str(params["pattern"]))
+    # {topic}: the run's topic (its local name), which a case file cannot know
+    pattern = re.compile(str(params["pattern"]).replace("{topic}", re.escape(ctx.topic.rsplit("/", 1)[-1])))
     since = ctx.started_wall
     line = wait_until(lambda: next((ln for ln in node.container.logs(since=since).splitlines()
                                     if pattern.search(ln)), None),
