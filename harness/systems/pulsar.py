@@ -875,7 +875,8 @@ _SHELL_PROPS = (
     "-Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",
     "-Dbookkeeper.metadata.bookie.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver",
     "-Dlog4j2.configurationFile=/opt/pulsar/config/log4j2.properties")
-_META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state|lastEntryId)=(-?[A-Z_0-9]+)")
+_META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state|lastEntryId|digestType)="
+                         r"(-?[A-Z_0-9]+)")
 _ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
 _ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
 

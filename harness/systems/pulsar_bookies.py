@@ -10,8 +10,10 @@ container on the cluster's network: no fencing, no recovery). A run directory ge
 - ``bookies/ledgers.json``: per ledger its partition, state, quorums, ensembles, the last
   entry the metadata or the stats confirm, and the range read;
 - ``bookies/entries.jsonl``: one line per (ledger, bookie, entry) read: ``rc`` 0 with the
-  entry's ``bytes``, ``crc32`` of the stored bytes and the ``lac`` in its header, or the
-  bookie's error (``-13``: no such entry).
+  entry's ``bytes`` (as stored), ``crc32`` of its payload (after the header and the digest
+  code, :data:`DIGEST_BYTES`; of all the stored bytes, with ``crc_of`` ``stored``, for a
+  ledger of unknown digest type) and the ``lac`` in its header, or the bookie's error
+  (``-13``: no such entry).
 
 The entries a bookie should hold are its write sets: with BookKeeper's round-robin
 distribution, entry *e* of an ensemble of *E* bookies is written to bookies
@@ -65,6 +67,8 @@ class LedgerRange:
     #: the last entry read (last_confirmed + PAST_LAST, unless cut by MAX_READS)
     read_to: int = -1
     cut: bool = False
+    #: the ledger's digest type (``digestType`` of its metadata: CRC32C for Pulsar's ledgers)
+    digest: str = "?"
 
 
 def parse_metadata(partition: int, ledger: int, text: str, last_confirmed: int | None) -> LedgerRange:
@@ -79,7 +83,7 @@ def parse_metadata(partition: int, ledger: int, text: str, last_confirmed: int |
     last = int(fields.get("lastEntryId", "-1")) if state == "CLOSED" else last_confirmed
     return LedgerRange(partition, ledger, state, int(fields["ensembleSize"]),
                        int(fields["writeQuorumSize"]), int(fields["ackQuorumSize"]), ensembles,
-                       -1 if last is None else last)
+                       -1 if last is None else last, digest=fields.get("digestType", "?"))
 
 
 def read_ranges(ledgers: list[LedgerRange], max_reads: int = MAX_READS) -> list[tuple[int, str, int, int]]:
@@ -107,6 +111,15 @@ def read_ranges(ledgers: list[LedgerRange], max_reads: int = MAX_READS) -> list[
             tasks.extend((led.ledger, b, first, last) for b in bookies)
             budget -= (last - first + 1) * len(bookies)
     return tasks
+
+
+#: The bytes of each digest type's code after an entry's 32-byte header (ledger id, entry id,
+#: last add confirmed, length) as a bookie stores it: BookKeeper's DigestManager subclasses
+#: (CRC32: 8, CRC32C: 4, HMAC: 20, DUMMY: 0). The dump's ``crc32`` covers what follows, the
+#: payload the producer sent, because the header and the code differ between the copies of an
+#: entry that a ledger recovery wrote again: the recovering client sends it with its own last
+#: add confirmed.
+DIGEST_BYTES = {"CRC32": 8, "CRC32C": 4, "HMAC": 20, "MAC": 20, "DUMMY": 0}
 
 
 #: Reads asked for besides the ledgers' write sets (one JSON object per line: ledger, entry,
@@ -171,22 +184,24 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
     (out / "ledgers.json").write_text(json.dumps([asdict(led) for led in ledgers], indent=1) + "\n")
     if tasks:
         try:
-            _run_dump(system, run_dir, tasks)
+            _run_dump(system, run_dir, tasks, {led.ledger: led.digest for led in ledgers})
         except BackendError as exc:
             problems.append(f"bookies: {exc}")
     return out
 
 
 def _run_dump(system: PulsarSystem, run_dir: Path, tasks: list[tuple[int, str, int, int]],
-              timeout_s: float = 180) -> None:
+              digests: dict[int, str], timeout_s: float = 180) -> None:
     from ..clients.jvm import RUN_MOUNT, SOURCES
 
     work = run_dir / "bookies" / "java"
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SOURCES / "BookieDump.java", work / "BookieDump.java")
     (work / "tasks.txt").write_text("".join(f"{lg} {b} {f} {la}\n" for lg, b, f, la in tasks))
+    codes = "".join(f"digest.{lg}={DIGEST_BYTES[d]}\n" for lg, d in sorted(digests.items())
+                    if d in DIGEST_BYTES)
     (work / "dump.properties").write_text(
-        f"tasks={RUN_MOUNT}/bookies/java/tasks.txt\nout={RUN_MOUNT}/bookies/entries.jsonl\n")
+        f"tasks={RUN_MOUNT}/bookies/java/tasks.txt\nout={RUN_MOUNT}/bookies/entries.jsonl\n{codes}")
     libs = "/opt/pulsar/libs/*"
     script = (f"cd {RUN_MOUNT}/bookies/java && "
               f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d classes "

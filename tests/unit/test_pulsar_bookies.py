@@ -77,7 +77,8 @@ def test_the_stats_last_confirmed_entry_is_only_its_own_ledger_s(tmp_path: Path,
              "ledgers": [{"ledgerId": 9, "metadata": OPEN}, {"ledgerId": 12, "metadata": OPEN},
                          {"ledgerId": 13}]}
     ran: list[list[tuple[int, str, int, int]]] = []
-    monkeypatch.setattr(pulsar_bookies, "_run_dump", lambda system, run_dir, tasks: ran.append(tasks))
+    monkeypatch.setattr(pulsar_bookies, "_run_dump",
+                        lambda system, run_dir, tasks, digests: ran.append(tasks))
     problems: list[str] = []
     system = SimpleNamespace(internal_stats=lambda topic, part: stats)
     out = pulsar_bookies.dump_bookies(system, tmp_path, "t", 1, problems)  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """The bookie family: what each bookie holds of a Pulsar topic's ledgers (``bookies/`` of a
 run: ``ledgers.json``, each ledger's quorums, ensembles and last confirmed entry, and
 ``entries.jsonl``, every entry each bookie of each ensemble returned when asked alone, with a
-CRC-32 of its stored bytes; read after the recovery phase, docs/pulsar.md).
+CRC-32 of its payload; read after the recovery phase, docs/pulsar.md).
 
 An entry's write set is BookKeeper's round robin: entry *e* of the ensemble in force (the one
 with the greatest first entry at or below *e*) of *E* bookies goes to bookies

@@ -28,14 +28,16 @@ import org.apache.bookkeeper.stats.NullStatsLogger;
 /**
  * What each bookie holds of some ledgers: every (ledger, bookie, entry) of the tasks file is
  * read from that bookie alone (BookKeeper's BookieClient, no fencing, no recovery), and one
- * JSON line per read says what came back: the entry's length, a CRC-32 of its bytes as the
- * bookie stores them (digest header and payload, written once by the ledger's writer and sent
- * to every bookie of the write set, so replicas hold the same bytes), and the last add confirmed
- * the writer put in its header; or the bookie's return code when it has no such entry.
+ * JSON line per read says what came back: the entry's length as stored, a CRC-32 of its
+ * payload (what follows the 32-byte header and the digest code: the producer's bytes, the same
+ * on every copy; the header's last add confirmed and the code are not, since a ledger
+ * recovery writes an entry again with its own), and the last add confirmed in its header; or
+ * the bookie's return code when it has no such entry.
  *
  * Properties: tasks (a file of lines "ledger bookie first last", entries first..last
- * inclusive), out (the JSON-lines file written), inflight (reads at once, default 256),
- * timeout_s (per read, default 10).
+ * inclusive), out (the JSON-lines file written), digest.LEDGER (the bytes of that ledger's
+ * digest code; absent: the CRC-32 covers every stored byte and the line says "crc_of":
+ * "stored"), inflight (reads at once, default 256), timeout_s (per read, default 10).
  */
 public class BookieDump {
     public static void main(String[] args) throws Exception {
@@ -75,9 +77,10 @@ public class BookieDump {
                 for (long entry = ranges.get(i)[1]; entry <= ranges.get(i)[2]; entry++) {
                     inflight.acquire();
                     reads++;
+                    int code = Integer.parseInt(p.getProperty("digest." + ledger, "-1"));
                     client.readEntry(id, ledger, entry, (rc, l, e, buf, ctx) -> {
                         try {
-                            String line = line(l, e, bookie, rc, buf);
+                            String line = line(l, e, bookie, rc, buf, code);
                             synchronized (out) {
                                 out.println(line);
                             }
@@ -99,7 +102,9 @@ public class BookieDump {
         Runtime.getRuntime().halt(0);
     }
 
-    static String line(long ledger, long entry, String bookie, int rc, ByteBuf buf) {
+    static final int HEADER = 32; // ledger id, entry id, last add confirmed, length
+
+    static String line(long ledger, long entry, String bookie, int rc, ByteBuf buf, int code) {
         StringBuilder s = new StringBuilder(160);
         s.append("{\"ledger\":").append(ledger).append(",\"entry\":").append(entry)
             .append(",\"bookie\":\"").append(bookie).append("\",\"rc\":").append(rc);
@@ -108,9 +113,13 @@ public class BookieDump {
             byte[] bytes = new byte[n];
             buf.getBytes(buf.readerIndex(), bytes);
             CRC32 crc = new CRC32();
-            crc.update(bytes);
+            int from = code >= 0 && n >= HEADER + code ? HEADER + code : 0;
+            crc.update(bytes, from, n - from);
             s.append(",\"bytes\":").append(n).append(",\"crc32\":\"").append(Long.toHexString(crc.getValue()))
                 .append('"');
+            if (from == 0) {
+                s.append(",\"crc_of\":\"stored\"");
+            }
             if (n >= 24) {
                 s.append(",\"lac\":").append(buf.getLong(buf.readerIndex() + 16));
             }
