@@ -201,11 +201,17 @@ class PulsarInjector(RuleInjector):
         if armed.point == "CURSOR-UNPERSISTED":
             return self._judge_cursor(armed, result)
         if armed.point == "ENSEMBLE-CHANGE":
-            return self._judge_ensemble_change(armed, result)
+            return self._judge_at_hit(armed, result, "at the hit the failed bookie is down, and "
+                                      "the stored metadata's last ensemble still names it (the new "
+                                      "ensemble is not written)", self._ensemble_change)
         if armed.point == "LEDGER-RECOVERY":
-            return self._judge_recovery(armed, result)
+            return self._judge_at_hit(armed, result, "at the hit the stored metadata is IN_RECOVERY; "
+                                      "after the run the ledger is CLOSED at or past the last add "
+                                      "confirmed at the hit", self._recovery)
         if armed.point == "BUNDLE-ACQUIRED":
-            return self._judge_bundle(armed, result)
+            return self._judge_at_hit(armed, result, "at the hit the bundle's ownership lock "
+                                      "(ZooKeeper) names the held broker and the last ledger's "
+                                      "stored state is OPEN (not fenced)", self._bundle(armed))
         quorums = armed.extra.get("quorums") or [0, 0, 0]
         if armed.point == "BK-JOURNALED":
             result["expected"] = ("at the hit the managed ledger had not confirmed the entry; "
@@ -269,72 +275,62 @@ class PulsarInjector(RuleInjector):
         result["hit"] = bool(in_memory and again)
         return result
 
-    def _judge_ensemble_change(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
-        """ENSEMBLE-CHANGE: at the hit every bookie the HIT line names as failed is down (its
-        container not running), and the stored metadata still has it in the ledger's last
-        ensemble, which is not the new one the HIT line names (chosen, not written)."""
-        result["expected"] = ("at the hit the failed bookie is down, and the stored metadata's "
-                              "last ensemble still names it (the new ensemble is not written)")
-        hit = armed.hit
-        if hit is None:
+    def _judge_at_hit(self, armed: _Armed, result: dict[str, Any], expected: str,
+                      assess: Any) -> dict[str, Any]:
+        """The judgement of a point whose evidence is its HIT line and the state read at the
+        hit: ``assess(hit, at_hit)`` gives (hit, observed)."""
+        result["expected"] = expected
+        if armed.hit is None:
             result["observed"] = "the point was never reached"
             return result
         at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), {})
+        result["hit"], result["observed"] = assess(armed.hit, at_hit)
+        return result
+
+    @staticmethod
+    def _ensemble_change(hit: dict[str, Any], at_hit: dict[str, Any]) -> tuple[bool, str]:
+        """ENSEMBLE-CHANGE: at the hit every bookie the HIT line names as failed is down (its
+        container not running), and the stored metadata still has it in the ledger's last
+        ensemble, which is not the new one the HIT line names (chosen, not written)."""
         failed = _bookie_list(hit.get("failed"))
         chosen = _bookie_list(hit.get("new_ensemble"))
         stored = at_hit.get("ensembles") or {}
         last = stored[max(stored, key=int)] if stored else []
         down = [b for b in failed if b.rsplit(":", 1)[0] not in at_hit.get("running_bookies", [])]
         unwritten = bool(last) and all(b in last for b in failed) and last != chosen
-        result["observed"] = (f"ledger {hit.get('ledger')}: failed {', '.join(failed) or '?'} "
-                              f"({'down' if failed and down == failed else 'not all down'}); "
-                              f"new ensemble from entry {hit.get('entry')}: {', '.join(chosen)}; "
-                              f"stored at the hit: {at_hit.get('state', 'not read')} "
-                              f"{', '.join(last) or at_hit.get('error', '')}")
-        result["hit"] = bool(failed) and down == failed and unwritten
-        return result
+        observed = (f"ledger {hit.get('ledger')}: failed {', '.join(failed) or '?'} "
+                    f"({'down' if failed and down == failed else 'not all down'}); "
+                    f"new ensemble from entry {hit.get('entry')}: {', '.join(chosen)}; "
+                    f"stored at the hit: {at_hit.get('state', 'not read')} "
+                    f"{', '.join(last) or at_hit.get('error', '')}")
+        return bool(failed) and down == failed and unwritten, observed
 
-    def _judge_recovery(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
+    def _recovery(self, hit: dict[str, Any], at_hit: dict[str, Any]) -> tuple[bool, str]:
         """LEDGER-RECOVERY: at the hit the stored metadata says IN_RECOVERY (the new owner
         marked it before fencing); after the run the ledger is CLOSED at or past the last add
         confirmed the HIT line gives (the recovery, finished by a later owner, cut nothing
         confirmed)."""
-        result["expected"] = ("at the hit the stored metadata is IN_RECOVERY; after the run the "
-                              "ledger is CLOSED at or past the last add confirmed at the hit")
-        hit = armed.hit
-        if hit is None:
-            result["observed"] = "the point was never reached"
-            return result
-        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), {})
         ledger, lac = hit.get("ledger"), hit.get("lac")
         closed = self._closed_at(ledger)
-        result["observed"] = (f"ledger {ledger} (last add confirmed {lac}) stored "
-                              f"{at_hit.get('state') or at_hit.get('error') or 'not read'} at the "
-                              f"hit; after the run "
-                              + (f"CLOSED at entry {closed}" if closed is not None else "not closed "
-                                 "in the bookie dump"))
-        result["hit"] = (at_hit.get("state") == "IN_RECOVERY" and closed is not None
-                         and isinstance(lac, int) and closed >= lac)
-        return result
+        observed = (f"ledger {ledger} (last add confirmed {lac}) stored "
+                    f"{at_hit.get('state') or at_hit.get('error') or 'not read'} at the hit; after "
+                    "the run " + (f"CLOSED at entry {closed}" if closed is not None
+                                  else "not closed in the bookie dump"))
+        return (at_hit.get("state") == "IN_RECOVERY" and closed is not None and isinstance(lac, int)
+                and closed >= lac), observed
 
-    def _judge_bundle(self, armed: _Armed, result: dict[str, Any]) -> dict[str, Any]:
+    def _bundle(self, armed: _Armed) -> Any:
         """BUNDLE-ACQUIRED: at the hit ZooKeeper's ownership lock on the topic's bundle names
         the held broker, and the stored metadata of the partition's last ledger is still OPEN
         (no owner has begun its recovery)."""
-        result["expected"] = ("at the hit the bundle's ownership lock (ZooKeeper) names the held "
-                              "broker and the last ledger's stored state is OPEN (not fenced)")
-        hit = armed.hit
-        if hit is None:
-            result["observed"] = "the point was never reached"
-            return result
-        at_hit = next((r for r in armed.at_hit or [] if r.get("when") == "hit"), {})
-        holder = at_hit.get("bundle_holder")
-        result["observed"] = (f"bundle {armed.extra.get('bundle')} held by "
-                              f"{holder or at_hit.get('bundle_error') or 'no broker'} at the hit "
-                              f"(HIT on {hit.get('node')}); ledger {at_hit.get('ledger')} stored "
-                              f"{at_hit.get('state') or at_hit.get('error') or 'not read'}")
-        result["hit"] = holder == hit.get("node") and at_hit.get("state") == "OPEN"
-        return result
+        def assess(hit: dict[str, Any], at_hit: dict[str, Any]) -> tuple[bool, str]:
+            holder = at_hit.get("bundle_holder")
+            observed = (f"bundle {armed.extra.get('bundle')} held by "
+                        f"{holder or at_hit.get('bundle_error') or 'no broker'} at the hit (HIT on "
+                        f"{hit.get('node')}); ledger {at_hit.get('ledger')} stored "
+                        f"{at_hit.get('state') or at_hit.get('error') or 'not read'}")
+            return holder == hit.get("node") and at_hit.get("state") == "OPEN", observed
+        return assess
 
     def _closed_at(self, ledger: Any) -> int | None:
         """A closed ledger's last entry from the bookie dump's ``ledgers.json`` (None: not
