@@ -218,8 +218,7 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._flush_s = flush_s
         self._last_flush = time.monotonic()
-        self._stamp_m = -1.0
-        self._stamp = ""
+        self._stamped: tuple[float, str] = (-1.0, "")
 
     def record(self, type_: str, **fields: Any) -> dict[str, Any]:
         event: dict[str, Any] = {"type": type_, "client": self.client,
@@ -245,10 +244,13 @@ class HistoryWriter:
         same half millisecond share a stamp (their order is the order of the file).
         """
         m = time.monotonic()
-        if m - self._stamp_m >= STAMP_S:
-            self._stamp_m = m
-            self._stamp = f'"t":{time.time():.6f},"m":{m:.6f}'
-        return f'{{"type":"{type_}","client":{self._client_js},{self._stamp}'
+        # one tuple, assigned at once: a producer's callbacks call this from the client's
+        # threads while its send loop does, and neither may pair a new time with an old stamp
+        stamped, stamp = self._stamped
+        if m - stamped >= STAMP_S:
+            stamp = f'"t":{time.time():.6f},"m":{m:.6f}'
+            self._stamped = (m, stamp)
+        return f'{{"type":"{type_}","client":{self._client_js},{stamp}'
 
     def write_line(self, line: str) -> None:
         """Appends one line made from :meth:`head` (or :meth:`line`)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..history import HistoryWriter, make_value, parse_mid
-from . import paced_sends
+from . import paced_batches
 from .columns import ENCODE, all_ints_json, ints_json, mids_json
 from .jvm import JavaProgram
 from .kafka import WorkloadStats
@@ -94,79 +94,97 @@ class PulsarProducerClient:
         except Exception:
             self._partition_json = ""
         self._seq = 0
-        self._outstanding = 0
-        self._cv = threading.Condition()
+        self._topic_js = json.dumps(self.topic)
+        #: sends made, and sends with an outcome (a callback, or a send that raised)
+        self._issued = 0
+        self._done = 0
+        self._lock = threading.Lock()
         self.stats = WorkloadStats(self.name)
 
     def _callback(self, mid: str, res: Any, msg_id: Any) -> None:
         name = getattr(res, "name", str(res))
         if name == "Ok":
-            self.history.record("ok", mid=mid, topic=self.topic, **_position(msg_id))
+            hist = self.history
+            hist.write_line(f'{hist.head("ok")},"mid":"{mid}","topic":{self._topic_js},'
+                            f'"partition":{max(msg_id.partition(), 0)},"ledger":{msg_id.ledger_id()},'
+                            f'"entry":{msg_id.entry_id()},"batch":{msg_id.batch_index()},"offset":null}}\n')
             self.stats.ok += 1
         else:
             self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
             kind = "fail" if name in _DEFINITE_FAILURES else "info"
             self.history.record(kind, mid=mid, error=name)
             setattr(self.stats, kind, getattr(self.stats, kind) + 1)
-        with self._cv:
-            self._outstanding -= 1
-            self._cv.notify_all()
+        with self._lock:  # callbacks may come from more than one of the client's threads
+            self._done += 1
 
     def send_one(self, value_size: int = 100, key: str | None = None,
                  partition: int | None = None, due: float | None = None) -> str:
         """Sends one message (``due``: when the paced schedule had it due, recorded)."""
-        self._seq += 1
-        mid = f"{self.name}-{self._seq}"
-        sched: dict[str, Any] = {} if due is None else {"due": round(due, 6)}
-        if self._partition_json or partition is not None:
-            self.history.record("invoke", mid=mid, topic=self.topic, key=key,
-                                partition=partition if partition is not None else 0, **sched)
-        else:
-            self.history.record("invoke", mid=mid, topic=self.topic, key=key, **sched)
-        with self._cv:
-            self._outstanding += 1
-        t0 = time.monotonic()
-        kwargs: dict[str, Any] = {"partition_key": key} if key is not None else {}
-        try:
-            self.producer.send_async(make_value(mid, value_size),
-                                     lambda res, msg_id, mid=mid: self._callback(mid, res, msg_id),
-                                     **kwargs)
-        except Exception as exc:  # raised before the message was queued: it was never sent
-            self.history.record("fail", mid=mid, error=f"{type(exc).__name__}: {exc}")
-            self.stats.fail += 1
-            with self._cv:
-                self._outstanding -= 1
-        blocked = time.monotonic() - t0
-        if blocked > STALL_S:
-            if self._partition_json or partition is not None:
-                self.history.record("stall", mid=mid, seconds=round(blocked, 4),
-                                    partition=partition if partition is not None else 0)
-            else:
-                self.history.record("stall", mid=mid, seconds=round(blocked, 4))
-        self.stats.sent += 1
-        return mid
+        return self.send_batch([key], value_size, partition, due)[0]
+
+    def send_batch(self, keys: list[str | None], value_size: int = 100, partition: int | None = None,
+                   due: float | None = None, every: float = 0.0) -> list[str]:
+        """Sends one message per key, recorded first as one ``invokes`` line (``due``,
+        ``every``: the paced schedule, harness.history); returns their ids."""
+        first = self._seq + 1
+        self._seq += len(keys)
+        mids = [f"{self.name}-{n}" for n in range(first, self._seq + 1)]
+        n = len(mids)
+        known = partition if partition is not None else (0 if self._partition_json else None)
+        parts_js = "null" if known is None else all_ints_json([known] * n, n)
+        keys_js = "null" if keys.count(None) == n else ENCODE(keys)
+        sched = "" if due is None else f',"due":{due:.6f},"every":{every:.9g}'
+        mids_js = '["' + '","'.join(mids) + '"]'  # ids of name and number: nothing to escape
+        hist = self.history
+        hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{mids_js},'
+                        f'"keys":{keys_js},"partitions":{parts_js}{sched}}}\n')
+        for mid, key in zip(mids, keys, strict=True):
+            self._issued += 1
+            t0 = time.monotonic()
+            kwargs: dict[str, Any] = {"partition_key": key} if key is not None else {}
+            try:
+                self.producer.send_async(make_value(mid, value_size),
+                                         lambda res, msg_id, mid=mid: self._callback(mid, res, msg_id),
+                                         **kwargs)
+            except Exception as exc:  # raised before the message was queued: it was never sent
+                self.history.record("fail", mid=mid, error=f"{type(exc).__name__}: {exc}")
+                self.stats.fail += 1
+                with self._lock:
+                    self._done += 1
+            blocked = time.monotonic() - t0
+            if blocked > STALL_S:
+                if known is not None:
+                    self.history.record("stall", mid=mid, seconds=round(blocked, 4), partition=known)
+                else:
+                    self.history.record("stall", mid=mid, seconds=round(blocked, 4))
+            self.stats.sent += 1
+        return mids
 
     def run(self, *, count: int | None = None, duration_s: float | None = None,
             rate: float | None = None, value_size: int = 100, keys: int | None = None,
             partition: int | None = None, stop: threading.Event | None = None,
             drain_timeout_s: float = 180.0) -> WorkloadStats:
         """Sends until ``count`` messages or ``duration_s`` (always bounded), then drains."""
-        start = paced_sends(lambda key, due: self.send_one(value_size, key, partition, due), count=count,
-                            duration_s=duration_s, rate=rate, keys=keys, stop=stop, wait=time.sleep)
+        every = 1.0 / rate if rate else 0.0
+        start = paced_batches(lambda ks, due: self.send_batch(ks, value_size, partition, due, every),
+                              count=count, duration_s=duration_s, rate=rate, keys=keys, stop=stop,
+                              wait=time.sleep)
         self.drain(drain_timeout_s)
         self.stats.seconds = time.monotonic() - start
         return self.stats
 
     def drain(self, timeout_s: float) -> int:
+        """Waits (at most ``timeout_s``) until every send has its outcome; returns how many
+        have none."""
         try:
             self.producer.flush()
         except Exception:
             pass  # the callbacks report each message's fate
-        with self._cv:
-            self._cv.wait_for(lambda: self._outstanding <= 0, timeout=timeout_s)
-            left = self._outstanding
+        deadline = time.monotonic() + timeout_s
+        while self._issued > self._done and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.history.flush()
-        return left
+        return max(self._issued - self._done, 0)
 
     def close(self) -> None:
         self.drain(5)
