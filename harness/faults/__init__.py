@@ -159,15 +159,15 @@ class Nemesis:
         undoes it."""
         if self.set_disk_full is None:
             raise FaultError(f"diskfull: the {self.cluster.spec.name} cluster has no disk-full fault")
-        detail = self.set_disk_full(node, True)
-        self.full.add(node.name)
-        return detail
+        self.full.add(node.name)  # first: a heal unloads the rule even if the wait failed
+        return self.set_disk_full(node, True)
 
     def _unfill(self, node: Node) -> None:
-        if node.name in self.full and self.set_disk_full is not None:
-            if node.container.status == "running":
-                self.set_disk_full(node, False)
-            self.full.discard(node.name)  # a node killed since lost the rule with its JVM
+        if node.name not in self.full or self.set_disk_full is None:
+            return
+        if node.container.status == "running":  # a node killed since lost the rule with its JVM
+            self.set_disk_full(node, False)  # kept in ``full`` if this fails: heal_all tries again
+        self.full.discard(node.name)
 
     # -- network faults ----------------------------------------------------------------
     def partition(self, node: Node, peers: Iterable[Node] | None = None,
@@ -228,7 +228,7 @@ class Nemesis:
                 elif start_down and status in ("exited", "created"):
                     self._gate(n)
                     n.container.start()
-            except (BackendError, FaultError) as exc:
+            except HarnessError as exc:  # a backend or fault error, or a heal's wait timing out
                 problems.append(f"{n.name}: {exc}")
         self.paused.clear()
         self.partitioned.clear()

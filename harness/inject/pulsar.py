@@ -30,7 +30,7 @@ from typing import Any
 from ..case import InjectArgs
 from ..errors import AdminError, BackendError, InjectError
 from ..history import ensemble_at, read_events, write_set
-from ..systems.pulsar import parse_position
+from ..systems.pulsar import namespace_of, parse_position
 from ..systems.pulsar_bookies import ASKED
 from . import POINTS, RuleInjector, _Armed, render_rule, rule_blocks
 
@@ -104,18 +104,14 @@ class PulsarInjector(RuleInjector):
             self._submit(node, rendered, key)
         armed = _Armed(args.point, key, n, p, nodes, events, spec if args.rule is None else None,
                        owner.name, None, time.time())
-        if args.point == "BUNDLE-ACQUIRED":
-            namespace = name.split("://", 1)[-1].rsplit("/", 1)[0]
-            try:
-                bundle = self.system.bundle(self.topic, p)
-            except AdminError as exc:
-                raise InjectError(f"inject {args.point}: the bundle of {name}: {exc}") from exc
-            extra_bundle = {"bundle": f"{namespace}/{bundle}"}
-        else:
-            extra_bundle = {}
-        armed.extra = {**extra_bundle, "ledger": ledger.ledger_id,
+        armed.extra = {"ledger": ledger.ledger_id,
                        "quorums": [ledger.ensemble_size, ledger.write_quorum, ledger.ack_quorum],
                        "ensemble": list(ensemble), "write_set": targets}
+        if args.point == "BUNDLE-ACQUIRED":  # the bundle whose lock the hit is judged on
+            try:
+                armed.extra["bundle"] = f"{namespace_of(name)}/{self.system.bundle(self.topic, p)}"
+            except AdminError as exc:
+                raise InjectError(f"inject {args.point}: the bundle of {name}: {exc}") from exc
         self._record_arm(armed, {"n": n, "key": key, "owner": owner.name, **armed.extra})
         log.info(f"inject {args.point}: armed on {', '.join(x.name for x in nodes)} for "
                  f"{self.topic}-{p} ledger {ledger.ledger_id} at entry N={n}")
@@ -143,9 +139,10 @@ class PulsarInjector(RuleInjector):
                  "mark_delete": {k: list(v) for k, v in cursors.items() if v is not None}}]
 
     def _stored_at_hit(self, armed: _Armed) -> dict[str, Any]:
-        """ENSEMBLE-CHANGE, LEDGER-RECOVERY: the held ledger's metadata as the metadata store
-        holds it (the bookie shell: the owner, held, may not answer) and which bookies run.
-        No internal stats: a new owner in the middle of the recovery answers none."""
+        """ENSEMBLE-CHANGE, LEDGER-RECOVERY, BUNDLE-ACQUIRED: the held ledger's metadata as the
+        metadata store holds it (the bookie shell: the owner, held, may not answer), which
+        bookies run, and who holds the bundle's lock. No internal stats: a new owner in the
+        middle of loading the topic answers none."""
         ledger = (armed.hit or {}).get("ledger", armed.extra.get("ledger"))
         row: dict[str, Any] = {"when": "hit", "ledger": ledger,
                                "running_bookies": sorted(x.name for x in self.system.bookies()
@@ -153,7 +150,7 @@ class PulsarInjector(RuleInjector):
         bundle = armed.extra.get("bundle")
         if bundle:
             try:
-                row["bundle_holder"] = self.system.bundle_holder(*bundle.rsplit("/", 1))
+                row["bundle_holder"] = self.system.bundle_holder(bundle)
             except AdminError as exc:
                 row["bundle_error"] = str(exc)
         try:

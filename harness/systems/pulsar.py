@@ -303,18 +303,18 @@ class PulsarSystem:
         return {"registered_s": round(time.monotonic() - t0, 2),
                 "registration": "readonly" if full else "writable"}
 
-    def bundle_holder(self, namespace: str, bundle: str) -> str | None:
-        """The broker whose ownership lock on a namespace bundle ZooKeeper holds now
-        (``/namespace/<tenant>/<ns>/<range>``, the owner's ephemeral node; its ``nativeUrl``
-        names the broker), or None when no broker holds it."""
+    def bundle_holder(self, bundle: str) -> str | None:
+        """The broker whose ownership lock on a namespace bundle (``tenant/ns/range``)
+        ZooKeeper holds now (``/namespace/<tenant>/<ns>/<range>``, the owner's ephemeral node;
+        its ``nativeUrl`` names the broker), or None when no broker holds it."""
         def read(zk: Any) -> str | None:
-            path = f"/namespace/{namespace}/{bundle}"
+            path = f"/namespace/{bundle}"
             if not zk.exists(path):
                 return None
             data, _ = zk.get(path)
             url = str(json.loads(data.decode() or "{}").get("nativeUrl") or "")
             return url.split("://", 1)[-1].rsplit(":", 1)[0] or None
-        return self._zk(read, f"the owner of bundle {namespace}/{bundle}")
+        return self._zk(read, f"the owner of bundle {bundle}")
 
     def before_start(self, node: Node) -> dict[str, Any] | None:
         """A bookie or broker: waits (up to :data:`OLD_SESSION_WAIT_S`) until ZooKeeper has
@@ -525,7 +525,7 @@ class PulsarSystem:
         """
         path = f"/admin/v2/{self._topic_path(name)}"
         if deduplication == "namespace":
-            self.deduplicating_namespace(_namespace_of(self.topic_name(name)), timeout=timeout)
+            self.deduplicating_namespace(namespace_of(self.topic_name(name)), timeout=timeout)
             deduplication = None
         try:
             if partitions > 0:
@@ -666,7 +666,7 @@ class PulsarSystem:
         if dest.name == current.name:
             return current
         tn = self.topic_name(topic, partition)
-        namespace = _namespace_of(tn)
+        namespace = namespace_of(tn)
         bundle = self.bundle(topic, partition)
         deadline = time.monotonic() + timeout
         attempts = 0
@@ -941,7 +941,7 @@ def parse_position(position: Any) -> tuple[int, int] | None:
         return None
 
 
-def _namespace_of(topic_name: str) -> str:
+def namespace_of(topic_name: str) -> str:
     """``persistent://tenant/ns/topic`` -> ``tenant/ns``."""
     return topic_name.split("://", 1)[1].rsplit("/", 1)[0]
 
