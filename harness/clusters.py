@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
-           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "versions_of", "regression_dirs"]
+           "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "BOOKIE_PREFIX", "versions_of",
+           "regression_dirs"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "compose"
@@ -24,6 +25,8 @@ SYSTEMS = ("kafka", "pulsar")
 #: Versions with a resolvable Maven build; first is the default.
 KAFKA_VERSIONS = ("3.9.2", "4.1.2")
 PULSAR_VERSIONS = ("4.0.7", "4.2.4")
+#: a case's ``broker_config`` key with this prefix sets a bookie's setting (pulsar)
+BOOKIE_PREFIX = "bookie."
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,8 @@ CLUSTERS: dict[str, ClusterDef] = {
         + tuple(NodeDef(f"bookie-{i}", "bookie", i) for i in (1, 2, 3))
         + tuple(NodeDef(f"broker-{i}", "pulsar-broker", i, host_port=26650 + i,
                         admin_port=28080 + i) for i in (1, 2)),
-        versions=PULSAR_VERSIONS,
+        # the regression library's versions after the two of every image (docs/regressions.md)
+        versions=PULSAR_VERSIONS + ("3.3.2",),
     ),
 }
 

@@ -104,6 +104,8 @@ class Recovery:
     upkeep: list[str] = field(default_factory=list)
     #: nodes whose metadata session was declared lost during the run: node -> times
     sessions_lost: dict[str, int] = field(default_factory=dict)
+    #: brokers a bookie refused a write because the ledger was fenced: node -> refusals
+    fenced_writes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

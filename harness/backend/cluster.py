@@ -18,7 +18,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..clusters import ClusterDef, NodeDef, get_cluster
+from ..clusters import BOOKIE_PREFIX, ClusterDef, NodeDef, get_cluster
 from ..errors import BackendError
 from .compose import compose
 from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
@@ -82,7 +82,10 @@ class Node:
 
 @dataclass
 class Cluster:
-    """A cluster definition bound to a version, broker settings and an owner."""
+    """A cluster definition bound to a version, broker settings and an owner.
+
+    ``broker_config``: the brokers' settings; on Pulsar a key ``bookie.K`` sets the bookies'
+    setting ``K`` instead."""
 
     engine: Engine
     spec: ClusterDef
@@ -110,8 +113,13 @@ class Cluster:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def _env(self) -> dict[str, str]:
+        # a key "bookie.K" (pulsar) sets the bookies' K; every other key is the brokers'
+        brokers = {k: v for k, v in self.broker_config.items() if not k.startswith(BOOKIE_PREFIX)}
+        bookies = {k[len(BOOKIE_PREFIX):]: v for k, v in self.broker_config.items()
+                   if k.startswith(BOOKIE_PREFIX)}
         env = {"CHAOS_OWNER": self.owner, "CHAOS_CONFIG": self.config_key,
-               "CHAOS_BROKER_CONFIG": ";".join(f"{k}={v}" for k, v in self.broker_config.items()),
+               "CHAOS_BROKER_CONFIG": ";".join(f"{k}={v}" for k, v in brokers.items()),
+               "CHAOS_BOOKIE_CONFIG": ";".join(f"{k}={v}" for k, v in bookies.items()),
                f"{self.spec.system.upper()}_VERSION": self.version}
         return env
 

@@ -28,6 +28,7 @@ from .model import (
                     HealArgs,
                     InjectArgs,
                     ProduceArgs,
+                    ReleaseArgs,
                     Selector,
                     Step,
                     StepArgs,
@@ -44,5 +45,5 @@ __all__ = [
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "CopyArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "Expect",
+    "ReleaseArgs", "Expect",
 ]

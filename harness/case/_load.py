@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
 
-from harness.clusters import CLUSTERS, ClusterDef
+from harness.clusters import BOOKIE_PREFIX, CLUSTERS, ClusterDef
 from harness.errors import CaseError
 
 from ._fields import Fields, Reader, boolean, choice, duration, error, name, show, str_map, string, unknown
@@ -209,11 +209,15 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
         broker_config = MappingProxyType({**broker_config,
                                           **entry.need("broker_config", str_map)})
     features = [k for k in broker_config if k.startswith(FORMAT_FEATURE)]
-    if features and cluster.mode != "kraft":
+    bookie_keys = [k for k in broker_config if k.startswith(BOOKIE_PREFIX)]
+    if (features and cluster.mode != "kraft") or (bookie_keys and system != "pulsar"):
         node = entry.at("broker_config") if entry is not None and entry.has("broker_config") \
             else f.at("broker_config")
-        raise error(node, "broker_config", f"{features[0]}: a feature level is set when a KRaft "
-                    f"cluster formats its storage; {cluster.name} is not a KRaft cluster")
+        if features and cluster.mode != "kraft":
+            raise error(node, "broker_config", f"{features[0]}: a feature level is set when a KRaft "
+                        f"cluster formats its storage; {cluster.name} is not a KRaft cluster")
+        raise error(node, "broker_config", f"{bookie_keys[0]}: a bookie's setting; {system} has no "
+                    "bookies")
     topic = f.get("topic", lambda n, _: read_topic(n, system, cluster), TopicSpec())
     client = f.get("client", lambda n, _: read_client(n, system), ClientSpec())
     ctx = StepContext(system=system, cluster=cluster, version=version,

@@ -40,6 +40,7 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) ->
     if system != "pulsar":
         gaps["lock-loops"] = "only Pulsar's metadata locks are watched for a loop (apache/pulsar#17759)"
         gaps["sessions-lost"] = "only Pulsar's metadata sessions are watched"
+        gaps["fenced-writes"] = "only Pulsar's bookies fence ledgers"
         gaps["ensemble-changes"] = "only Pulsar's ledgers have ensembles (the bookie dump)"
     return MappingProxyType(gaps)
 

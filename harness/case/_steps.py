@@ -55,6 +55,7 @@ from .model import (
     HealArgs,
     InjectArgs,
     ProduceArgs,
+    ReleaseArgs,
     Selector,
     Step,
     StepArgs,
@@ -94,6 +95,7 @@ class StepContext:
     workloads: dict[str, str] = field(default_factory=dict)  # name -> label of its step
     background: set[str] = field(default_factory=set)
     armed: set[str] = field(default_factory=set)  # injection points of earlier inject steps
+    held: set[str] = field(default_factory=set)  # held producers no release step named yet
 
     def partition(self, node: Node, field: str) -> int:
         """A partition number of the case's topic."""
@@ -204,6 +206,11 @@ def read_steps(node: Node, ctx: StepContext) -> tuple[Step, ...]:
             raise CaseError(unknown("step", action, ACTIONS), line=line, field=field)
         ctx.index = index
         steps.append(Step(index, line, action, parser(arg, f"{field}.{action}", ctx)))
+    for step in steps:  # a producer held for good would only time the case out
+        if isinstance(step.args, ProduceArgs) and step.args.name in ctx.held:
+            raise CaseError(f"held producer {step.args.name!r} is never released: add a "
+                            f"'release: {step.args.name}' step after it", line=step.line,
+                            field=f"steps[{step.index}].produce.held")
     return tuple(steps)
 
 
@@ -218,7 +225,7 @@ def _pulsar_only(f: Fields, ctx: StepContext, *keys: str) -> None:
 
 def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
     f = Fields(node, field, ("name", "count", "duration", "rate", "background", "value_size",
-                             "keys", "partition", "driver", "settings", "transactions"))
+                             "keys", "partition", "driver", "settings", "transactions", "held"))
     _pulsar_only(f, ctx, "settings")
     _kafka_only(f, ctx, "transactions")
     count = f.get("count", POSITIVE, None)
@@ -232,8 +239,15 @@ def _produce(node: Node, field: str, ctx: StepContext) -> ProduceArgs:
     if driver == "java" and ctx.system == "kafka" and transactions is None:
         raise error(f.at("driver"), f.sub("driver"), "the Kafka Java driver runs transactional workloads "
                     "only: add transactions (or use the python driver)")
+    held = f.get("held", boolean, False)
+    if held and (not background or driver != "python" or transactions is not None):
+        raise error(f.at("held"), f.sub("held"), "a held producer is a background python producer "
+                    "without transactions (it connects, then waits for a release step)")
+    chosen = ctx.workload_name(f, "produce", background)
+    if held:
+        ctx.held.add(chosen)
     return ProduceArgs(
-        name=ctx.workload_name(f, "produce", background), count=count, duration_s=duration_s,
+        name=chosen, count=count, duration_s=duration_s, held=held,
         rate=f.get("rate", number, None), background=background,
         value_size=f.get("value_size", POSITIVE, 100), keys=f.get("keys", POSITIVE, None),
         partition=f.get("partition", ctx.partition, None),
@@ -452,6 +466,15 @@ def _workload(node: Node, field: str, ctx: StepContext) -> dict[str, Any]:
     return {"name": workload}
 
 
+def _release(node: Node, field: str, ctx: StepContext) -> ReleaseArgs:
+    workload = string(node, field)
+    if workload not in ctx.held:
+        raise error(node, field, _not_earlier("held producer (produce with held: true)", workload,
+                                              ctx.held))
+    ctx.held.discard(workload)  # released once
+    return ReleaseArgs(workload)
+
+
 def _not_earlier(kind: str, value: str, earlier: set[str]) -> str:
     names = sorted(earlier, key=_natural)
     shown = f" (earlier: {listing(names)})" if names else ""
@@ -574,4 +597,5 @@ _PARSERS: dict[str, _Parser] = {
     "inject": _inject,
     "unload": _unload,
     "chaos": _chaos,
+    "release": _release,
 }

@@ -27,7 +27,7 @@ __all__ = [
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "Expect", "Bound", "SCENARIO_FACTS",
+    "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS",
     "DRIVERS",
 ]
 
@@ -115,7 +115,8 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.selects == "node")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "chaos")
+ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "chaos",
+                                                                     "release")
 #: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
 MAX_SEED = 2**53
 #: The faults a ``chaos`` step draws from (each healed before the next: start, resume, heal).
@@ -273,6 +274,16 @@ class ProduceArgs:
     settings: Mapping[str, Any] = field(default_factory=_no_params)
     #: kafka: send in transactions (None: no transactions)
     transactions: TxnArgs | None = None
+    #: background only: the producer connects when its step runs and sends nothing until a
+    #: ``release`` step names it (a producer connected to a broker and idle)
+    held: bool = False
+
+
+@dataclass(frozen=True)
+class ReleaseArgs:
+    """``release``: a ``held`` background producer starts sending."""
+
+    name: str
 
 
 @dataclass(frozen=True)
@@ -368,7 +379,7 @@ class ChaosArgs:
 
 
 StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
-            | ChaosArgs)
+            | ChaosArgs | ReleaseArgs)
 
 
 @dataclass(frozen=True)
@@ -401,6 +412,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                   "the result's recovery.lock_loops)",
     "sessions-lost": "nodes whose metadata session was declared lost during the run (Pulsar's "
                      "session watcher; the result's recovery.sessions_lost)",
+    "fenced-writes": "writes the bookies refused because the ledger was fenced (the brokers' logs; "
+                     "the result's recovery.fenced_writes): an old owner stopped by its successor",
     "ensemble-changes": "ensemble changes in the case topic's ledgers (each ledger's ensembles after "
                         "its first, from the bookie dump's ledgers.json)",
 })

@@ -77,6 +77,7 @@ def _end_lock_loops(ctx: RunContext) -> None:
     if not isinstance(system, LockLoopWatch):
         return
     ctx.recovery.sessions_lost = system.sessions_lost(ctx.started_wall)
+    ctx.recovery.fenced_writes = system.fenced_writes(ctx.started_wall)
     seen = system.lock_loops_since(ctx.started_wall)
     going = system.lock_loops()
     if seen:

@@ -153,6 +153,18 @@ def _sessions_lost(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(len(lost), ", ".join(f"{node}: {n} times" for node, n in sorted(lost.items())))
 
 
+def _fenced_writes(result: RunResult, run_dir: Path | None) -> Measured:
+    """Writes the bookies refused because the ledger was fenced, from the brokers' logs after
+    the recovery read (``recovery.fenced_writes``): an old owner's writes stopped by the
+    recovery of its successor."""
+    if result.recovery is None or result.recovery.read is None:
+        return Measured(None, "no recovery read, after which refused writes are looked for")
+    refused = result.recovery.fenced_writes
+    if not refused:
+        return Measured(0, "no write was refused as fenced")
+    return Measured(sum(refused.values()), ", ".join(f"{node}: {n}" for node, n in sorted(refused.items())))
+
+
 def _ensemble_changes(result: RunResult, run_dir: Path | None) -> Measured:
     """Ensemble changes in the case topic's ledgers: each ledger's ensembles after its first,
     from the bookie dump's ``ledgers.json`` (the ledgers' metadata after the run)."""
@@ -180,6 +192,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "chaos-faults": _chaos_faults,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
+    "fenced-writes": _fenced_writes,
     "ensemble-changes": _ensemble_changes,
 }
 

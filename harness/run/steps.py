@@ -22,6 +22,7 @@ from ..case import (
     HealArgs,
     InjectArgs,
     ProduceArgs,
+    ReleaseArgs,
     Step,
     UnloadArgs,
 )
@@ -166,6 +167,11 @@ def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return detail
 
 
+def _release(ctx: RunContext, action: str, args: Any) -> Any:
+    assert isinstance(args, ReleaseArgs)
+    return ctx.the_workloads.release_held(args.name)
+
+
 #: step arguments -> handler(ctx, action, args) -> the step's detail
 STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     ProduceArgs: _workload,
@@ -177,4 +183,5 @@ STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     InjectArgs: _inject,
     UnloadArgs: _unload,
     ChaosArgs: _chaos,
+    ReleaseArgs: _release,
 }

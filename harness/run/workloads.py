@@ -69,6 +69,8 @@ class Workloads:
         self.running: dict[str, _Running] = {}
         #: Java producers connected and waiting to start sending (released together)
         self._waiting: list[Any] = []
+        #: held producers (``held: true``) -> the event a ``release`` step sets
+        self._held: dict[str, threading.Event] = {}
         self.finished: dict[str, dict[str, Any]] = {}
 
     def _writer(self, name: str) -> HistoryWriter:
@@ -99,6 +101,15 @@ class Workloads:
         with self._writer(args.name) as hist:
             client = self.system.producer(self.topic, hist, spec)
             try:
+                if args.held:  # connected (the client looked the topic up): idle until released
+                    go = self._held[args.name]
+                    if ready is not None:
+                        ready.set()
+                    while not go.wait(0.2):
+                        if stop.is_set():
+                            return dict(client.run(count=0, duration_s=None, rate=args.rate,
+                                                   value_size=args.value_size, keys=args.keys,
+                                                   partition=args.partition, stop=stop).as_dict())
                 if txn is not None:
                     run_transactions = getattr(client, "run_transactions", None)
                     if run_transactions is None:
@@ -162,10 +173,13 @@ class Workloads:
             return result
         running = _Running(args.name, threading.Thread(), stop)
         java = isinstance(args, ProduceArgs) and args.driver == "java"
+        held = isinstance(args, ProduceArgs) and args.held
+        if held:
+            self._held[args.name] = threading.Event()
 
         def body() -> None:
             try:
-                if java:
+                if java or held:
                     running.result = self._produce(args, stop, running.ready)  # type: ignore[arg-type]
                 else:
                     running.result = fn(args, stop)
@@ -186,8 +200,22 @@ class Workloads:
                           f"{time.monotonic() - t0:.1f}s")
             if running.error is not None:
                 raise WorkloadError(f"workload {args.name} failed: {running.error}")
+        if held:  # connected before the next step: the broker it reached is the owner now
+            if not running.ready.wait(self.READY_S) or running.error is not None:
+                raise WorkloadError(f"workload {args.name}: the producer did not connect"
+                                    + (f": {running.error}" if running.error else
+                                       f" in {self.READY_S:.0f}s"))
+            log.info(f"workload {args.name}: connected, held until its release step "
+                     f"({self._describe(args)})")
+            return None
         log.info(f"workload {args.name}: started in the background ({self._describe(args)})")
         return None
+
+    def release_held(self, name: str) -> dict[str, Any]:
+        """A ``release`` step: the held producer ``name`` starts sending."""
+        self._held[name].set()
+        log.info(f"workload {name}: released")
+        return {"name": name}
 
     def release(self) -> None:
         """Lets every connected Java producer start sending (before any other kind of step)."""

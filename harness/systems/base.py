@@ -212,6 +212,11 @@ class LockLoopWatch(Protocol):
         """Nodes whose metadata session was declared lost since ``since``: node -> times."""
         ...
 
+    def fenced_writes(self, since: float) -> dict[str, int]:
+        """Brokers whose writes a bookie refused since ``since`` because another client had
+        fenced the ledger: node -> refusals."""
+        ...
+
 
 @runtime_checkable
 class InSyncReplicas(Protocol):

@@ -425,6 +425,19 @@ class PulsarSystem:
                 lost[name] = count
         return lost
 
+    def fenced_writes(self, since: float) -> dict[str, int]:
+        """Brokers whose writes a bookie refused since ``since`` (Unix seconds) because the
+        ledger was fenced: node -> refusals, one per bookie that refused ("Fencing exception on
+        write: L<ledger> E<entry> on <bookie>", BookKeeper's ``PendingAddOp``). A fence is set
+        by the recovery of a ledger's next owner, so a refusal is an old owner's write stopped.
+        """
+        refused: dict[str, int] = {}
+        for name, text in self._logs_since(since):
+            count = count_recent(text, FENCED_WRITE_LINE, since)
+            if count:
+                refused[name] = count
+        return refused
+
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit): a metadata
         lock flapping in a loop (:meth:`lock_loops`)."""
@@ -888,6 +901,8 @@ _BOOKIE_DOWN = re.compile(r"Session expired|SessionExpired|state:Closed|[Ss]hut(
 
 #: what Pulsar's session watcher logs when it declares a node's metadata session lost
 SESSION_LOST_LINES = ("Notifying session is lost", "ZooKeeper session expired")
+#: a bookie refused a broker's write: the ledger is fenced (BookKeeper's PendingAddOp)
+FENCED_WRITE_LINE = "Fencing exception on write"
 
 
 def stamps_of(text: str, needle: str, since: float) -> list[float]:
