@@ -71,7 +71,8 @@ SYSTEM_IMAGES = {
                           artifacts=((("0.10.", "0.11."), "kafka_2.11"),
                                      (("1.", "2."), "kafka_2.12"))),
     "pulsar": _SystemImage("pulsar", "org.apache.pulsar", "pulsar-broker",
-                           profiles=((("3.", "4.0."), "pulsar40"), (("4.2.",), "pulsar42"))),
+                           profiles=((("2.", "3.0.", "3.1.", "3.2."), "pulsar30"),
+                                     (("3.3.", "4.0."), "pulsar40"), (("4.2.",), "pulsar42"))),
 }
 
 

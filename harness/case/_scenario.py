@@ -41,6 +41,7 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) ->
         gaps["lock-loops"] = "only Pulsar's metadata locks are watched for a loop (apache/pulsar#17759)"
         gaps["sessions-lost"] = "only Pulsar's metadata sessions are watched"
         gaps["fenced-writes"] = "only Pulsar's bookies fence ledgers"
+        gaps["ledger-directories"] = "only Pulsar's bookies have ledger directories"
         gaps["ensemble-changes"] = "only Pulsar's ledgers have ensembles (the bookie dump)"
     return MappingProxyType(gaps)
 

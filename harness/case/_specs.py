@@ -164,8 +164,12 @@ def read_expect(node: Node, armed: bool, field: str = "expect",
     scenario facts its steps cannot produce, with the reason (:func:`._scenario.scenario_gaps`)."""
     f = Fields(node, field, ANOMALIES + _EXPECT_KEYS, kind="anomaly")
     # the informational anomalies (`unseen`: the recovery read found it; `under-write-quorum`)
-    # are observed unless limited, with or without an `observe` list
-    default_observe = frozenset(a for a in DEFAULT_OBSERVED if not f.has(a))
+    # are observed unless limited, with or without an `observe` list; `under-write-quorum`
+    # also when a bug reproduces it (a bookie that lost what it acknowledged), never `unseen`
+    # (nothing is missing: a consumer just had not read it)
+    reproduces = f.get("reproduces", _anomaly_list, frozenset())
+    default_observe = frozenset(a for a in DEFAULT_OBSERVED
+                                if not f.has(a) and (a not in reproduces or a == "unseen"))
     observe = f.get("observe", _anomaly_list, frozenset()) | default_observe
     limits = {a: f.get(a, NON_NEGATIVE, 0) for a in ANOMALIES}
     for anomaly in observe:
@@ -176,7 +180,6 @@ def read_expect(node: Node, armed: bool, field: str = "expect",
     if injection_hit is not None and not armed:
         raise error(f.at("injection_hit"), f.sub("injection_hit"),
                     "the case has no inject step to judge")
-    reproduces = f.get("reproduces", _anomaly_list, frozenset())
     for anomaly in reproduces:
         if anomaly in observe:
             raise error(f.at("reproduces"), f.sub("reproduces"),

@@ -414,6 +414,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                      "session watcher; the result's recovery.sessions_lost)",
     "fenced-writes": "writes the bookies refused because the ledger was fenced (the brokers' logs; "
                      "the result's recovery.fenced_writes): an old owner stopped by its successor",
+    "ledger-directories": "ledger directories of the bookies holding the case topic's entries (ledger "
+                          "L in directory L mod the number of bookie.ledgerDirectories)",
     "ensemble-changes": "ensemble changes in the case topic's ledgers (each ledger's ensembles after "
                         "its first, from the bookie dump's ledgers.json)",
 })

@@ -88,6 +88,9 @@ class PulsarProducerClient:
                        not_applied={"memory_limit_bytes": spec.memory_limit_bytes}
                        if spec.memory_limit_bytes is not None else None)
         self.producer = self.client.create_producer(self.topic, **kwargs)
+        self._kwargs = kwargs
+        #: partition -> a producer of that partition alone (a workload's ``partition``)
+        self._partition_producers: dict[int, Any] = {}
         try:  # a single-partition topic: every send's partition is known (report: send stalls)
             parts = self.client.get_topic_partitions(self.topic)
             self._partition_json = ',"partition":0' if len(parts) == 1 else ""
@@ -101,12 +104,32 @@ class PulsarProducerClient:
         self._lock = threading.Lock()
         self.stats = WorkloadStats(self.name)
 
-    def _callback(self, mid: str, res: Any, msg_id: Any) -> None:
+    def prepare(self, partition: int | None) -> None:
+        """Connects the producer that sends to ``partition`` (None: the topic's) now rather
+        than at its first send."""
+        if partition is not None:
+            self._producer_for(partition)
+
+    def _producer_for(self, partition: int | None) -> Any:
+        """The producer of ``partition`` alone (the client's router picks no partition a
+        workload names), or the topic's (None, or a topic of one partition)."""
+        if partition is None or self._partition_json:
+            return self.producer
+        producer = self._partition_producers.get(partition)
+        if producer is None:
+            # a name of its own: the topic's producer holds its name on every partition
+            kwargs = {**self._kwargs, "producer_name": f"{self._kwargs.get('producer_name')}-p{partition}"}
+            producer = self.client.create_producer(f"{self.topic}-partition-{partition}", **kwargs)
+            self._partition_producers[partition] = producer
+        return producer
+
+    def _callback(self, mid: str, res: Any, msg_id: Any, partition: int | None = None) -> None:
         name = getattr(res, "name", str(res))
         if name == "Ok":
             hist = self.history
+            part = max(msg_id.partition(), 0) if partition is None else partition
             hist.write_line(f'{hist.head("ok")},"mid":"{mid}","topic":{self._topic_js},'
-                            f'"partition":{max(msg_id.partition(), 0)},"ledger":{msg_id.ledger_id()},'
+                            f'"partition":{part},"ledger":{msg_id.ledger_id()},'
                             f'"entry":{msg_id.entry_id()},"batch":{msg_id.batch_index()},"offset":null}}\n')
             self.stats.ok += 1
         else:
@@ -138,14 +161,15 @@ class PulsarProducerClient:
         hist = self.history
         hist.write_line(f'{hist.head("invokes")},"topic":{self._topic_js},"mids":{mids_js},'
                         f'"keys":{keys_js},"partitions":{parts_js}{sched}}}\n')
+        producer = self._producer_for(partition)
         for mid, key in zip(mids, keys, strict=True):
             self._issued += 1
             t0 = time.monotonic()
             kwargs: dict[str, Any] = {"partition_key": key} if key is not None else {}
             try:
-                self.producer.send_async(make_value(mid, value_size),
-                                         lambda res, msg_id, mid=mid: self._callback(mid, res, msg_id),
-                                         **kwargs)
+                producer.send_async(make_value(mid, value_size),
+                                    lambda res, msg_id, mid=mid: self._callback(mid, res, msg_id, partition),
+                                    **kwargs)
             except Exception as exc:  # raised before the message was queued: it was never sent
                 self.history.record("fail", mid=mid, error=f"{type(exc).__name__}: {exc}")
                 self.stats.fail += 1
@@ -176,10 +200,11 @@ class PulsarProducerClient:
     def drain(self, timeout_s: float) -> int:
         """Waits (at most ``timeout_s``) until every send has its outcome; returns how many
         have none."""
-        try:
-            self.producer.flush()
-        except Exception:
-            pass  # the callbacks report each message's fate
+        for producer in (self.producer, *self._partition_producers.values()):
+            try:
+                producer.flush()
+            except Exception:
+                pass  # the callbacks report each message's fate
         deadline = time.monotonic() + timeout_s
         while self._issued > self._done and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -189,7 +214,8 @@ class PulsarProducerClient:
     def close(self) -> None:
         self.drain(5)
         try:
-            self.producer.close()
+            for producer in (*self._partition_producers.values(), self.producer):
+                producer.close()
         finally:
             self.client.close()
 

@@ -165,6 +165,28 @@ def _fenced_writes(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(refused.values()), ", ".join(f"{node}: {n}" for node, n in sorted(refused.items())))
 
 
+def _ledger_directories(result: RunResult, run_dir: Path | None) -> Measured:
+    """Ledger directories of the bookies that hold the case topic's entries: a bookie with N
+    ``ledgerDirectories`` (the case's ``bookie.ledgerDirectories``, comma-separated; one
+    otherwise) keeps ledger L in directory L mod N (BookKeeper's DbLedgerStorage), counted over
+    the ledgers with an entry in the bookie dump's ``ledgers.json``."""
+    path = run_dir / "bookies" / "ledgers.json" if run_dir is not None else None
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        rows = None
+    if not isinstance(rows, list):
+        return Measured(None, "no bookie dump (bookies/ledgers.json)")
+    dirs = len(str(result.broker_config.get("bookie.ledgerDirectories", "")).split(","))
+    used = {row["ledger"]: row["ledger"] % dirs for row in rows
+            if isinstance(row, dict) and isinstance(row.get("ledger"), int)
+            and isinstance(row.get("last_confirmed"), int) and row["last_confirmed"] >= 0}
+    if not used:
+        return Measured(0, "no ledger holds an entry")
+    return Measured(len(set(used.values())),
+                    f"of {dirs}: " + ", ".join(f"ledger {led} in {d}" for led, d in sorted(used.items())))
+
+
 def _ensemble_changes(result: RunResult, run_dir: Path | None) -> Measured:
     """Ensemble changes in the case topic's ledgers: each ledger's ensembles after its first,
     from the bookie dump's ``ledgers.json`` (the ledgers' metadata after the run)."""
@@ -193,6 +215,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
     "fenced-writes": _fenced_writes,
+    "ledger-directories": _ledger_directories,
     "ensemble-changes": _ensemble_changes,
 }
 

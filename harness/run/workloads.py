@@ -102,6 +102,9 @@ class Workloads:
             client = self.system.producer(self.topic, hist, spec)
             try:
                 if args.held:  # connected (the client looked the topic up): idle until released
+                    prepare = getattr(client, "prepare", None)
+                    if prepare is not None:
+                        prepare(args.partition)
                     go = self._held[args.name]
                     if ready is not None:
                         ready.set()

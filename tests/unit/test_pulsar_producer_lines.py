@@ -50,11 +50,23 @@ class _FakeProducer:
             t.join()
 
 
+class _FakeClient:
+    """Creates a fake producer per topic name (a partition's producer)."""
+
+    def __init__(self) -> None:
+        self.producers: dict[str, _FakeProducer] = {}
+
+    def create_producer(self, topic: str, **kwargs: Any) -> _FakeProducer:
+        self.producers[topic] = _FakeProducer()
+        return self.producers[topic]
+
+
 def _client(path: Path, partition_json: str = "") -> PulsarProducerClient:
     client = PulsarProducerClient.__new__(PulsarProducerClient)  # no pulsar.Client
     hist = HistoryWriter(path, "p")
     client.__dict__.update(topic="persistent://public/default/t", history=hist, name="p",
-                           producer=_FakeProducer(), _partition_json=partition_json, _seq=0)
+                           producer=_FakeProducer(), _partition_json=partition_json, _seq=0,
+                           _kwargs={}, _partition_producers={}, client=_FakeClient())
     client._topic_js = '"persistent://public/default/t"'
     client._issued = client._done = 0
     client._lock = threading.Lock()
@@ -97,3 +109,20 @@ def test_a_paced_producer_records_each_sends_due_time(tmp_path: Path) -> None:
     dues = [e["due"] for e in invokes]
     assert len(dues) == 4 and all(abs((b - a) - 0.005) < 1e-5 for a, b in zip(dues, dues[1:], strict=False))
     assert all(e["partition"] is None for e in invokes)  # a partitioned topic: the client's choice
+
+
+def test_a_named_partition_is_where_the_sends_go_and_what_is_recorded(tmp_path: Path) -> None:
+    """A workload's ``partition`` on a partitioned topic: the sends go to a producer of that
+    partition alone, the invokes and ok lines name it (the message id of a partition's own
+    producer names no partition), and the topic's producer sends nothing."""
+    path = tmp_path / "p.jsonl"
+    client = _client(path)
+    client.prepare(2)  # connected before the first send (a held producer)
+    client.run(count=6, rate=None, partition=2)
+    client.drain(5)
+    client.history.close()
+    assert client.producer.sent == 0
+    assert client.client.producers["persistent://public/default/t-partition-2"].sent == 6
+    events = list(read_events(path))
+    assert {e["partition"] for e in events if e["type"] in ("invoke", "ok")} == {2}
+    assert sum(e["type"] == "ok" for e in events) == 3

@@ -224,3 +224,28 @@ def test_ensemble_changes_are_counted_from_the_bookie_dump(tmp_path: Path) -> No
     with pytest.raises(CaseError, match="only Pulsar's ledgers have ensembles"):
         load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {ensemble-changes: 1}}\n",
                        "c.yaml")
+
+
+def test_ledger_directories_are_the_ledger_ids_modulo_the_bookies_directories(tmp_path: Path) -> None:
+    two = RunResult("r", broker_config={"bookie.ledgerDirectories": "/d1,/d2"})
+    assert measure("ledger-directories", two, tmp_path).count is None  # no dump
+    (tmp_path / "bookies").mkdir()
+    dump = tmp_path / "bookies" / "ledgers.json"
+    dump.write_text(json.dumps([{"ledger": 4, "last_confirmed": 10}, {"ledger": 6, "last_confirmed": 3},
+                                {"ledger": 7, "last_confirmed": -1}]))  # 7 holds no entry
+    got = measure("ledger-directories", two, tmp_path)
+    assert got.count == 1 and got.note == "of 2: ledger 4 in 0, ledger 6 in 0"
+    dump.write_text(json.dumps([{"ledger": 4, "last_confirmed": 10}, {"ledger": 5, "last_confirmed": 0}]))
+    assert measure("ledger-directories", two, tmp_path).count == 2
+    assert measure("ledger-directories", RunResult("r"), tmp_path).count == 1  # one directory
+
+
+def test_fenced_writes_are_counted_after_the_recovery_read() -> None:
+    assert measure("fenced-writes", RunResult("r"), None).count is None  # no recovery read
+    refused = RunResult("r", recovery=Recovery(read={"polled": 1}, fenced_writes={"broker-1": 2}))
+    got = measure("fenced-writes", refused, None)
+    assert got.count == 2 and got.note == "broker-1: 2"
+    assert measure("fenced-writes", RunResult("r", recovery=Recovery(read={})), None).count == 0
+    with pytest.raises(CaseError, match="only Pulsar's bookies fence ledgers"):
+        load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {fenced-writes: 1}}\n",
+                       "c.yaml")
