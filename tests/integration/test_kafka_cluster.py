@@ -128,6 +128,10 @@ def test_partitioned_leader_loses_leadership_then_converges(kafka: KafkaSystem, 
                what="the ISR to return to 3 after heal")
 
 
+# ZooKeeper mode: cases/kafka/controller-kill.yaml[zk] kills the controller under load and awaits
+# a new one at a higher epoch, which CI runs; left to the full matrix (CI's budget).
+@pytest.mark.parametrize("kafka", [pytest.param("kafka-zk", marks=pytest.mark.full_matrix), "kafka-kraft"],
+                         indirect=True)
 def test_kill_controller_moves_controller(kafka: KafkaSystem, nemesis: Nemesis) -> None:
     before = kafka.controller()
     node = kafka.cluster.node(kafka.node_name(before.broker))

@@ -138,6 +138,9 @@ def test_topic_policies_and_unload(pulsar: PulsarSystem) -> None:
     assert PulsarSystem.topic_name(topic) not in pulsar.topics()
 
 
+# CI runs cases/pulsar/ensemble-change-kill-owner.yaml and ack-quorum-kill-owner.yaml, which kill
+# the owner under load and await the topic on the other broker: left to the full matrix.
+@pytest.mark.full_matrix
 def test_kill_owner_broker_moves_topic(pulsar: PulsarSystem, client: pulsar_client.Client,
                                        nemesis: Nemesis) -> None:
     topic = _topic(pulsar)
