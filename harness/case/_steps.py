@@ -351,6 +351,64 @@ def _partition_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     return args
 
 
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)")
+_RATE_UNITS = {"bit": 1, "kbit": 1_000, "mbit": 1_000_000, "gbit": 1_000_000_000}
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+
+
+def _percent(node: Node, field: str) -> float:
+    """``30%`` or 30: a share of packets, above 0 and at most 100."""
+    value = node.value
+    if isinstance(value, str) and (m := _PERCENT.fullmatch(value.strip())):
+        pct = float(m[1])
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        pct = float(value)
+    else:
+        raise error(node, field, f"expected a percentage like 10% (or 10), got {show(value)}")
+    if not 0 < pct <= 100:
+        raise error(node, field, f"a percentage above 0 and at most 100, got {show(value)}")
+    return pct
+
+
+def _rate(node: Node, field: str) -> float:
+    """``10mbit``, ``500kbit``: tc's rate units, in bits per second."""
+    m = _RATE.fullmatch(str(node.value).strip().lower()) if isinstance(node.value, str) else None
+    bits = float(m[1]) * _RATE_UNITS[m[2]] if m else 0.0
+    if m is None or bits < 8:
+        raise error(node, field, f"expected a rate like 10mbit or 500kbit (units: "
+                                 f"{', '.join(_RATE_UNITS)}), got {show(node.value)}")
+    return float(int(bits))
+
+
+def _degrade(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    f = Fields(node, field, ("node", "partition", "from", "direction", "loss", "delay", "jitter",
+                             "duplicate", "reorder", "rate"))
+    target = ctx.selector_in(f)
+
+    def peer(from_node: Node, from_field: str) -> Selector | None:
+        return None if from_node.value == "others" else ctx.selector(from_node, from_field)
+
+    def millis(n: Node, fld: str) -> float:
+        return duration(n, fld) * 1000
+
+    read = (("loss_pct", "loss", _percent), ("delay_ms", "delay", millis), ("jitter_ms", "jitter", millis),
+            ("duplicate_pct", "duplicate", _percent), ("reorder_pct", "reorder", _percent),
+            ("rate_bps", "rate", _rate))
+    effects = {key: f.need(name_, reader) for key, name_, reader in read if f.has(name_)}
+    if not effects:
+        raise error(node, field, "give at least one effect: loss, delay (and jitter), duplicate, "
+                                 "reorder or rate")
+    for needs in ("jitter", "reorder"):
+        if f.has(needs) and not f.has("delay"):
+            raise error(f.at(needs), f.sub(needs), f"{needs} needs a delay (netem reorders by "
+                                                   "sending some packets without it)")
+    args = FaultArgs(target, f.get("from", peer, None), f.get("direction", choice(*DIRECTIONS), "both"),
+                     MappingProxyType(effects))
+    if args.peer == target:
+        raise error(f.at("from"), f.sub("from"), f"cannot degrade the network of {target} to itself")
+    return args
+
+
 def _heal(node: Node, field: str, ctx: StepContext) -> HealArgs:
     if node.value is None or node.value == "all":
         return HealArgs()
@@ -593,6 +651,7 @@ _PARSERS: dict[str, _Parser] = {
     "await": _await,
     **dict.fromkeys(NODE_FAULTS, _node_fault),
     "partition": _partition_fault,
+    "degrade": _degrade,
     "heal": _heal,
     "inject": _inject,
     "unload": _unload,

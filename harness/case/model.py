@@ -106,6 +106,8 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("resume", "node", _EVERY_SYSTEM, None),
     FaultSpec("partition", "pair", _EVERY_SYSTEM, RESTORED_BY["partition"], chaos=True,
               records="the peers cut from and the direction"),
+    FaultSpec("degrade", "pair", _EVERY_SYSTEM, RESTORED_BY["degrade"],
+              records="the peers, the direction, the effects and the nodes whose sending was shaped"),
     FaultSpec("diskfull", "node", frozenset({"pulsar"}), RESTORED_BY["diskfull"],
               records="seconds until the node registered read-only (registered_s)",
               absent="diskfull makes a bookie's disks look full"),
@@ -322,11 +324,14 @@ class ConsumeArgs:
 
 @dataclass(frozen=True)
 class FaultArgs:
-    """kill9, stop, start, pause, resume, partition; ``peer`` None: isolate from all other nodes."""
+    """kill9, stop, start, pause, resume, partition, degrade; ``peer`` None: isolate from (or
+    degrade towards) all other nodes. ``effects`` (degrade): ``loss_pct``, ``delay_ms``,
+    ``jitter_ms``, ``duplicate_pct``, ``reorder_pct``, ``rate_bps``, each only when given."""
 
     target: Selector
     peer: Selector | None = None
     direction: str = "both"
+    effects: Mapping[str, float] = field(default_factory=_no_params)
 
 
 @dataclass(frozen=True)

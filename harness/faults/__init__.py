@@ -4,7 +4,9 @@
 SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
 freezer), ``partition``/``heal`` (iptables run from the host inside the
 container's network namespace: no capability is needed in the container),
-``diskfull``/``heal`` (the system makes the node's disks look full).
+``diskfull``/``heal`` (the system makes the node's disks look full), ``degrade``/``heal``
+(loss, a rate limit, and with the kernel's netem delay, jitter, duplication and reordering
+between chosen nodes: :mod:`harness.faults.degrade`).
 
 :class:`Nemesis` remembers what it did so that :meth:`Nemesis.heal_all` can
 undo it; every operation is idempotent, and ``heal_all`` is safe to call at
@@ -25,10 +27,11 @@ from ..backend.cluster import Cluster, Node
 from ..errors import BackendError, FaultError, HarnessError
 from ..history import Recorder
 from ..wait import wait_until
+from .degrade import Effects, interface_of, loss_rules, shape, unshape
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Nemesis", "FAULTS", "DIRECTIONS"]
+__all__ = ["Nemesis", "FAULTS", "DIRECTIONS", "Effects"]
 
 DIRECTIONS = ("both", "in", "out")
 FREEZE_ATTEMPTS = 5
@@ -52,6 +55,10 @@ class Nemesis:
         self.set_disk_full: Callable[[Node, bool], dict[str, Any]] | None = None
         #: nodes whose disks a ``diskfull`` made look full, not healed since
         self.full: set[str] = set()
+        #: nodes whose outgoing traffic a ``degrade`` shapes: node -> its interface
+        self.shaped: dict[str, str] = {}
+        #: the target of each ``degrade`` -> the nodes it shaped (a heal of it unshapes them)
+        self.shaped_for: dict[str, set[str]] = {}
 
     # -- bookkeeping -------------------------------------------------------------
     def _record(self, action: str, node: Node | None, role: str | None = None, **detail: Any) -> None:
@@ -87,6 +94,7 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.down[node.name] = None
         self.partitioned.discard(node.name)  # its network namespace died with it
+        self.shaped.pop(node.name, None)
         self.full.discard(node.name)  # and a diskfull rule with its JVM
 
     def powerloss(self, node: Node, lose: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
@@ -106,6 +114,7 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.down[node.name] = None
         self.partitioned.discard(node.name)
+        self.shaped.pop(node.name, None)
         self.full.discard(node.name)
 
     def start(self, node: Node) -> dict[str, Any] | None:
@@ -192,6 +201,52 @@ class Nemesis:
                 _iptables(pid, ["-A", _CHAIN, "-d", ip, "-j", "DROP"])
         self.partitioned.add(node.name)
 
+    def degrade(self, node: Node, effects: Effects, peers: Iterable[Node] | None = None,
+                direction: str = "both") -> dict[str, Any]:
+        """Degrades the network between ``node`` and ``peers`` (default: every other node of
+        the cluster): ``effects`` on what ``node`` sends them (``out``), what they send it
+        (``in``), or both. Loss drops packets in ``node``'s own chain; the other effects shape
+        the sender's interface (:mod:`harness.faults.degrade`), and a later ``degrade`` from
+        the same sender replaces its shaping. Returns the nodes shaped, for the timeline."""
+        if direction not in DIRECTIONS:
+            raise FaultError(f"degrade direction {direction!r} (expected {', '.join(DIRECTIONS)})")
+        targets = list(peers) if peers is not None else \
+            [n for n in self.cluster.nodes() if n.name != node.name]
+        live = [p for p in targets if p.container.status in ("running", "paused")]
+        nsenter = _nsenter()
+        if effects.loss_pct:
+            pid = node.container.pid
+            _ensure_chain(pid)
+            matches = [(flag, p.container.ip()) for p in live for flag, way in (("-s", "in"), ("-d", "out"))
+                       if direction in ("both", way)]
+            for rule in loss_rules(matches, effects.loss_pct / 100):
+                _iptables(pid, rule)
+            self.partitioned.add(node.name)  # its chain holds rules: a heal flushes them
+        shaped: list[str] = []
+        if effects.shapes:
+            senders = ([(node, [p.container.ip() for p in live])] if direction in ("both", "out") else []) \
+                + ([(p, [node.container.ip()]) for p in live] if direction in ("both", "in") else [])
+            for sender, ips in senders:
+                iface = self.shaped.get(sender.name) or interface_of(nsenter, sender.container.pid,
+                                                                      sender.container.ip())
+                unshape(nsenter, sender.container.pid, iface)
+                self.shaped[sender.name] = iface  # first: a heal unshapes it even if this fails
+                self.shaped_for.setdefault(node.name, set()).add(sender.name)
+                shape(nsenter, sender.container.pid, iface, ips, effects)
+                shaped.append(sender.name)
+        return {"shaped": shaped} if shaped else {}
+
+    def _unshape(self, names: Iterable[str]) -> None:
+        """Removes the shaping of the nodes ``names`` that are running (a dead node's went with
+        its network namespace)."""
+        by_name = {n.name: n for n in self.cluster.nodes()}
+        for name in list(names):
+            iface = self.shaped.get(name)
+            n = by_name.get(name)
+            if iface is not None and n is not None and n.container.status in ("running", "paused"):
+                unshape(_nsenter(), n.container.pid, iface)
+            self.shaped.pop(name, None)
+
     def heal(self, node: Node | None = None) -> None:
         """Removes network faults (of ``node``, or of every node) and resumes paused nodes."""
         nodes = [node] if node is not None else self.cluster.nodes()
@@ -202,6 +257,7 @@ class Nemesis:
             if n.container.status == "running":
                 _flush_chain(n.container.pid)
             self.partitioned.discard(n.name)
+            self._unshape({n.name} | self.shaped_for.pop(n.name, set()))
             self._unfill(n)
         self._record("heal", node)
 
@@ -224,6 +280,7 @@ class Nemesis:
                     status = "running"
                 if status == "running":
                     _flush_chain(n.container.pid)
+                    self._unshape([n.name])
                     self._unfill(n)
                 elif start_down and status in ("exited", "created"):
                     self._gate(n)
@@ -232,6 +289,8 @@ class Nemesis:
                 problems.append(f"{n.name}: {exc}")
         self.paused.clear()
         self.partitioned.clear()
+        self.shaped.clear()
+        self.shaped_for.clear()
         self.full.clear()
         if start_down:
             self.down.clear()
@@ -244,6 +303,8 @@ class Nemesis:
 def _plain(value: Any) -> Any:
     if isinstance(value, Node):
         return value.name
+    if isinstance(value, Effects):
+        return value.as_dict()
     if isinstance(value, (list, tuple, set)):
         return [_plain(v) for v in value]
     return value
@@ -291,6 +352,7 @@ FAULTS: dict[str, Fault] = {
     "pause": Nemesis.pause,
     "resume": Nemesis.resume,
     "partition": Nemesis.partition,
+    "degrade": Nemesis.degrade,
     "diskfull": Nemesis.diskfull,
     "heal": Nemesis.heal,
 }

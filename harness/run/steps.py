@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..backend.cluster import Node
@@ -27,6 +27,7 @@ from ..case import (
     UnloadArgs,
 )
 from ..errors import HarnessError
+from ..faults import Effects
 from ..result import StepRecord
 from ..systems.base import Controlled, PowerLoss, Unloadable
 from .awaits import await_condition, leader_now
@@ -96,25 +97,29 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     else:
         ctx.leader_before_fault[p] = leader_now(ctx, p)
     peers = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
-    apply_fault(ctx, action, node, str(args.target), peers=peers, direction=args.direction)
+    apply_fault(ctx, action, node, str(args.target), peers=peers, direction=args.direction,
+                effects=args.effects)
     if ctx.injector is not None:
         ctx.injector.note_fault(action, node)
     return {"node": node.name, "role": str(args.target)}
 
 
 def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
-                peers: list[Node] | None = None, direction: str = "both") -> None:
+                peers: list[Node] | None = None, direction: str = "both",
+                effects: Mapping[str, float] | None = None) -> None:
     """Applies fault ``action`` to ``node`` (a ``powerloss`` cuts the case's topic only; a
-    ``partition`` cuts ``node`` off from ``peers``, None: from every other node) and makes
-    it the ``last-target``."""
+    ``partition`` cuts ``node`` off from ``peers``, None: from every other node; a ``degrade``
+    applies ``effects`` between them) and makes it the ``last-target``."""
     params: dict[str, Any] = {}
     if action == "powerloss":
         system = ctx.the_system
         if not isinstance(system, PowerLoss):
             raise HarnessError(f"{system.name} has no power-loss fault")
         params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
-    if action == "partition":
+    if action in ("partition", "degrade"):
         params["peers"], params["direction"] = peers, direction
+    if action == "degrade":
+        params["effects"] = Effects(**dict(effects or {}))
     ctx.the_nemesis.apply(action, node, role=role, **params)
     ctx.the_resolver.last_target = node.name
     log.info("%s %s (%s)", action, node.name, role)

@@ -7,16 +7,19 @@ follower leaves the ISR quickly.
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from harness.backend.cluster import Cluster
+from harness.backend.cluster import Cluster, Node
 from harness.backend.docker import Engine
 from harness.clients.kafka import KafkaConsumerClient, KafkaProducerClient, producer_config
-from harness.faults import Nemesis
+from harness.errors import FaultError
+from harness.faults import Effects, Nemesis
+from harness.faults.degrade import NETEM_MISSING
 from harness.history import HistoryWriter, read_events
 from harness.systems.kafka import PROBE_PREFIX, KafkaSystem
 from harness.wait import wait_until
@@ -198,3 +201,50 @@ def test_a_broker_started_right_after_its_kill_waits_out_its_old_session(
     if problem is not None:
         print(f"after the restart: {problem}; {kafka.reuse_remedy(problem)}")
         kafka.wait_ready(timeout=90)
+
+
+def _transfer_s(src: Node, dst: Node, size: int = 2_000_000) -> float:
+    """Seconds to send ``size`` bytes from ``src`` to ``dst`` over a new TCP connection (nc)."""
+    rc, out = dst.container.exec(["sh", "-c", "(timeout 90 nc -l 9999 >/dev/null 2>&1 &)"])
+    assert rc == 0, out
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    rc, out = src.container.exec(["sh", "-c", f"head -c {size} /dev/zero | timeout 90 nc -q 1 "
+                                              f"{dst.container.ip()} 9999"])
+    assert rc == 0, f"nc from {src.name} to {dst.name}: {out}"
+    return time.monotonic() - t0
+
+
+# ZooKeeper mode: the same kernel calls in the same kind of container; left to the full matrix.
+@pytest.mark.parametrize("kafka", [pytest.param("kafka-zk", marks=pytest.mark.full_matrix), "kafka-kraft"],
+                         indirect=True)
+def test_degrade_limits_the_rate_drops_packets_and_heals(kafka: KafkaSystem, nemesis: Nemesis) -> None:
+    """A ``degrade`` from one broker to another: 2 MB at 4 Mbit/s take at least 3.5 s (a few
+    ms before and after), the loss rule drops packets (its counter), and a heal removes both;
+    a delay either applies (the kernel has netem) or is refused with the reason."""
+    a, b = kafka.brokers()[:2]
+    base = _transfer_s(a, b)
+    nemesis.apply("degrade", a, peers=[b], direction="out", effects=Effects(rate_bps=4e6, loss_pct=5))
+    pid = a.container.pid
+    assert "htb" in subprocess.run(["nsenter", "-t", str(pid), "-n", "tc", "qdisc", "show"],
+                                   capture_output=True, text=True, check=True).stdout
+    slow = _transfer_s(a, b)
+    chain = subprocess.run(["nsenter", "-t", str(pid), "-n", "iptables", "-L", "CHAOS", "-v", "-x", "-n"],
+                           capture_output=True, text=True, check=True).stdout
+    dropped = sum(int(line.split()[0]) for line in chain.splitlines()[2:] if "statistic" in line)
+    nemesis.heal(a)
+    healed = _transfer_s(a, b)
+    print(f"2 MB {a.name} -> {b.name}: {base:.2f} s, degraded {slow:.2f} s ({dropped} packets "
+          f"dropped), healed {healed:.2f} s")
+    assert slow >= 3.5 and base < 2.0 and healed < 2.0
+    assert dropped > 0
+    assert "htb" not in subprocess.run(["nsenter", "-t", str(pid), "-n", "tc", "qdisc", "show"],
+                                       capture_output=True, text=True, check=True).stdout
+    try:
+        nemesis.apply("degrade", a, peers=[b], direction="out", effects=Effects(delay_ms=300))
+    except FaultError as exc:
+        assert NETEM_MISSING in str(exc)
+    else:
+        delayed = _transfer_s(a, b, size=1000)
+        nemesis.heal(a)
+        assert delayed >= 0.3
