@@ -41,6 +41,7 @@ _DEFINITE_FAILURES = frozenset({"ProducerQueueIsFull", "MessageTooBig", "Invalid
 READ_BATCH = 1000
 #: A send call blocked longer than this is recorded as a stall.
 STALL_S = 0.05
+log = logging.getLogger(__name__)
 _LOG = logging.getLogger("harness.pulsar-client")
 _LOG.addHandler(logging.NullHandler())
 _LOG.propagate = False
@@ -290,6 +291,23 @@ class PulsarConsumerClient:
         self.stats.seconds = time.monotonic() - start
         return self.stats
 
+    def _reader(self, client: Any, partition: int, deadline: float) -> Any:
+        """A reader of ``partition`` from its first message. A creation that times out (the
+        client's lookup or subscribe unanswered for its operation timeout: a broker that
+        lost its metadata session and still answers for the topic) is tried again until
+        ``deadline``; each try is recorded (``lookup_timeouts`` in the stats)."""
+        import pulsar
+
+        while True:
+            try:
+                return client.create_reader(f"{self.topic}-partition-{partition}", pulsar.MessageId.earliest)
+            except pulsar.Timeout:
+                self.stats.errors["lookup_timeouts"] = self.stats.errors.get("lookup_timeouts", 0) + 1
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning("recovery reader of partition %d: no answer in the client's operation "
+                            "timeout; trying again", partition)
+
     def read_all(self, partitions: int, *, phase: str = "recovery", timeout_s: float = 120.0
                  ) -> WorkloadStats:
         """Reads each partition from the earliest message to the last one available; a
@@ -300,7 +318,7 @@ class PulsarConsumerClient:
         start = time.monotonic()
         try:
             for p in range(partitions):
-                reader = client.create_reader(f"{self.topic}-partition-{p}", pulsar.MessageId.earliest)
+                reader = self._reader(client, p, start + timeout_s)
                 msgs: list[Any] = []
                 try:
                     while time.monotonic() - start < timeout_s and reader.has_message_available():

@@ -66,6 +66,11 @@ def recover(ctx: RunContext) -> None:
     ctx.recovery.read = stats
     ctx.recovered = True
     log.info("recovery: read %s records", stats.get("polled", 0))
+    timeouts = (stats.get("errors") or {}).get("lookup_timeouts", 0)
+    if timeouts:  # the topic was unavailable to a new client for a while after the faults
+        ctx.recovery.observations.append(
+            f"the recovery reader's creation timed out {timeouts} time(s) (the client's operation "
+            "timeout each) before a broker answered for the topic")
     _end_lock_loops(ctx)
 
 

@@ -438,18 +438,36 @@ class PulsarSystem:
                 refused[name] = count
         return refused
 
+    def unregistered_brokers(self) -> list[str]:
+        """Running brokers missing from the load manager's registry (``/loadbalance/brokers``):
+        after its metadata session expired, a broker registers again only with its next load
+        report (up to a minute), and until then no bundle can be assigned to it."""
+        try:
+            active = self.active_brokers()
+        except HarnessError:
+            return []  # no broker answers: the readiness wait says so
+        return [n.name for n in self.brokers()
+                if n.container.status == "running" and self.broker_id(n) not in active]
+
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit): a metadata
-        lock flapping in a loop (:meth:`lock_loops`)."""
+        lock flapping in a loop (:meth:`lock_loops`), or a broker missing from the load
+        manager's registry (:meth:`unregistered_brokers`)."""
         loops = self.lock_loops()
-        if not loops:
-            return None
-        return ("lock invalidated in a loop (apache/pulsar#17759): "
-                + ", ".join(f"{n} {c} times in 10 s" for n, c in sorted(loops.items())))
+        missing = self.unregistered_brokers()
+        problems = []
+        if loops:
+            problems.append("lock invalidated in a loop (apache/pulsar#17759): "
+                            + ", ".join(f"{n} {c} times in 10 s" for n, c in sorted(loops.items())))
+        if missing:
+            problems.append(f"not registered with the load manager (a metadata session that "
+                            f"expired): {', '.join(missing)}")
+        return "; ".join(problems) or None
 
     def reuse_remedy(self, problem: str) -> str:
-        """Restarts the nodes whose lock flaps (a fresh ZooKeeper session); returns what it did."""
-        return self.restart(sorted(self.lock_loops()))
+        """Restarts the nodes whose lock flaps and the brokers missing from the registry (a
+        fresh ZooKeeper session); returns what it did."""
+        return self.restart(sorted(set(self.lock_loops()) | set(self.unregistered_brokers())))
 
     def restart(self, names: list[str]) -> str:
         """Stops (SIGTERM, 10 s) and starts these nodes: a fresh JVM and ZooKeeper session;

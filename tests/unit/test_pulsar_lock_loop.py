@@ -65,3 +65,31 @@ def test_ready_remedy_restarts_only_unregistered_bookies_and_says_why() -> None:
     assert done is not None and "state:Closed" in done and "bookie-2" not in done
     system.live_bookies = lambda: {f"bookie-{i}:3181" for i in (1, 2, 3)}
     assert system.ready_remedy() is None
+
+
+def test_a_broker_missing_from_the_load_managers_registry_makes_a_kept_cluster_unfit() -> None:
+    """After its metadata session expired a broker registers again only with its next load
+    report: a kept cluster is unfit until then (no bundle can be assigned to it), and the
+    remedy restarts that broker alone."""
+    from types import SimpleNamespace
+
+    from harness.systems.pulsar import PulsarSystem
+
+    restarted: list[str] = []
+
+    def node(name: str) -> SimpleNamespace:
+        container = SimpleNamespace(status="running", stop=lambda timeout: restarted.append(name),
+                                    start=lambda: None)
+        return SimpleNamespace(name=name, container=container)
+
+    system: Any = object.__new__(PulsarSystem)
+    system._restarted = {}
+    system.cluster = SimpleNamespace(node=node)
+    system.brokers = lambda: [node("broker-1"), node("broker-2")]
+    system.lock_loops = lambda: {}
+    system.active_brokers = lambda: {"broker-2:8080"}
+    problem = system.reuse_problem()
+    assert problem is not None and "not registered with the load manager" in problem and "broker-1" in problem
+    assert system.reuse_remedy(problem) == "restarted broker-1" and restarted == ["broker-1"]
+    system.active_brokers = lambda: {"broker-1:8080", "broker-2:8080"}
+    assert system.reuse_problem() is None
