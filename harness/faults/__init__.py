@@ -239,8 +239,11 @@ class Nemesis:
     def _unshape(self, names: Iterable[str]) -> None:
         """Removes the shaping of the nodes ``names`` that are running (a dead node's went with
         its network namespace)."""
+        names = [name for name in names if name in self.shaped]
+        if not names:
+            return
         by_name = {n.name: n for n in self.cluster.nodes()}
-        for name in list(names):
+        for name in names:
             iface = self.shaped.get(name)
             n = by_name.get(name)
             if iface is not None and n is not None and n.container.status in ("running", "paused"):

@@ -100,6 +100,14 @@ def _end_lock_loops(ctx: RunContext) -> None:
         record_repair(ctx, f"lock loop ended: {repair_name(done)}",
                       f"the cluster outlives the run, so after the recovery read the harness "
                       f"{done} to end the loop", "lock loop ended", {"action": done}, upkeep=True)
+    stale = [n for n in system.stale_after_session_loss(ctx.recovery.sessions_lost) if n not in going]
+    if stale and ctx.kept:
+        done = system.restart(stale)
+        record_repair(ctx, f"session lost: {repair_name(done)}",
+                      f"the cluster outlives the run, and a node whose metadata session was lost "
+                      f"is not fit for the next (a Pulsar broker is not assignable until its next "
+                      f"load report), so after the recovery read the harness {done}",
+                      "session loss mended", {"action": done}, upkeep=True)
 
 
 def repair_name(done: str, limit: int = 100) -> str:

@@ -212,6 +212,11 @@ class LockLoopWatch(Protocol):
         """Nodes whose metadata session was declared lost since ``since``: node -> times."""
         ...
 
+    def stale_after_session_loss(self, lost: dict[str, int]) -> list[str]:
+        """Of the nodes whose metadata session was lost (``lost``), those a cluster kept for
+        another run should restart: what the loss left them unfit for (None of them: [])."""
+        ...
+
     def fenced_writes(self, since: float) -> dict[str, int]:
         """Brokers whose writes a bookie refused since ``since`` because another client had
         fenced the ledger: node -> refusals."""

@@ -438,6 +438,13 @@ class PulsarSystem:
                 refused[name] = count
         return refused
 
+    def stale_after_session_loss(self, lost: dict[str, int]) -> list[str]:
+        """The brokers among ``lost``: a broker whose metadata session expired registers
+        with the load manager again only with its next load report (up to a minute), and
+        the next run's unload to it can fail until then."""
+        brokers = {n.name for n in self.brokers()}
+        return sorted(name for name in lost if name in brokers)
+
     def unregistered_brokers(self) -> list[str]:
         """Running brokers missing from the load manager's registry (``/loadbalance/brokers``):
         after its metadata session expired, a broker registers again only with its next load

@@ -130,8 +130,37 @@ class Looping:
         self.asked_since.append(since)
         return {"bookie-1": 3, "bookie-2": 3}
 
+    def fenced_writes(self, since: float) -> dict[str, int]:
+        return {}
+
+    def stale_after_session_loss(self, lost: dict[str, int]) -> list[str]:
+        return sorted(n for n in lost if n.startswith("broker"))  # as Pulsar's: the brokers
+
     def restart(self, names: list[str]) -> str:
         return f"restarted {', '.join(names)}"
+
+
+class BrokerSessionLost(Looping):
+    """broker-1's metadata session expired during the run (no lock loop)."""
+
+    def lock_loops(self) -> dict[str, int]:
+        return {}
+
+    def lock_loops_since(self, since: float) -> dict[str, int]:
+        return {}
+
+    def sessions_lost(self, since: float) -> dict[str, int]:
+        return {"broker-1": 1}
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_broker_whose_session_was_lost_is_restarted_after_the_read_on_a_kept_cluster(kept: bool) -> None:
+    ctx = _ctx(BrokerSessionLost())
+    ctx.kept = kept
+    recovery._end_lock_loops(ctx)
+    assert ctx.recovery.sessions_lost == {"broker-1": 1}
+    assert ctx.recovery.upkeep == (["session lost: restarted broker-1"] if kept else [])
+    assert ctx.recovery.repairs == []
 
 
 @pytest.mark.parametrize("kept", [True, False])
