@@ -165,17 +165,24 @@ def _fenced_writes(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(refused.values()), ", ".join(f"{node}: {n}" for node, n in sorted(refused.items())))
 
 
-def _ledger_directories(result: RunResult, run_dir: Path | None) -> Measured:
-    """Ledger directories of the bookies that hold the case topic's entries: a bookie with N
-    ``ledgerDirectories`` (the case's ``bookie.ledgerDirectories``, comma-separated; one
-    otherwise) keeps ledger L in directory L mod N (BookKeeper's DbLedgerStorage), counted over
-    the ledgers with an entry in the bookie dump's ``ledgers.json``."""
+def _dumped_ledgers(run_dir: Path | None) -> list[Any] | None:
+    """The bookie dump's ``bookies/ledgers.json`` (the case topic's ledgers' metadata after
+    the run); None without one."""
     path = run_dir / "bookies" / "ledgers.json" if run_dir is not None else None
     try:
         rows = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
     except (OSError, ValueError):
         rows = None
-    if not isinstance(rows, list):
+    return rows if isinstance(rows, list) else None
+
+
+def _ledger_directories(result: RunResult, run_dir: Path | None) -> Measured:
+    """Ledger directories of the bookies that hold the case topic's entries: a bookie with N
+    ``ledgerDirectories`` (the case's ``bookie.ledgerDirectories``, comma-separated; one
+    otherwise) keeps ledger L in directory L mod N (BookKeeper's DbLedgerStorage), counted over
+    the ledgers with an entry in the bookie dump's ``ledgers.json``."""
+    rows = _dumped_ledgers(run_dir)
+    if rows is None:
         return Measured(None, "no bookie dump (bookies/ledgers.json)")
     dirs = len(str(result.broker_config.get("bookie.ledgerDirectories", "")).split(","))
     used = {row["ledger"]: row["ledger"] % dirs for row in rows
@@ -190,12 +197,8 @@ def _ledger_directories(result: RunResult, run_dir: Path | None) -> Measured:
 def _ensemble_changes(result: RunResult, run_dir: Path | None) -> Measured:
     """Ensemble changes in the case topic's ledgers: each ledger's ensembles after its first,
     from the bookie dump's ``ledgers.json`` (the ledgers' metadata after the run)."""
-    path = run_dir / "bookies" / "ledgers.json" if run_dir is not None else None
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
-    except (OSError, ValueError):
-        rows = None
-    if not isinstance(rows, list):
+    rows = _dumped_ledgers(run_dir)
+    if rows is None:
         return Measured(None, "no bookie dump (bookies/ledgers.json)")
     changed = {row.get("ledger"): len(row.get("ensembles") or {}) - 1 for row in rows
                if isinstance(row, dict) and len(row.get("ensembles") or {}) > 1}
