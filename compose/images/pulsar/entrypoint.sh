@@ -190,6 +190,9 @@ numCacheExecutorThreadPoolSize=2
 functionsWorkerEnabled=false
 webSocketServiceEnabled=false
 transactionCoordinatorEnabled=false
+# topic policies (quorums, deduplication per topic): the default from 2.11, off in 2.10
+systemTopicEnabled=true
+topicLevelPoliciesEnabled=true
 allowAutoTopicCreation=false
 brokerDeduplicationEnabled=false
 # keep every message, acknowledged or not: the harness's final read must see all that was
