@@ -16,7 +16,6 @@ any time, any number of times (it is the runner's cleanup step).
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -27,7 +26,7 @@ from ..backend.cluster import Cluster, Node
 from ..errors import BackendError, FaultError, HarnessError
 from ..history import Recorder
 from ..wait import wait_until
-from .degrade import Effects, interface_of, loss_rules, shape, unshape
+from .degrade import Effects, in_netns, interface_of, loss_rules, shape, unshape
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +212,6 @@ class Nemesis:
         targets = list(peers) if peers is not None else \
             [n for n in self.cluster.nodes() if n.name != node.name]
         live = [p for p in targets if p.container.status in ("running", "paused")]
-        nsenter = _nsenter()
         if effects.loss_pct:
             pid = node.container.pid
             _ensure_chain(pid)
@@ -227,12 +225,12 @@ class Nemesis:
             senders = ([(node, [p.container.ip() for p in live])] if direction in ("both", "out") else []) \
                 + ([(p, [node.container.ip()]) for p in live] if direction in ("both", "in") else [])
             for sender, ips in senders:
-                iface = self.shaped.get(sender.name) or interface_of(nsenter, sender.container.pid,
+                iface = self.shaped.get(sender.name) or interface_of(sender.container.pid,
                                                                       sender.container.ip())
-                unshape(nsenter, sender.container.pid, iface)
+                unshape(sender.container.pid, iface)
                 self.shaped[sender.name] = iface  # first: a heal unshapes it even if this fails
                 self.shaped_for.setdefault(node.name, set()).add(sender.name)
-                shape(nsenter, sender.container.pid, iface, ips, effects)
+                shape(sender.container.pid, iface, ips, effects)
                 shaped.append(sender.name)
         return {"shaped": shaped} if shaped else {}
 
@@ -244,11 +242,10 @@ class Nemesis:
             return
         by_name = {n.name: n for n in self.cluster.nodes()}
         for name in names:
-            iface = self.shaped.get(name)
             n = by_name.get(name)
-            if iface is not None and n is not None and n.container.status in ("running", "paused"):
-                unshape(_nsenter(), n.container.pid, iface)
-            self.shaped.pop(name, None)
+            if n is not None and n.container.status in ("running", "paused"):
+                unshape(n.container.pid, self.shaped[name])
+            self.shaped.pop(name)
 
     def heal(self, node: Node | None = None) -> None:
         """Removes network faults (of ``node``, or of every node) and resumes paused nodes."""
@@ -313,23 +310,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _nsenter() -> str:
-    path = shutil.which("nsenter")
-    if path is None:
-        raise FaultError("nsenter is not installed (util-linux): run bin/setup")
-    return path
-
-
 def _iptables(pid: int, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = [_nsenter(), "-t", str(pid), "-n", "iptables", "-w", "5", *args]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-    except FileNotFoundError as exc:
-        raise FaultError("iptables is not installed on the host: run bin/setup") from exc
-    if check and out.returncode != 0:
-        raise FaultError(f"iptables {' '.join(args)} in netns of pid {pid} failed: "
-                         f"{out.stderr.strip()[:300]}")
-    return out
+    return in_netns(pid, ["iptables", "-w", "5", *args], check=check)
 
 
 def _ensure_chain(pid: int) -> None:

@@ -18,12 +18,14 @@ queueing discipline acts on what leaves an interface.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import dataclass
 
 from ..errors import FaultError
 
-__all__ = ["Effects", "shape", "unshape", "interface_of", "loss_rules", "NETEM_MISSING"]
+__all__ = ["Effects", "shape", "unshape", "interface_of", "loss_rules", "in_netns", "nsenter_path",
+           "NETEM_MISSING"]
 
 #: what the error says when the kernel lacks netem
 NETEM_MISSING = ("delay, jitter, duplication and reordering need the kernel's netem queueing "
@@ -74,8 +76,16 @@ class Effects:
         return args
 
 
-def _run(nsenter: str, pid: int, tool: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = [nsenter, "-t", str(pid), "-n", *tool]
+def nsenter_path() -> str:
+    path = shutil.which("nsenter")
+    if path is None:
+        raise FaultError("nsenter is not installed (util-linux): run bin/setup")
+    return path
+
+
+def in_netns(pid: int, tool: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Runs ``tool`` (iptables, tc, ip) from the host in the network namespace of ``pid``."""
+    cmd = [nsenter_path(), "-t", str(pid), "-n", *tool]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
     except FileNotFoundError as exc:
@@ -88,9 +98,9 @@ def _run(nsenter: str, pid: int, tool: list[str], *, check: bool = True) -> subp
     return out
 
 
-def interface_of(nsenter: str, pid: int, ip: str) -> str:
+def interface_of(pid: int, ip: str) -> str:
     """The network interface that holds address ``ip`` in the namespace of ``pid``."""
-    out = _run(nsenter, pid, ["ip", "-o", "-4", "addr", "show"])
+    out = in_netns(pid, ["ip", "-o", "-4", "addr", "show"])
     for line in out.stdout.splitlines():
         fields = line.split()
         if len(fields) > 3 and fields[3].split("/")[0] == ip:
@@ -98,10 +108,10 @@ def interface_of(nsenter: str, pid: int, ip: str) -> str:
     raise FaultError(f"no interface holds {ip} in the netns of pid {pid}")
 
 
-def shape(nsenter: str, pid: int, iface: str, peer_ips: list[str], effects: Effects) -> None:
+def shape(pid: int, iface: str, peer_ips: list[str], effects: Effects) -> None:
     """Shapes what the namespace of ``pid`` sends to ``peer_ips`` on ``iface`` (rate, netem)."""
     def tc(*args: str) -> None:
-        _run(nsenter, pid, ["tc", *args])
+        in_netns(pid, ["tc", *args])
 
     tc("qdisc", "replace", "dev", iface, "root", "handle", "1:", "htb", "default", "1")
     tc("class", "replace", "dev", iface, "parent", "1:", "classid", "1:1", "htb", "rate", _UNLIMITED)
@@ -116,9 +126,9 @@ def shape(nsenter: str, pid: int, iface: str, peer_ips: list[str], effects: Effe
            "match", "ip", "dst", f"{ip}/32", "flowid", "1:2")
 
 
-def unshape(nsenter: str, pid: int, iface: str) -> None:
+def unshape(pid: int, iface: str) -> None:
     """Removes the shaping of ``iface`` (nothing to remove is no error)."""
-    _run(nsenter, pid, ["tc", "qdisc", "del", "dev", iface, "root"], check=False)
+    in_netns(pid, ["tc", "qdisc", "del", "dev", iface, "root"], check=False)
 
 
 def loss_rules(matches: list[tuple[str, str]], probability: float) -> list[list[str]]:
