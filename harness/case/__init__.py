@@ -32,6 +32,7 @@ from .model import (
                     Selector,
                     Step,
                     StepArgs,
+                    SubscribeArgs,
                     TopicSpec,
                     TxnArgs,
                     UnloadArgs,
@@ -45,5 +46,5 @@ __all__ = [
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "CopyArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "ReleaseArgs", "Expect",
+    "ReleaseArgs", "SubscribeArgs", "Expect",
 ]

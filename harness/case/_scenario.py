@@ -13,7 +13,17 @@ from types import MappingProxyType
 
 from ._fields import NON_NEGATIVE, POSITIVE, Fields, error, show
 from ._yaml import Node
-from .model import SCENARIO_FACTS, Bound, ChaosArgs, CopyArgs, FaultArgs, InjectArgs, ProduceArgs, Step
+from .model import (
+    SCENARIO_FACTS,
+    Bound,
+    ChaosArgs,
+    ConsumeArgs,
+    CopyArgs,
+    FaultArgs,
+    InjectArgs,
+    ProduceArgs,
+    Step,
+)
 
 __all__ = ["read_scenario", "scenario_gaps"]
 
@@ -35,6 +45,8 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) ->
     if not any(s.action == "powerloss" and isinstance(s.args, FaultArgs)
                or isinstance(s.args, ChaosArgs) and "powerloss" in s.args.faults for s in steps):
         gaps["powerloss-cut"] = "no powerloss step, and no chaos step draws powerloss"
+    if not any(isinstance(s.args, ConsumeArgs) for s in steps):
+        gaps["polled"] = "no consume step"
     if not any(isinstance(s.args, ChaosArgs) for s in steps):
         gaps["chaos-faults"] = "no chaos step"
     if system != "pulsar":

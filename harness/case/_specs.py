@@ -164,12 +164,18 @@ def read_expect(node: Node, armed: bool, field: str = "expect",
     scenario facts its steps cannot produce, with the reason (:func:`._scenario.scenario_gaps`)."""
     f = Fields(node, field, ANOMALIES + _EXPECT_KEYS, kind="anomaly")
     # the informational anomalies (`unseen`: the recovery read found it; `under-write-quorum`)
-    # are observed unless limited, with or without an `observe` list; `under-write-quorum`
-    # also when a bug reproduces it (a bookie that lost what it acknowledged), never `unseen`
-    # (nothing is missing: a consumer just had not read it)
+    # are observed unless limited, with or without an `observe` list, or when a bug reproduces
+    # them: `under-write-quorum`, a bookie that lost what it acknowledged; `unseen` only when
+    # the scenario bounds `polled` (the consumers read the rest, so an unseen id is one their
+    # subscription skipped; else a consumer may just not have read it)
     reproduces = f.get("reproduces", _anomaly_list, frozenset())
+    scenario = f.get("scenario", lambda n, fld: read_scenario(n, fld, gaps), MappingProxyType({}))
+    if "unseen" in reproduces and not (scenario.get("polled") and scenario["polled"].at_least):
+        raise error(f.at("reproduces"), f.sub("reproduces"),
+                    "unseen is reproduced only when the consumers read the rest: give "
+                    "scenario: {polled: {at_least: N}} (else a consumer may just not have read it)")
     default_observe = frozenset(a for a in DEFAULT_OBSERVED
-                                if not f.has(a) and (a not in reproduces or a == "unseen"))
+                                if not f.has(a) and a not in reproduces)
     observe = f.get("observe", _anomaly_list, frozenset()) | default_observe
     limits = {a: f.get(a, NON_NEGATIVE, 0) for a in ANOMALIES}
     for anomaly in observe:
@@ -200,8 +206,7 @@ def read_expect(node: Node, armed: bool, field: str = "expect",
                   p99_latency_ms=f.get("p99_latency_ms", number, None),
                   p99_e2e_latency_ms=f.get("p99_e2e_latency_ms", number, None),
                   min_aborted_seen=f.get("min_aborted_seen", NON_NEGATIVE, None),
-                  scenario=f.get("scenario", lambda n, fld: read_scenario(n, fld, gaps),
-                                 MappingProxyType({})),
+                  scenario=scenario,
                   repairs=f.get("repairs", NON_NEGATIVE, None))
 
 

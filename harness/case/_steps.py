@@ -46,6 +46,7 @@ from .model import (
     MAX_SEED,
     NODE_FAULTS,
     PROFILES,
+    SUBSCRIBE_POSITIONS,
     SUBSCRIPTION_TYPES,
     AwaitArgs,
     ChaosArgs,
@@ -59,6 +60,7 @@ from .model import (
     Selector,
     Step,
     StepArgs,
+    SubscribeArgs,
     TxnArgs,
     UnloadArgs,
     roles_for,
@@ -430,6 +432,19 @@ def _unload(node: Node, field: str, ctx: StepContext) -> UnloadArgs:
     return UnloadArgs(partition=f.get("partition", ctx.partition, 0), to=to)
 
 
+def _subscribe(node: Node, field: str, ctx: StepContext) -> SubscribeArgs:
+    """``subscribe: {group: app, position: latest}``: a durable subscription made by the admin
+    API, with no consumer."""
+    if ctx.system != "pulsar":
+        raise error(node, field, f"subscribe applies to pulsar cases only (this is a {ctx.system} case)")
+    if not isinstance(node.value, dict):
+        raise error(node, field, f"expected {{group: NAME, position: latest|earliest}}, "
+                                 f"got {show(node.value)}")
+    f = Fields(node, field, ("group", "position"))
+    return SubscribeArgs(group=f.need("group", name),
+                         position=f.get("position", choice(*SUBSCRIBE_POSITIONS), "latest"))
+
+
 def _sleep(node: Node, field: str, ctx: StepContext) -> AwaitArgs:
     seconds = duration(node, field)
     return AwaitArgs("time", seconds, MappingProxyType({"seconds": seconds}))
@@ -655,6 +670,7 @@ _PARSERS: dict[str, _Parser] = {
     "heal": _heal,
     "inject": _inject,
     "unload": _unload,
+    "subscribe": _subscribe,
     "chaos": _chaos,
     "release": _release,
 }

@@ -23,11 +23,11 @@ __all__ = [
     "roles_for",
     "COMMON_ROLES", "PROFILES", "SystemProfile", "systems_with_role", "FAULTS", "FaultSpec",
     "ACTIONS", "NODE_FAULTS", "CHAOS_FAULTS", "MAX_SEED", "CONDITIONS", "ANOMALIES", "DIRECTIONS", "ACKS",
-    "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "VERDICTS",
+    "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "SUBSCRIBE_POSITIONS", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS",
+    "SubscribeArgs", "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS",
     "DRIVERS",
 ]
 
@@ -117,8 +117,10 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.selects == "node")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "chaos",
-                                                                     "release")
+ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "subscribe",
+                                                                     "chaos", "release")
+#: Where a ``subscribe`` step starts its subscription.
+SUBSCRIBE_POSITIONS = ("latest", "earliest")
 #: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
 MAX_SEED = 2**53
 #: The faults a ``chaos`` step draws from (each healed before the next: start, resume, heal).
@@ -370,6 +372,16 @@ class UnloadArgs:
 
 
 @dataclass(frozen=True)
+class SubscribeArgs:
+    """``subscribe`` (pulsar): creates the durable subscription ``group`` on every partition
+    of the case topic through the admin API, with no consumer, at ``position`` (``latest``:
+    after the last message written, ``earliest``: before the first)."""
+
+    group: str
+    position: str = "latest"
+
+
+@dataclass(frozen=True)
 class ChaosArgs:
     """``chaos``: for ``duration_s``, faults drawn from ``faults`` on nodes drawn from
     ``targets``, one at a time: a quiet gap drawn from ``gap_s``, the fault, held for a time
@@ -384,7 +396,7 @@ class ChaosArgs:
 
 
 StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
-            | ChaosArgs | ReleaseArgs)
+            | SubscribeArgs | ChaosArgs | ReleaseArgs)
 
 
 @dataclass(frozen=True)
@@ -423,6 +435,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                           "L in directory L mod the number of bookie.ledgerDirectories)",
     "ensemble-changes": "ensemble changes in the case topic's ledgers (each ledger's ensembles after "
                         "its first, from the bookie dump's ledgers.json)",
+    "polled": "distinct ids the run's consumers polled (run-phase polls of consume steps, the "
+              "recovery read apart)",
 })
 
 

@@ -130,6 +130,16 @@ def _held_transactions_aborted(result: RunResult, run_dir: Path | None) -> Measu
     return Measured(len(aborted), f"of {len(held)} held" + (f": {', '.join(aborted)}" if aborted else ""))
 
 
+def _polled(result: RunResult, run_dir: Path | None) -> Measured:
+    """The distinct ids that run-phase polls read (the consume steps' consumers)."""
+    files = _history(run_dir)
+    if files is None:
+        return Measured(None, "no history")
+    mids = {str(e["mid"]) for path in files for e in read_events(path)
+            if e["type"] == "poll" and e.get("phase") != "recovery" and e.get("mid") is not None}
+    return Measured(len(mids))
+
+
 def _lock_loops(result: RunResult, run_dir: Path | None) -> Measured:
     """The nodes whose metadata lock flapped in a loop during the run, looked for after the
     recovery read (``recovery.lock_loops``; apache/pulsar#17759)."""
@@ -220,6 +230,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "fenced-writes": _fenced_writes,
     "ledger-directories": _ledger_directories,
     "ensemble-changes": _ensemble_changes,
+    "polled": _polled,
 }
 
 

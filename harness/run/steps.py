@@ -24,12 +24,13 @@ from ..case import (
     ProduceArgs,
     ReleaseArgs,
     Step,
+    SubscribeArgs,
     UnloadArgs,
 )
 from ..errors import HarnessError
 from ..faults import Effects
 from ..result import StepRecord
-from ..systems.base import Controlled, PowerLoss, Unloadable
+from ..systems.base import Controlled, PowerLoss, Subscribable, Unloadable
 from .awaits import await_condition, leader_now
 from .context import RunContext
 
@@ -172,6 +173,17 @@ def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return detail
 
 
+def _subscribe(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    """Creates a durable subscription with no consumer (the admin API); records its cursor."""
+    assert isinstance(args, SubscribeArgs)
+    system = ctx.the_system
+    if not isinstance(system, Subscribable):
+        raise HarnessError(f"{system.name} has no admin-made subscriptions")
+    cursors = system.create_subscription(ctx.topic, args.group, args.position)
+    log.info("subscription %s created at %s: %s", args.group, args.position, cursors)
+    return {"group": args.group, "position": args.position, "cursors": cursors}
+
+
 def _release(ctx: RunContext, action: str, args: Any) -> Any:
     assert isinstance(args, ReleaseArgs)
     return ctx.the_workloads.release_held(args.name)
@@ -187,6 +199,7 @@ STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     HealArgs: _heal,
     InjectArgs: _inject,
     UnloadArgs: _unload,
+    SubscribeArgs: _subscribe,
     ChaosArgs: _chaos,
     ReleaseArgs: _release,
 }

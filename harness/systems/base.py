@@ -13,6 +13,7 @@ Jepsen separates ``Primary`` or ``LogFiles`` from ``DB``:
 - :class:`LockLoopWatch`: nodes whose metadata lock flaps in a loop (Pulsar);
 - :class:`InSyncReplicas`: an ISR to await (Kafka);
 - :class:`Unloadable`: graceful ownership transfer (Pulsar bundles);
+- :class:`Subscribable`: durable subscriptions made by the admin API (Pulsar);
 - :class:`JavaProducers`: a producer driven by the system's Java client;
 - :class:`CrashPoints`: brokers that take the crash-timing rules (Kafka);
 - :class:`LedgerPoints`: crash-timing rules on an entry of a topic's ledger (Pulsar).
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
-           "ProducerClient", "ReadyRemedy", "Stats", "System", "Unloadable"]
+           "ProducerClient", "ReadyRemedy", "Stats", "Subscribable", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -253,6 +254,11 @@ class LeaderServes(Protocol):
 class Unloadable(Protocol):
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
                timeout: float = 60) -> Node: ...
+
+
+@runtime_checkable
+class Subscribable(Protocol):
+    def create_subscription(self, topic: str, name: str, position: str = "latest") -> dict[str, Any]: ...
 
 
 @runtime_checkable

@@ -54,6 +54,8 @@ _MAX_REDIRECTS = 5
 #: how long a lookup keeps retrying a bundle that is changing hands (Pulsar's clients retry
 #: such lookups within their 30-s operation timeout)
 _LOOKUP_SETTLE_S = 30.0
+#: the message ids of the admin API's ``latest`` and ``earliest`` (MessageId.latest/earliest)
+_LATEST, _EARLIEST = 2**63 - 1, -1
 #: The longest a start waits for ZooKeeper to expire a killed node's session (bookies 10 s,
 #: brokers 15 s here, checked on ZooKeeper's 2 s tick).
 OLD_SESSION_WAIT_S = 30.0
@@ -684,6 +686,27 @@ class PulsarSystem:
         partition = self._part(topic, partition)
         data = self._request("GET", f"/lookup/v2/topic/{self._topic_path(topic, partition)}/bundle")
         return str(data).strip().strip('"')
+
+    def create_subscription(self, topic: str, name: str, position: str = "latest") -> dict[str, Any]:
+        """Creates the durable subscription ``name`` on every partition of ``topic`` through the
+        admin API (``pulsar-admin topics create-subscription``), with no consumer, at
+        ``position`` (``latest`` or ``earliest``). Returns, per partition, the cursor as the
+        owner then reports it (mark-delete and read positions, the cursor's ledger)."""
+        at = _LATEST if position == "latest" else _EARLIEST
+        try:
+            self._request("PUT", f"/admin/v2/{self._topic_path(topic)}/subscription/"
+                                 f"{urllib.parse.quote(name, safe='')}",
+                          {"ledgerId": at, "entryId": at}, timeout=30)
+        except _HttpStatus as exc:
+            raise AdminError(f"creating subscription {name} on {self.topic_name(topic)} failed: "
+                             f"{exc}") from exc
+        count = self.partitions(topic)
+        cursors = {}
+        for p in range(count) if count else [None]:
+            cursor = (self.internal_stats(topic, p, metadata=False).get("cursors") or {}).get(name) or {}
+            cursors[str(p or 0)] = {k: cursor.get(k)
+                                    for k in ("markDeletePosition", "readPosition", "cursorLedger")}
+        return cursors
 
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
                timeout: float = 60, attempt_s: float = 20) -> Node:

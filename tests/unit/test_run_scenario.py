@@ -249,3 +249,49 @@ def test_fenced_writes_are_counted_after_the_recovery_read() -> None:
     with pytest.raises(CaseError, match="only Pulsar's bookies fence ledgers"):
         load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {fenced-writes: 1}}\n",
                        "c.yaml")
+
+
+LATEST = Path(__file__).resolve().parents[2] / "cases" / "pulsar" / "regressions" / \
+    "pulsar-18236-latest-subscription.yaml"
+
+
+def _polls(run_dir: Path, run: range, recovery: range) -> None:
+    _write(run_dir / "history" / "c.jsonl",
+           [{"type": "poll", "phase": "run", "mid": f"m{i}"} for i in run]
+           + [{"type": "poll", "phase": "run", "mid": "m5"}]  # a redelivery counts once
+           + [{"type": "poll", "phase": "recovery", "mid": f"m{i}"} for i in recovery])
+
+
+def test_polled_counts_the_distinct_ids_the_run_consumers_read(tmp_path: Path) -> None:
+    _polls(tmp_path, range(1, 100), range(100))
+    assert measure("polled", RunResult("r"), tmp_path).count == 99
+    assert measure("polled", RunResult("r"), None).count is None
+    with pytest.raises(CaseError, match="expect.scenario.polled: cannot happen in this case: no consume"):
+        load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {polled: 1}}\n", "c.yaml")
+
+
+def test_the_18236_case_reproduces_only_a_skip_with_the_rest_delivered(tmp_path: Path) -> None:
+    """2.10.2 expects one id its subscription never delivered (unseen) with the other 99 polled:
+    an unseen count from a consumer that read nothing is not the bug."""
+    _polls(tmp_path, range(1, 100), range(100))
+    case = load_case(LATEST, version="2.10.2")
+    skipped = RunResult("r", recovery=Recovery(read={"polled": 100}))
+    apply_check(case, skipped, {"anomalies": {"unseen": 1}, "counts": {"ok": 100}}, run_dir=tmp_path)
+    assert skipped.as_expected
+    _polls(tmp_path, range(0), range(100))  # the consumer read nothing: 100 unseen
+    idle = RunResult("r", recovery=Recovery(read={"polled": 100}))
+    apply_check(case, idle, {"anomalies": {"unseen": 100}, "counts": {"ok": 100}}, run_dir=tmp_path)
+    assert not idle.as_expected
+    _polls(tmp_path, range(100), range(100))  # every id delivered
+    fixed = load_case(LATEST, version="2.10.3")
+    held = RunResult("r", recovery=Recovery(read={"polled": 100}))
+    apply_check(fixed, held, {"anomalies": {}, "counts": {"ok": 100}}, run_dir=tmp_path)
+    assert held.as_expected
+
+
+def test_unseen_is_reproduced_only_with_the_polled_ids_bounded() -> None:
+    steps = "steps: [{consume: {duration: 5s}}]\n"
+    with pytest.raises(CaseError, match="unseen is reproduced only when the consumers read the rest"):
+        load_case_text(HEAD + steps + "expect: {reproduces: [unseen]}\n", "c.yaml")
+    case = load_case_text(HEAD + steps + "expect: {reproduces: [unseen], scenario: {polled: 9}}\n", "c.yaml")
+    assert "unseen" in case.expect.reproduces and "unseen" not in case.expect.observe

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.case import UnloadArgs, load_case_text
+from harness.case import SubscribeArgs, UnloadArgs, load_case_text
 from harness.errors import CaseError
 
 _PULSAR = "system: pulsar\ncluster: pulsar\n"
@@ -79,3 +79,22 @@ def test_bad_extensions(text: str, line: int, fragment: str) -> None:
         load_case_text(text, "x.yaml")
     assert str(info.value).startswith(f"x.yaml:{line}: "), str(info.value)
     assert fragment in str(info.value), str(info.value)
+
+
+def test_subscribe_makes_an_admin_subscription() -> None:
+    case = load_case_text(_PULSAR + "steps:\n  - subscribe: {group: app}\n"
+                          "  - subscribe: {group: b, position: earliest}\n")
+    assert [s.args for s in case.steps] == [SubscribeArgs("app", "latest"), SubscribeArgs("b", "earliest")]
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    (_KAFKA + "steps:\n  - subscribe: {group: app}\n", "subscribe applies to pulsar cases only"),
+    (_PULSAR + "steps:\n  - subscribe: app\n", "expected {group: NAME, position: latest|earliest}"),
+    (_PULSAR + "steps:\n  - subscribe: {position: latest}\n",
+     "steps[0].subscribe.group: missing required key"),
+    (_PULSAR + "steps:\n  - subscribe: {group: app, position: last}\n", "steps[0].subscribe.position"),
+])
+def test_bad_subscribe(text: str, fragment: str) -> None:
+    with pytest.raises(CaseError) as info:
+        load_case_text(text, "x.yaml")
+    assert str(info.value).startswith("x.yaml:4: ") and fragment in str(info.value), str(info.value)

@@ -86,7 +86,7 @@ def test_two_entries_of_one_version_need_labels_to_be_told_apart() -> None:
     ('versions:\n  - {version: "3.9.2", expect: {reproduces: [lost-write], verdict: pass}}\n', 7,
      "versions[0].expect.verdict", "expects verdict fail"),
     ('versions:\n  - {version: "3.9.2", expect: {reproduces: [unseen]}}\n', 7,
-     "versions[0].expect.reproduces", "observed, not judged"),
+     "versions[0].expect.reproduces", "unseen is reproduced only when the consumers read the rest"),
 ])
 def test_bad_entries_are_one_error_naming_line_and_field(entries: str, line: int, field: str,
                                                          message: str) -> None:
