@@ -123,7 +123,7 @@ CLUSTERS: dict[str, ClusterDef] = {
         + tuple(NodeDef(f"broker-{i}", "pulsar-broker", i, host_port=26650 + i,
                         admin_port=28080 + i) for i in (1, 2)),
         # the regression library's versions after the two of every image (docs/regressions.md)
-        versions=PULSAR_VERSIONS + ("3.3.2", "3.0.0", "3.0.2", "2.10.2", "2.10.3"),
+        versions=PULSAR_VERSIONS + ("3.3.2", "3.2.0", "3.2.2", "3.0.0", "3.0.2", "2.10.2", "2.10.3"),
     ),
 }
 

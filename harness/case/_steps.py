@@ -334,7 +334,12 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     missing = FAULTS[field.rsplit(".", 1)[-1]].missing_on(ctx.system)
     if missing:
         raise error(node, field, f"{missing} (use kill9)")
-    return FaultArgs(ctx.selector(node, field))
+    args = FaultArgs(ctx.selector(node, field))
+    if field.endswith(".remove") and not (args.target.role == "bookie" or (
+            args.target.node or "").startswith("bookie-")):
+        raise error(node, field, f"{args.target} is not a bookie (remove takes a bookie out for good: "
+                                 "bookie, or bookie-N)")
+    return args
 
 
 def _partition_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:

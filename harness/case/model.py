@@ -70,7 +70,8 @@ class FaultSpec:
     selects: str
     #: the systems that have it
     systems: frozenset[str]
-    #: the fault that undoes it (a chaos step heals with it); None: it undoes others
+    #: the fault that undoes it (a chaos step heals with it); None: it undoes others, or
+    #: nothing undoes it (remove)
     healed_by: str | None
     #: what its timeline ``fault`` event's detail holds
     records: str = "nothing beyond the node and the role"
@@ -99,6 +100,8 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
               records="the cuts: each segment's recovery point, bytes and records lost",
               absent="powerloss cuts Kafka log segments"),
     FaultSpec("stop", "node", _EVERY_SYSTEM, RESTORED_BY["stop"], chaos=True),
+    FaultSpec("remove", "node", frozenset({"pulsar"}), None,
+              absent="remove takes a Pulsar bookie out for good"),
     FaultSpec("start", "node", _EVERY_SYSTEM, None,
               records="what the start waited for (waited_for_old_session_s)"),
     FaultSpec("pause", "node", _EVERY_SYSTEM, RESTORED_BY["pause"], chaos=True,
@@ -435,6 +438,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                           "L in directory L mod the number of bookie.ledgerDirectories)",
     "ensemble-changes": "ensemble changes in the case topic's ledgers (each ledger's ensembles after "
                         "its first, from the bookie dump's ledgers.json)",
+    "rereplications": "fragments of the case topic's ledgers that BookKeeper's AutoRecovery began to "
+                      "re-replicate (its \"Replicating fragment\" lines in the bookies' logs)",
     "polled": "distinct ids the run's consumers polled (run-phase polls of consume steps, the "
               "recovery read apart)",
 })

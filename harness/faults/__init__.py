@@ -1,6 +1,7 @@
 """Fault primitives on cluster nodes, looked up by name, each with a heal.
 
-``kill9`` (SIGKILL; the container keeps its data), ``stop`` (SIGTERM, then
+``kill9`` (SIGKILL; the container keeps its data), ``remove`` (SIGKILL, and the node stays
+out for good: nothing starts it again during the run), ``stop`` (SIGTERM, then
 SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
 freezer), ``partition``/``heal`` (iptables run from the host inside the
 container's network namespace: no capability is needed in the container),
@@ -46,6 +47,8 @@ class Nemesis:
         self.paused: set[str] = set()
         #: nodes a fault step took down and nothing started again, in the order they went down
         self.down: dict[str, None] = {}
+        #: nodes a ``remove`` took out for good: no step, heal or recovery starts them
+        self.removed: set[str] = set()
         self.partitioned: set[str] = set()
         self.last_freeze_attempts = 0
         #: the system's :meth:`~harness.systems.base.StartGate.before_start`, if it has one
@@ -116,9 +119,18 @@ class Nemesis:
         self.shaped.pop(node.name, None)
         self.full.discard(node.name)
 
+    def remove(self, node: Node) -> None:
+        """kill -9, and ``node`` stays out for good, as a machine lost with its disk: no
+        ``start``, heal or recovery starts it again (only the cleanup of a kept cluster)."""
+        self.kill9(node)
+        self.down.pop(node.name, None)
+        self.removed.add(node.name)
+
     def start(self, node: Node) -> dict[str, Any] | None:
         """Starts a stopped ``node`` once the system lets it (:attr:`before_start`); what
         that waited for goes into the fault's detail."""
+        if node.name in self.removed:
+            raise FaultError(f"{node.name} was removed for good (a remove step): nothing starts it again")
         waited = None
         if node.container.status not in ("running", "paused"):
             waited = self._gate(node)
@@ -261,8 +273,9 @@ class Nemesis:
             self._unfill(n)
         self._record("heal", node)
 
-    def heal_all(self, *, start_down: bool = True) -> list[str]:
-        """Undoes everything: resume, unpartition, and (by default) start stopped nodes.
+    def heal_all(self, *, start_down: bool = True, start_removed: bool = False) -> list[str]:
+        """Undoes everything: resume, unpartition, and (by default) start stopped nodes;
+        nodes removed for good only with ``start_removed`` (the cleanup of a kept cluster).
 
         Never raises for a single node: returns the problems met instead, so the
         runner's cleanup always reaches teardown.
@@ -282,7 +295,8 @@ class Nemesis:
                     _flush_chain(n.container.pid)
                     self._unshape([n.name])
                     self._unfill(n)
-                elif start_down and status in ("exited", "created"):
+                elif start_down and status in ("exited", "created") and (
+                        start_removed or n.name not in self.removed):
                     self._gate(n)
                     n.container.start()
             except HarnessError as exc:  # a backend or fault error, or a heal's wait timing out
@@ -294,6 +308,8 @@ class Nemesis:
         self.full.clear()
         if start_down:
             self.down.clear()
+        if start_removed:
+            self.removed.clear()
         if self.timeline is not None:
             self.timeline.record("fault", action="heal-all", node=None, role=None,
                                  detail={"problems": problems} if problems else None)
@@ -331,6 +347,7 @@ Fault = Callable[..., Any]
 #: The fault registry: case files name faults by these keys.
 FAULTS: dict[str, Fault] = {
     "kill9": Nemesis.kill9,
+    "remove": Nemesis.remove,
     "powerloss": Nemesis.powerloss,
     "stop": Nemesis.stop,
     "start": Nemesis.start,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import HarnessError, WaitTimeout, WorkloadError
-from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy
+from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy, Removable
 from ..wait import wait_until
 from .context import RunContext
 
@@ -281,5 +281,9 @@ def collect_once(ctx: RunContext) -> None:
 
 
 def heal_quietly(ctx: RunContext) -> None:
-    for problem in ctx.the_nemesis.heal_all(start_down=True):
+    """The cleanup's heal: everything, nodes removed for good too (the evidence is read; a
+    kept cluster must be whole for the next run)."""
+    if ctx.the_nemesis.removed and isinstance(ctx.system, Removable):
+        ctx.system.removed.clear()
+    for problem in ctx.the_nemesis.heal_all(start_down=True, start_removed=True):
         log.warning("heal: %s", problem)

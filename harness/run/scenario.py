@@ -16,6 +16,7 @@ about, so a case can forbid it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,6 +219,32 @@ def _ensemble_changes(result: RunResult, run_dir: Path | None) -> Measured:
                     ", ".join(f"ledger {led}: {n}" for led, n in sorted(changed.items())))
 
 
+#: BookKeeper's LedgerFragmentReplicator, as AutoRecovery starts on a fragment
+_REPLICATING = re.compile(r"Replicating fragment Fragment\(LedgerID: (\d+), FirstEntryID: (-?\d+)")
+
+
+def _rereplications(result: RunResult, run_dir: Path | None) -> Measured:
+    """Fragments of the case topic's ledgers (the bookie dump's ``ledgers.json``) that
+    BookKeeper's AutoRecovery began to re-replicate: distinct (ledger, first entry) of its
+    "Replicating fragment" lines in the bookies' logs (``logs/bookie-*.log``), whether or
+    not the copy succeeded."""
+    rows = _dumped_ledgers(run_dir)
+    if rows is None or run_dir is None:
+        return Measured(None, "no bookie dump (bookies/ledgers.json)")
+    logs = sorted((run_dir / "logs").glob("bookie-*.log"))
+    if not logs:
+        return Measured(None, "no bookie log (logs/bookie-*.log)")
+    ours = {row.get("ledger") for row in rows if isinstance(row, dict)}
+    found: set[tuple[int, int]] = set()
+    for path in logs:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if "Replicating fragment" in line and (m := _REPLICATING.search(line)) \
+                        and int(m.group(1)) in ours:
+                    found.add((int(m.group(1)), int(m.group(2))))
+    return Measured(len(found), ", ".join(f"ledger {lg} from entry {e}" for lg, e in sorted(found)))
+
+
 #: fact -> how it is counted
 MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "stalls": _stalls,
@@ -231,6 +258,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "ledger-directories": _ledger_directories,
     "ensemble-changes": _ensemble_changes,
     "polled": _polled,
+    "rereplications": _rereplications,
 }
 
 

@@ -30,7 +30,7 @@ from ..case import (
 from ..errors import HarnessError
 from ..faults import Effects
 from ..result import StepRecord
-from ..systems.base import Controlled, PowerLoss, Subscribable, Unloadable
+from ..systems.base import Controlled, PowerLoss, Removable, Subscribable, Unloadable
 from .awaits import await_condition, leader_now
 from .context import RunContext
 
@@ -112,6 +112,11 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
     ``partition`` cuts ``node`` off from ``peers``, None: from every other node; a ``degrade``
     applies ``effects`` between them) and makes it the ``last-target``."""
     params: dict[str, Any] = {}
+    if action == "remove":
+        system = ctx.the_system
+        if not isinstance(system, Removable) or not system.removable(node):
+            raise HarnessError(f"remove: {node.name} cannot be removed for good (only a Pulsar bookie)")
+        system.removed.add(node.name)
     if action == "powerloss":
         system = ctx.the_system
         if not isinstance(system, PowerLoss):

@@ -13,6 +13,7 @@ Jepsen separates ``Primary`` or ``LogFiles`` from ``DB``:
 - :class:`LockLoopWatch`: nodes whose metadata lock flaps in a loop (Pulsar);
 - :class:`InSyncReplicas`: an ISR to await (Kafka);
 - :class:`Unloadable`: graceful ownership transfer (Pulsar bundles);
+- :class:`Removable`: nodes taken out for good (Pulsar bookies: the ``remove`` fault);
 - :class:`Subscribable`: durable subscriptions made by the admin API (Pulsar);
 - :class:`JavaProducers`: a producer driven by the system's Java client;
 - :class:`CrashPoints`: brokers that take the crash-timing rules (Kafka);
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
-           "ProducerClient", "ReadyRemedy", "Stats", "Subscribable", "System", "Unloadable"]
+           "ProducerClient", "ReadyRemedy", "Removable", "Stats", "Subscribable", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -254,6 +255,19 @@ class LeaderServes(Protocol):
 class Unloadable(Protocol):
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
                timeout: float = 60) -> Node: ...
+
+
+@runtime_checkable
+class Removable(Protocol):
+    """A system some of whose nodes can be taken out for good (the ``remove`` fault): its
+    readiness and its evidence leave them out."""
+
+    #: the nodes removed for good during the run
+    removed: set[str]
+
+    def removable(self, node: Node) -> bool:
+        """Whether ``node`` may be removed for good."""
+        ...
 
 
 @runtime_checkable

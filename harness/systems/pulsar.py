@@ -119,6 +119,8 @@ class PulsarSystem:
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
         self._partition_counts: dict[str, int] = {}
         self._restarted: dict[str, float] = {}  # node -> when restart() restarted it
+        #: bookies removed for good (the ``remove`` fault): readiness and the dump leave them out
+        self.removed: set[str] = set()
 
     # -- naming -------------------------------------------------------------------
     def brokers(self) -> list[Node]:
@@ -352,7 +354,9 @@ class PulsarSystem:
         brokers = [n.name for n in self.spec.nodes_of("pulsar-broker")]
         logs = self.cluster.node_logs
         wait_until(lambda: not self.unregistered_bookies(), timeout=timeout,
-                   what=f"{self.spec.name}: all {len(bookies)} bookies registered", logs=logs)
+                   what=f"{self.spec.name}: all {len(bookies) - len(self.removed)} bookies registered"
+                        + (f" ({', '.join(sorted(self.removed))} removed)" if self.removed else ""),
+                   logs=logs)
         wait_until(lambda: self.active_brokers() >= {self.broker_id(b) for b in brokers},
                    timeout=timeout, what=f"{self.spec.name}: all {len(brokers)} brokers registered",
                    logs=logs)
@@ -489,10 +493,15 @@ class PulsarSystem:
         return f"restarted {', '.join(names) or 'nothing (the loop had stopped)'}"
 
     def unregistered_bookies(self) -> list[str]:
-        """Bookies not registered as writable in ``/ledgers/available``."""
+        """Bookies not registered as writable in ``/ledgers/available`` (those removed for
+        good apart)."""
         live = self.live_bookies()
         return [n.name for n in self.spec.nodes_of("bookie")
-                if f"{n.name}:{_BOOKIE_PORT}" not in live]
+                if f"{n.name}:{_BOOKIE_PORT}" not in live and n.name not in self.removed]
+
+    def removable(self, node: Node) -> bool:
+        """Bookies only: BookKeeper re-replicates a lost bookie's ledgers (AutoRecovery)."""
+        return node.kind == "bookie"
 
     def ready_remedy(self) -> str | None:
         """For a recovery that waits too long for readiness: restarts every bookie that is

@@ -13,7 +13,8 @@ container on the cluster's network: no fencing, no recovery). A run directory ge
   entry's ``bytes`` (as stored), ``crc32`` of its payload (after the header and the digest
   code, :data:`DIGEST_BYTES`; of all the stored bytes, with ``crc_of`` ``stored``, for a
   ledger of unknown digest type) and the ``lac`` in its header, or the bookie's error
-  (``-13``: no such entry).
+  (``-13``: no such entry); ``rc`` ``"removed"`` for a bookie removed for good (the
+  ``remove`` fault), which is not asked: it holds nothing.
 
 The entries a bookie should hold are its write sets: with BookKeeper's round-robin
 distribution, entry *e* of an ensemble of *E* bookies is written to bookies
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from .pulsar import PulsarSystem
 
 __all__ = ["LedgerRange", "parse_metadata", "read_ranges", "asked_reads", "dump_bookies",
-           "MAX_READS", "ASKED"]
+           "MAX_READS", "ASKED", "REMOVED"]
 
 #: The most (ledger, bookie, entry) reads one dump makes; past it the ranges are cut (and the
 #: cut is written in ledgers.json), so a long run's dump stays minutes, not hours.
@@ -122,6 +123,13 @@ def read_ranges(ledgers: list[LedgerRange], max_reads: int = MAX_READS) -> list[
 DIGEST_BYTES = {"CRC32": 8, "CRC32C": 4, "HMAC": 20, "MAC": 20, "DUMMY": 0}
 
 
+#: The ``rc`` of the reads a bookie removed for good (the ``remove`` fault) is not asked for:
+#: it holds nothing, as a machine lost with its disk.
+REMOVED = "removed"
+#: the file of the reads
+ENTRIES = "entries.jsonl"
+
+
 #: Reads asked for besides the ledgers' write sets (one JSON object per line: ledger, entry,
 #: bookie), e.g. by an injection point: the copy of the held bookie, which an ensemble change
 #: may have taken out of the entry's write set.
@@ -182,11 +190,18 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
     out.mkdir(parents=True, exist_ok=True)
     tasks = read_ranges(ledgers) + asked_reads(out / ASKED, ledgers)
     (out / "ledgers.json").write_text(json.dumps([asdict(led) for led in ledgers], indent=1) + "\n")
+    gone = [t for t in tasks if t[1].split(":")[0] in system.removed]
+    tasks = [t for t in tasks if t not in gone]
     if tasks:
         try:
             _run_dump(system, run_dir, tasks, {led.ledger: led.digest for led in ledgers})
         except BackendError as exc:
             problems.append(f"bookies: {exc}")
+    if gone:  # not asked: a bookie removed for good holds nothing
+        with open(out / ENTRIES, "a", encoding="utf-8") as fh:
+            for lid, bookie, first, last in gone:
+                fh.writelines(json.dumps({"ledger": lid, "entry": e, "bookie": bookie, "rc": REMOVED}) + "\n"
+                              for e in range(first, last + 1))
     return out
 
 

@@ -499,8 +499,8 @@ class _Checker:
                     bad += 1
                     continue
                 led = ledgers.get(lid)
-                if rc == -13 or led is None or not 0 <= eid <= led["last_confirmed"]:
-                    continue  # no such entry: not held
+                if rc in (-13, "removed") or led is None or not 0 <= eid <= led["last_confirmed"]:
+                    continue  # no such entry, or a bookie removed for good: not held
                 members = ensemble(led, eid)
                 if bookie in members and (members.index(bookie) - eid) % len(members) < led["write_quorum"]:
                     if rc == 0:

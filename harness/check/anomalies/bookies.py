@@ -23,7 +23,8 @@ confirmed entry are judged, and only the copies on their write set count.
   metadata (its recovery or close cut an acknowledged entry). Counted per message.
 
 A bookie that answered "no such entry" (BookKeeper's code -13) does not hold the entry, nor
-does one that answered "no such ledger" (-7) while another bookie of the write set returned
+does a bookie removed for good (``rc`` ``"removed"``: the ``remove`` fault; it is not asked),
+nor one that answered "no such ledger" (-7) while another bookie of the write set returned
 the entry (a bookie down when the ledger was made never gets it). When no bookie of the
 write set returned it, "no such ledger" may mean the broker trimmed the ledger between its
 stats and the dump, so the entry is not judged for its copies; nor is one whose write set
@@ -51,6 +52,8 @@ __all__ = ["KINDS", "Entry", "Ledger", "Receipts", "example_of", "find", "read_l
 KINDS = ("under-replicated", "under-write-quorum", "bookie-divergence", "past-closed-end")
 #: BookKeeper's answer that means the bookie does not hold the entry: no such entry
 NOT_HELD = -13
+#: a bookie removed for good (the ``remove`` fault, not asked): it holds nothing
+REMOVED = "removed"
 #: no such ledger: not held when another bookie of the write set returned the entry
 NO_LEDGER = -7
 #: where a run keeps the dump, and its two files
@@ -105,8 +108,8 @@ def _copies(path: Path, unread: dict[str, int]) -> Iterator[tuple[int, int, str,
             try:
                 r = json.loads(line)
                 lid, eid, bookie, rc = int(r["ledger"]), int(r["entry"]), str(r["bookie"]), r["rc"]
-                if rc == NOT_HELD:
-                    continue  # the bookie has no such entry: no copy
+                if rc in (NOT_HELD, REMOVED):
+                    continue  # the bookie has no such entry, or was removed for good: no copy
                 yield lid, eid, bookie, str(r["crc32"]) if rc == 0 else None, rc
             except (ValueError, TypeError, KeyError):
                 unread["not a bookie read"] = unread.get("not a bookie read", 0) + 1

@@ -98,3 +98,13 @@ def test_bad_subscribe(text: str, fragment: str) -> None:
     with pytest.raises(CaseError) as info:
         load_case_text(text, "x.yaml")
     assert str(info.value).startswith("x.yaml:4: ") and fragment in str(info.value), str(info.value)
+
+
+def test_remove_takes_a_bookie() -> None:
+    case = load_case_text(_PULSAR + "steps:\n  - remove: bookie\n  - remove: bookie-3\n")
+    assert [s.action for s in case.steps] == ["remove", "remove"]
+    for text, fragment in ((_PULSAR + "steps:\n  - remove: owner\n", "owner is not a bookie"),
+                           (_KAFKA + "steps:\n  - remove: leader\n",
+                            "remove takes a Pulsar bookie out for good; kafka has none")):
+        with pytest.raises(CaseError, match=fragment):
+            load_case_text(text, "x.yaml")

@@ -140,3 +140,27 @@ def test_nothing_past_the_end_when_the_ledgers_close_at_their_last_receipt(tmp_p
     result = check_run(tmp_path)
     assert result.anomalies.get("past-closed-end") == 0 and result.valid
     assert reference_checker.check(tmp_path) == result
+
+
+def test_a_bookie_removed_for_good_holds_nothing(tmp_path: Path) -> None:
+    """The ``remove`` fault's reads (``rc`` "removed", not asked) count as copies not held:
+    entries whose other copy was not re-replicated are under-replicated, and no read failed."""
+    import json
+
+    generate(tmp_path, Profile(records=50, system="pulsar", partitions=1, seed=3))
+    base = tmp_path / "bookies"
+    base.mkdir()
+    (base / "ledgers.json").write_text(json.dumps([{
+        "partition": 0, "ledger": 9000, "state": "CLOSED", "ensemble_size": 2, "write_quorum": 2,
+        "ack_quorum": 2, "ensembles": {"0": ["bookie-1:3181", "bookie-2:3181"],
+                                       "3": ["bookie-1:3181", "bookie-3:3181"]},
+        "last_confirmed": 5, "read_to": 7, "cut": False, "digest": "CRC32C"}]))
+    rows = [{"ledger": 9000, "entry": e, "bookie": b, "rc": 0, "crc32": "1", "bytes": 40, "lac": e - 1}
+            for e in range(6) for b in ("bookie-1:3181",) + (("bookie-3:3181",) if e >= 3 else ())]
+    rows += [{"ledger": 9000, "entry": e, "bookie": "bookie-2:3181", "rc": "removed"} for e in range(3)]
+    (base / "entries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = check_run(tmp_path)
+    assert result.anomalies["under-replicated"] == 3  # entries 0-2: bookie-1's copy alone
+    assert [ex["entry"] for ex in result.examples["under-replicated"]] == [0, 1, 2]
+    assert "bookies/entries.jsonl" not in result.unread
+    assert reference_checker.check(tmp_path) == result
