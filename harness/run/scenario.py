@@ -224,24 +224,17 @@ _REPLICATING = re.compile(r"Replicating fragment Fragment\(LedgerID: (\d+), Firs
 
 
 def _rereplications(result: RunResult, run_dir: Path | None) -> Measured:
-    """Fragments of the case topic's ledgers (the bookie dump's ``ledgers.json``) that
-    BookKeeper's AutoRecovery began to re-replicate: distinct (ledger, first entry) of its
-    "Replicating fragment" lines in the bookies' logs (``logs/bookie-*.log``), whether or
-    not the copy succeeded."""
+    """Fragments of the case topic's ledgers (``bookies/ledgers.json``) that BookKeeper's
+    AutoRecovery began to re-replicate, copied or not: distinct (ledger, first entry) of the
+    "Replicating fragment" lines in ``logs/bookie-*.log``."""
     rows = _dumped_ledgers(run_dir)
-    if rows is None or run_dir is None:
-        return Measured(None, "no bookie dump (bookies/ledgers.json)")
-    logs = sorted((run_dir / "logs").glob("bookie-*.log"))
-    if not logs:
-        return Measured(None, "no bookie log (logs/bookie-*.log)")
+    logs = sorted((run_dir / "logs").glob("bookie-*.log")) if run_dir is not None else []
+    if rows is None or not logs:
+        return Measured(None, "no bookie dump (bookies/ledgers.json) or no bookie log")
     ours = {row.get("ledger") for row in rows if isinstance(row, dict)}
-    found: set[tuple[int, int]] = set()
-    for path in logs:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if "Replicating fragment" in line and (m := _REPLICATING.search(line)) \
-                        and int(m.group(1)) in ours:
-                    found.add((int(m.group(1)), int(m.group(2))))
+    found = {(int(m.group(1)), int(m.group(2))) for path in logs
+             for m in _REPLICATING.finditer(path.read_text(encoding="utf-8", errors="replace"))
+             if int(m.group(1)) in ours}
     return Measured(len(found), ", ".join(f"ledger {lg} from entry {e}" for lg, e in sorted(found)))
 
 

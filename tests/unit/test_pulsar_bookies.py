@@ -80,7 +80,7 @@ def test_the_stats_last_confirmed_entry_is_only_its_own_ledger_s(tmp_path: Path,
     monkeypatch.setattr(pulsar_bookies, "_run_dump",
                         lambda system, run_dir, tasks, digests: ran.append(tasks))
     problems: list[str] = []
-    system = SimpleNamespace(internal_stats=lambda topic, part: stats)
+    system = SimpleNamespace(internal_stats=lambda topic, part: stats, removed=set())
     out = pulsar_bookies.dump_bookies(system, tmp_path, "t", 1, problems)  # type: ignore[arg-type]
     assert out is not None and out == tmp_path / "bookies"
     written = {r["ledger"]: r["last_confirmed"] for r in _json.loads((out / "ledgers.json").read_text())}

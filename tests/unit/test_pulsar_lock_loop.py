@@ -56,7 +56,7 @@ def test_ready_remedy_restarts_only_unregistered_bookies_and_says_why() -> None:
         return SimpleNamespace(name=name, container=container)
 
     system: Any = object.__new__(PulsarSystem)
-    system._restarted = {}
+    system._restarted, system.removed = {}, set()
     system.cluster = SimpleNamespace(node=node)
     system.spec = SimpleNamespace(nodes_of=lambda kind: [node(f"bookie-{i}") for i in (1, 2, 3)])
     system.live_bookies = lambda: {"bookie-2:3181", "bookie-3:3181"}

@@ -295,3 +295,19 @@ def test_unseen_is_reproduced_only_with_the_polled_ids_bounded() -> None:
         load_case_text(HEAD + steps + "expect: {reproduces: [unseen]}\n", "c.yaml")
     case = load_case_text(HEAD + steps + "expect: {reproduces: [unseen], scenario: {polled: 9}}\n", "c.yaml")
     assert "unseen" in case.expect.reproduces and "unseen" not in case.expect.observe
+
+
+def test_rereplications_are_the_fragments_autorecovery_began_on_for_the_case_ledgers(tmp_path: Path) -> None:
+    assert measure("rereplications", RunResult("r"), tmp_path).count is None  # no dump
+    (tmp_path / "bookies").mkdir()
+    (tmp_path / "bookies" / "ledgers.json").write_text(json.dumps([{"ledger": 7, "ensembles": {"0": ["a"]}}]))
+    assert measure("rereplications", RunResult("r"), tmp_path).count is None  # no bookie log
+    (tmp_path / "logs").mkdir()
+    line = "[t] INFO Replicating fragment Fragment(LedgerID: {}, FirstEntryID: {}[0], Last: 9) x\n"
+    (tmp_path / "logs" / "bookie-1.log").write_text(line.format(7, 0) + line.format(7, 0) + line.format(3, 0))
+    (tmp_path / "logs" / "bookie-3.log").write_text(line.format(7, 402))
+    got = measure("rereplications", RunResult("r"), tmp_path)
+    # ledger 3 is another topic's
+    assert got.count == 2 and got.note == "ledger 7 from entry 0, ledger 7 from entry 402"
+    with pytest.raises(CaseError, match="only Pulsar's bookies re-replicate ledgers"):
+        load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {rereplications: 1}}\n", "c.yaml")
