@@ -55,7 +55,7 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) ->
         gaps["fenced-writes"] = "only Pulsar's bookies fence ledgers"
         gaps["ledger-directories"] = "only Pulsar's bookies have ledger directories"
         gaps["ensemble-changes"] = "only Pulsar's ledgers have ensembles (the bookie dump)"
-        gaps["rereplications"] = "only Pulsar's bookies re-replicate ledgers (AutoRecovery)"
+        gaps["fenced-rereplications"] = "only Pulsar's bookies re-replicate ledgers (AutoRecovery)"
     return MappingProxyType(gaps)
 
 

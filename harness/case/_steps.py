@@ -335,10 +335,10 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     if missing:
         raise error(node, field, f"{missing} (use kill9)")
     args = FaultArgs(ctx.selector(node, field))
-    if field.endswith(".remove") and not (args.target.role == "bookie" or (
+    if field.endswith(".remove") and not (args.target.role in ("bookie", "non-auditor-bookie") or (
             args.target.node or "").startswith("bookie-")):
         raise error(node, field, f"{args.target} is not a bookie (remove takes a bookie out for good: "
-                                 "bookie, or bookie-N)")
+                                 "bookie, non-auditor-bookie or bookie-N)")
     return args
 
 

@@ -42,7 +42,7 @@ class SystemProfile:
 
 
 ROLES_KAFKA = ("leader", "follower", "controller", "old-leader", "txn-coordinator", "group-coordinator")
-ROLES_PULSAR = ("owner", "bookie", "non-owner", "zookeeper")
+ROLES_PULSAR = ("owner", "bookie", "non-auditor-bookie", "non-owner", "zookeeper")
 #: Each system's profile, by name.
 PROFILES: Mapping[str, SystemProfile] = MappingProxyType({
     "kafka": SystemProfile("kafka", ROLES_KAFKA, ("leader", "follower")),
@@ -438,8 +438,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                           "L in directory L mod the number of bookie.ledgerDirectories)",
     "ensemble-changes": "ensemble changes in the case topic's ledgers (each ledger's ensembles after "
                         "its first, from the bookie dump's ledgers.json)",
-    "rereplications": "fragments of the case topic's ledgers that BookKeeper's AutoRecovery began to "
-                      "re-replicate (its \"Replicating fragment\" lines in the bookies' logs)",
+    "fenced-rereplications": "fragments of the case topic's ledgers that BookKeeper's AutoRecovery "
+                             "began to re-replicate after a bookie fenced the ledger (the bookies' logs)",
     "polled": "distinct ids the run's consumers polled (run-phase polls of consume steps, the "
               "recovery read apart)",
 })

@@ -15,16 +15,14 @@ about, so a case can forbid it.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..case import Case
 from ..history import history_files, read_events
 from ..result import Expectation, RunResult
+from .scenario_bookies import Measured, ensemble_changes, fenced_rereplications, ledger_directories
 
 __all__ = ["MEASURES", "REPAIRS_ROW", "SCENARIO_ROW", "Measured", "measure", "repairs_row", "scenario_missed",
            "scenario_rows"]
@@ -33,14 +31,6 @@ __all__ = ["MEASURES", "REPAIRS_ROW", "SCENARIO_ROW", "Measured", "measure", "re
 SCENARIO_ROW = "scenario: "
 #: The name of the row that judges ``expect.repairs``.
 REPAIRS_ROW = "repairs"
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A fact's count (None: nothing recorded to count it) and a note: where, or why not."""
-
-    count: int | None
-    note: str = ""
 
 
 def _is_int(value: Any) -> bool:
@@ -176,68 +166,6 @@ def _fenced_writes(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(refused.values()), ", ".join(f"{node}: {n}" for node, n in sorted(refused.items())))
 
 
-def _dumped_ledgers(run_dir: Path | None) -> list[Any] | None:
-    """The bookie dump's ``bookies/ledgers.json`` (the case topic's ledgers' metadata after
-    the run); None without one."""
-    path = run_dir / "bookies" / "ledgers.json" if run_dir is not None else None
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
-    except (OSError, ValueError):
-        rows = None
-    return rows if isinstance(rows, list) else None
-
-
-def _ledger_directories(result: RunResult, run_dir: Path | None) -> Measured:
-    """Ledger directories of the bookies that hold the case topic's entries: a bookie with N
-    ``ledgerDirectories`` (the case's ``bookie.ledgerDirectories``, comma-separated; one
-    otherwise) keeps ledger L in directory L mod N (BookKeeper's DbLedgerStorage), counted over
-    the ledgers with an entry in the bookie dump's ``ledgers.json``."""
-    rows = _dumped_ledgers(run_dir)
-    if rows is None:
-        return Measured(None, "no bookie dump (bookies/ledgers.json)")
-    dirs = len(str(result.broker_config.get("bookie.ledgerDirectories", "")).split(","))
-    used = {row["ledger"]: row["ledger"] % dirs for row in rows
-            if isinstance(row, dict) and isinstance(row.get("ledger"), int)
-            and isinstance(row.get("last_confirmed"), int) and row["last_confirmed"] >= 0}
-    if not used:
-        return Measured(0, "no ledger holds an entry")
-    return Measured(len(set(used.values())),
-                    f"of {dirs}: " + ", ".join(f"ledger {led} in {d}" for led, d in sorted(used.items())))
-
-
-def _ensemble_changes(result: RunResult, run_dir: Path | None) -> Measured:
-    """Ensemble changes in the case topic's ledgers: each ledger's ensembles after its first,
-    from the bookie dump's ``ledgers.json`` (the ledgers' metadata after the run)."""
-    rows = _dumped_ledgers(run_dir)
-    if rows is None:
-        return Measured(None, "no bookie dump (bookies/ledgers.json)")
-    changed = {row.get("ledger"): len(row.get("ensembles") or {}) - 1 for row in rows
-               if isinstance(row, dict) and len(row.get("ensembles") or {}) > 1}
-    if not changed:
-        return Measured(0, f"{len(rows)} ledger(s), each with one ensemble")
-    return Measured(sum(changed.values()),
-                    ", ".join(f"ledger {led}: {n}" for led, n in sorted(changed.items())))
-
-
-#: BookKeeper's LedgerFragmentReplicator, as AutoRecovery starts on a fragment
-_REPLICATING = re.compile(r"Replicating fragment Fragment\(LedgerID: (\d+), FirstEntryID: (-?\d+)")
-
-
-def _rereplications(result: RunResult, run_dir: Path | None) -> Measured:
-    """Fragments of the case topic's ledgers (``bookies/ledgers.json``) that BookKeeper's
-    AutoRecovery began to re-replicate, copied or not: distinct (ledger, first entry) of the
-    "Replicating fragment" lines in ``logs/bookie-*.log``."""
-    rows = _dumped_ledgers(run_dir)
-    logs = sorted((run_dir / "logs").glob("bookie-*.log")) if run_dir is not None else []
-    if rows is None or not logs:
-        return Measured(None, "no bookie dump (bookies/ledgers.json) or no bookie log")
-    ours = {row.get("ledger") for row in rows if isinstance(row, dict)}
-    found = {(int(m.group(1)), int(m.group(2))) for path in logs
-             for m in _REPLICATING.finditer(path.read_text(encoding="utf-8", errors="replace"))
-             if int(m.group(1)) in ours}
-    return Measured(len(found), ", ".join(f"ledger {lg} from entry {e}" for lg, e in sorted(found)))
-
-
 #: fact -> how it is counted
 MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "stalls": _stalls,
@@ -248,10 +176,10 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
     "fenced-writes": _fenced_writes,
-    "ledger-directories": _ledger_directories,
-    "ensemble-changes": _ensemble_changes,
+    "ledger-directories": ledger_directories,
+    "ensemble-changes": ensemble_changes,
     "polled": _polled,
-    "rereplications": _rereplications,
+    "fenced-rereplications": fenced_rereplications,
 }
 
 

@@ -277,6 +277,22 @@ class PulsarSystem:
             return ids
         return self._zk(read, "/ledgers/available")
 
+    def auditor(self) -> str | None:
+        """The bookie whose AutoRecovery is the Auditor now (its leader election in the
+        metadata store: Pulsar's driver, else BookKeeper's own); None when none runs."""
+        def read(zk: Any) -> str | None:
+            data = b""
+            if zk.exists("/ledgers/underreplication/leader"):
+                data = zk.get("/ledgers/underreplication/leader")[0] or b""
+            elif zk.exists("/ledgers/underreplication/auditorelection"):
+                votes = sorted(zk.get_children("/ledgers/underreplication/auditorelection"))
+                votes = [v for v in votes if v != "ATTEMPT"]
+                if votes:
+                    data = zk.get(f"/ledgers/underreplication/auditorelection/{votes[0]}")[0] or b""
+            m = re.search(r"(bookie-\d+)", data.decode("utf-8", "replace"))
+            return m.group(1) if m else None
+        return self._zk(read, "/ledgers/underreplication")
+
     def set_disk_full(self, node: Node, full: bool) -> dict[str, Any]:
         """The ``diskfull`` fault on a bookie: a Byteman rule makes BookKeeper's disk checker
         (``DiskChecker.checkDir``, called by the bookie's ``LedgerDirsMonitor`` every
@@ -883,11 +899,12 @@ class PulsarSystem:
             return self.owner(topic, partition)
         if role == "non-owner":
             return self.non_owner(topic, partition)
-        if role == "bookie":
+        if role in ("bookie", "non-auditor-bookie"):
             ensemble = self.ledger_ensemble(topic, partition)
             if not ensemble:
-                raise FaultError(f"bookie: partition {partition} of {topic} has no open ledger yet")
-            return ensemble[0]
+                raise FaultError(f"{role}: partition {partition} of {topic} has no open ledger yet")
+            auditor = self.auditor() if role == "non-auditor-bookie" else None
+            return next((b for b in ensemble if b.name != auditor), ensemble[0])
         if role == "zookeeper":
             return self.cluster.node("zk")
         raise FaultError(f"unknown pulsar role {role!r}")

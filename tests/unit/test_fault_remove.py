@@ -52,3 +52,31 @@ def test_pulsar_readiness_leaves_removed_bookies_out(monkeypatch: pytest.MonkeyP
     assert system.unregistered_bookies() == []
     assert system.removable(cast(Node, SimpleNamespace(kind="bookie")))
     assert not system.removable(cast(Node, SimpleNamespace(kind="pulsar-broker")))
+
+
+class FakeZk:
+    def __init__(self, nodes: dict[str, bytes], children: dict[str, list[str]]) -> None:
+        self.nodes, self.children = nodes, children
+
+    def exists(self, path: str) -> bool:
+        return path in self.nodes or path in self.children
+
+    def get(self, path: str) -> tuple[bytes, None]:
+        return self.nodes[path], None
+
+    def get_children(self, path: str) -> list[str]:
+        return self.children[path]
+
+
+@pytest.mark.parametrize(("nodes", "children", "auditor"), [
+    ({"/ledgers/underreplication/leader": b'"bookie-2:3181"'}, {}, "bookie-2"),  # Pulsar's driver
+    ({"/ledgers/underreplication/auditorelection/V_0000000003": b"bookieId: \"bookie-3:3181\""},
+     {"/ledgers/underreplication/auditorelection": ["V_0000000005", "V_0000000003", "ATTEMPT"]},
+     "bookie-3"),  # BookKeeper's own: the lowest vote leads
+    ({}, {}, None),  # no AutoRecovery
+])
+def test_the_auditor_is_read_from_its_election(nodes: dict[str, bytes], children: dict[str, list[str]],
+                                               auditor: str | None) -> None:
+    system = PulsarSystem.__new__(PulsarSystem)
+    cast(Any, system)._zk = lambda fn, what: fn(FakeZk(nodes, children))
+    assert system.auditor() == auditor

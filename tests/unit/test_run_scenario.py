@@ -297,17 +297,31 @@ def test_unseen_is_reproduced_only_with_the_polled_ids_bounded() -> None:
     assert "unseen" in case.expect.reproduces and "unseen" not in case.expect.observe
 
 
-def test_rereplications_are_the_fragments_autorecovery_began_on_for_the_case_ledgers(tmp_path: Path) -> None:
-    assert measure("rereplications", RunResult("r"), tmp_path).count is None  # no dump
+def test_fenced_rereplications_count_the_fragments_autorecovery_began_on_after_the_fence(
+        tmp_path: Path) -> None:
+    assert measure("fenced-rereplications", RunResult("r"), tmp_path).count is None  # no dump
     (tmp_path / "bookies").mkdir()
-    (tmp_path / "bookies" / "ledgers.json").write_text(json.dumps([{"ledger": 7, "ensembles": {"0": ["a"]}}]))
-    assert measure("rereplications", RunResult("r"), tmp_path).count is None  # no bookie log
+    (tmp_path / "bookies" / "ledgers.json").write_text(json.dumps([{"ledger": 7}, {"ledger": 8}]))
+    assert measure("fenced-rereplications", RunResult("r"), tmp_path).count is None  # no bookie log
     (tmp_path / "logs").mkdir()
-    line = "[t] INFO Replicating fragment Fragment(LedgerID: {}, FirstEntryID: {}[0], Last: 9) x\n"
-    (tmp_path / "logs" / "bookie-1.log").write_text(line.format(7, 0) + line.format(7, 0) + line.format(3, 0))
-    (tmp_path / "logs" / "bookie-3.log").write_text(line.format(7, 402))
-    got = measure("rereplications", RunResult("r"), tmp_path)
+
+    def copy(t: str, ledger: int, first: int) -> str:
+        return (f"[2026-12-05 {t},000] INFO Replicating fragment Fragment(LedgerID: {ledger}, "
+                f"FirstEntryID: {first}[0])\n")
+
+    def fence(t: str, ledger: int) -> str:
+        return f"[2026-12-05 {t},500] WARN Ledger: {ledger}  fenced by: /172.0.0.9:5 (o.a.b.p.X)\n"
+
+    (tmp_path / "logs" / "bookie-1.log").write_text(
+        copy("19:00:01", 8, 0) + fence("19:00:02", 7) + fence("19:00:03", 8) + copy("19:00:04", 7, 0)
+        + copy("19:00:05", 7, 0) + copy("19:00:06", 3, 0))
+    (tmp_path / "logs" / "bookie-3.log").write_text(copy("19:00:07", 7, 402) + fence("19:00:01", 7))
+    got = measure("fenced-rereplications", RunResult("r"), tmp_path)
+    # ledger 8 was copied before its fence (a copy into a ledger not fenced proves nothing);
     # ledger 3 is another topic's
-    assert got.count == 2 and got.note == "ledger 7 from entry 0, ledger 7 from entry 402"
+    assert got.count == 2
+    assert got.note == ("ledger 7 from entry 0, ledger 7 from entry 402, "
+                        "and before its fence: ledger 8 from entry 0")
     with pytest.raises(CaseError, match="only Pulsar's bookies re-replicate ledgers"):
-        load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {rereplications: 1}}\n", "c.yaml")
+        load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {fenced-rereplications: 1}}\n",
+                       "c.yaml")
