@@ -207,6 +207,43 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0 if all(c.as_expected == len(c.runs) for c in done) else 1
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    """``harness explore``: a campaign of drawn fault schedules (harness.explore); exit 1 when
+    it found a broken promise, 0 when it found nothing, 2 on an error. ``--dry-run N`` prints
+    the first N schedules' case files and runs nothing."""
+    import random
+    import shlex
+
+    from .explore import run_campaign
+    from .explore.schedule import case_text, draw
+
+    for name in ("runs", "probe_runs", "confirm_runs", "max_tries"):
+        if getattr(args, name) < 1:
+            raise HarnessError(f"--{name.replace('_', '-')} {getattr(args, name)}: give at least 1")
+    if args.minutes <= 0:
+        raise HarnessError(f"--minutes {args.minutes:g}: give a positive budget")
+    if args.dry_run is not None:
+        seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+        seeds = random.Random(seed)
+        for _ in range(args.dry_run):
+            print(case_text(draw(seeds.randrange(2**31), args.cluster, args.version)))
+        return 0
+    require_reachable(args.spark_master)
+    camp = run_campaign(args.cluster, args.version, seed=args.seed, runs=args.runs, minutes=args.minutes,
+                        reports_dir=Path(args.reports), do_shrink=not args.no_shrink,
+                        probe_runs=args.probe_runs, confirm_runs=args.confirm_runs,
+                        max_tries=args.max_tries, other_versions=tuple(args.versions or ()),
+                        command=shlex.join(["harness", "explore", *sys.argv[2:]]),
+                        spark_master=args.spark_master)
+    if camp.finding is None:
+        print(f"explore: nothing found in {len(camp.runs)} runs (seed {camp.seed})")
+        return 0
+    print(f"explore: found {', '.join(camp.finding['anomalies'])} in run {camp.finding['run']} "
+          f"(seed {camp.seed})" + (f"; shrunk to {camp.found_case}, reproduced {camp.confirmed}"
+                                    if camp.found_case else ""))
+    return 1
+
+
 RUN_DIR_HELP = "a run's directory (reports/<run>, as `harness run` prints it)"
 SPARK_MASTER_HELP = ("where the check runs: local-connect (default, or $HARNESS_SPARK_MASTER): a Spark "
                      "Connect server on loopback shared by harness processes, started on first use, "
@@ -302,6 +339,27 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--reports", default=str(REPORTS_DIR))
     matrix.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     matrix.set_defaults(fn=cmd_matrix)
+
+    explore = sub.add_parser("explore", help="run drawn fault schedules until one breaks a promise; "
+                                             "shrink it to a case under cases/found/")
+    explore.add_argument("--cluster", default="kafka-zk", help="the cluster (default kafka-zk)")
+    explore.add_argument("--version", help="its version (default: the cluster's)")
+    explore.add_argument("--seed", type=int, help="the campaign's seed (default: drawn; printed)")
+    explore.add_argument("--runs", type=int, default=60, help="search runs at most (default 60)")
+    explore.add_argument("--minutes", type=float, default=120, help="search budget (default 120)")
+    explore.add_argument("--no-shrink", action="store_true", help="stop at the first finding")
+    explore.add_argument("--probe-runs", type=int, default=2,
+                         help="runs of each shrink candidate, all of which must fail (default 2)")
+    explore.add_argument("--confirm-runs", type=int, default=10,
+                         help="runs of the shrunk case (default 10)")
+    explore.add_argument("--max-tries", type=int, default=30, help="shrink candidates at most (default 30)")
+    explore.add_argument("--versions", action="append",
+                         help="also run the shrunk case on this version (repeatable)")
+    explore.add_argument("--dry-run", type=int, metavar="N",
+                         help="print the first N drawn schedules as case files; run nothing")
+    explore.add_argument("--reports", default=str(REPORTS_DIR))
+    explore.add_argument("--spark-master", help=SPARK_MASTER_HELP)
+    explore.set_defaults(fn=cmd_explore)
 
     validate = sub.add_parser("validate", help="validate case files (no Docker)")
     validate.add_argument("paths", nargs="*", help="files or directories (default: cases/)")

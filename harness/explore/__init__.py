@@ -1,0 +1,220 @@
+"""Exploration: runs of drawn fault schedules until one breaks a promise, then the failing
+schedule shrunk to a small case file (``harness explore``, docs/exploration.md).
+
+A campaign (:func:`run_campaign`) draws one schedule per run from the campaign's seed
+(:mod:`.schedule`: crash-timing points of the system and version, node faults, partitions,
+pauses, under a workload), writes it as a case file and runs it on a cluster kept between
+runs. Draws prefer the points and faults hit least so far (``seen``, recorded per run so a
+run replays: ``harness explore --replay``). The first run whose check finds an anomaly the
+system promises against (:data:`.schedule.PROMISED`) ends the search; its schedule is shrunk
+(:mod:`.shrink`: each candidate run ``probe_runs`` times, kept only if every run shows the
+anomaly), the result run ``confirm_runs`` times, then once on each other version asked for,
+and written under ``cases/found/`` with what each version did. Everything is recorded in
+``reports/explore-*/campaign.json`` and drawn on its ``index.html`` as it goes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..case import load_case_text
+from ..clusters import REPORTS_DIR, ROOT, get_cluster
+from ..errors import HarnessError
+from .page import write_page
+from .schedule import PROMISED, Schedule, case_text, draw
+from .shrink import Try, shrink
+
+__all__ = ["Campaign", "ExploreRun", "run_campaign", "FOUND_DIR"]
+
+log = logging.getLogger(__name__)
+#: where found cases are written
+FOUND_DIR = ROOT / "cases" / "found"
+
+
+@dataclass
+class ExploreRun:
+    """One run of a campaign: its draw, its verdict, what it found."""
+
+    index: int
+    seed: int
+    purpose: str  # search, shrink, confirm, version
+    label: str
+    case_file: str
+    run_dir: str
+    verdict: str
+    seconds: float
+    found: list[str] = field(default_factory=list)
+    points_hit: list[str] = field(default_factory=list)
+    error: str | None = None
+    version: str | None = None
+
+
+@dataclass
+class Campaign:
+    """A campaign's record (``campaign.json``)."""
+
+    cluster: str
+    version: str
+    seed: int
+    started: str
+    command: str
+    runs: list[ExploreRun] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)
+    finding: dict[str, Any] | None = None
+    tries: list[Try] = field(default_factory=list)
+    found_case: str | None = None
+    confirmed: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    finished: str | None = None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_campaign(cluster: str, version: str | None = None, *, seed: int | None = None, runs: int = 60,
+                 minutes: float = 120, reports_dir: Path = REPORTS_DIR, do_shrink: bool = True,
+                 probe_runs: int = 2, confirm_runs: int = 10, max_tries: int = 30,
+                 other_versions: tuple[str, ...] = (), command: str = "harness explore",
+                 spark_master: str | None = None, found_dir: Path = FOUND_DIR,
+                 runner: Callable[..., Any] | None = None) -> Campaign:
+    """Runs a campaign (module doc); returns its record, also in ``campaign.json``.
+    ``runner`` (tests): called like :func:`harness.run.run_case`."""
+    from ..run import run_case
+
+    spec = get_cluster(cluster)
+    version = version or spec.default_version
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    root = Path(reports_dir) / f"explore-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{seed}"
+    (root / "cases").mkdir(parents=True)
+    camp = Campaign(cluster, version, seed, _now(), command)
+    run = runner or run_case
+    deadline = time.monotonic() + minutes * 60
+    seeds = random.Random(seed)
+    seen: Counter[str] = Counter()
+
+    def one(s: Schedule, purpose: str, label: str | None = None) -> ExploreRun:
+        index = len(camp.runs)
+        path = root / "cases" / f"{index:03d}-{purpose}.yaml"
+        path.write_text(case_text(s, name=f"explore-{seed}-{index:03d}"), encoding="utf-8")
+        t0 = time.monotonic()
+        outcome = run(load_case_text(path.read_text(encoding="utf-8"), path), reports_dir=root / "runs",
+                      keep_cluster=True, spark_master=spark_master)
+        result = outcome.result
+        hit = sorted({i.point for i in (result.injections or []) if i.hit})
+        done = ExploreRun(index, s.seed, purpose, label or s.label(), str(path), str(outcome.run_dir),
+                          result.verdict, round(time.monotonic() - t0, 1),
+                          [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0], hit,
+                          result.error, s.version)
+        camp.runs.append(done)
+        _save(root, camp)
+        log.info("explore: run %d (%s) %s: %s%s", index, purpose, done.label, done.verdict,
+                 f", found {', '.join(done.found)}" if done.found else "")
+        return done
+
+    try:
+        for _ in range(runs):
+            if time.monotonic() > deadline:
+                log.info("explore: the %g-minute budget is spent", minutes)
+                break
+            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen))
+            done = one(s, "search")
+            seen.update(f"point:{e.point}" if e.point else e.fault for e in s.episodes)
+            seen.update(f"point:{p}" for p in done.points_hit)
+            camp.seen = dict(seen)
+            if done.found:
+                camp.finding = {"run": done.index, "anomalies": done.found, "schedule": _plain(s)}
+                break
+        if camp.finding is not None and do_shrink:
+            _shrink_and_write(camp, one, root, found_dir, probe_runs, confirm_runs, max_tries, other_versions)
+    finally:
+        camp.finished = _now()
+        _save(root, camp)
+        if runner is None:
+            _remove_clusters()
+    return camp
+
+
+def _shrink_and_write(camp: Campaign, one: Callable[..., ExploreRun], root: Path, found_dir: Path,
+                      probe_runs: int, confirm_runs: int, max_tries: int,
+                      other_versions: tuple[str, ...]) -> None:
+    assert camp.finding is not None
+    s = _schedule(camp.finding["schedule"])
+    anomaly = camp.finding["anomalies"][0]
+
+    def test(c: Schedule) -> bool:
+        return all(anomaly in one(c, "shrink").found for _ in range(probe_runs))
+
+    small, camp.tries = shrink(s, test, max_tries=max_tries)
+    kept = sum(anomaly in one(small, "confirm").found for _ in range(confirm_runs))
+    camp.confirmed = f"{kept}/{confirm_runs}"
+    from dataclasses import replace
+
+    for v in other_versions:
+        again = one(replace(small, version=v), "version")
+        camp.versions[v] = "reproduces" if anomaly in again.found else "holds"
+    name = f"{camp.cluster}-{camp.version}-{camp.seed}".replace(".", "-")
+    found_dir.mkdir(parents=True, exist_ok=True)
+    path = found_dir / f"{name}.yaml"
+    path.write_text(_found_text(small, name, anomaly, camp), encoding="utf-8")
+    load_case_text(path.read_text(encoding="utf-8"), path)  # the file is a valid case
+    camp.found_case = str(path)
+    _save(root, camp)
+
+
+def _found_text(s: Schedule, name: str, anomaly: str, camp: Campaign) -> str:
+    """The found case: the shrunk schedule, with a versions list of what each version did
+    (observed by the campaign, not a public source: a person checks it before it joins the
+    library)."""
+    text = case_text(s, name=name, description=(
+        f"Found by harness explore (campaign seed {camp.seed}, {camp.cluster} {camp.version}): "
+        f"{anomaly} after {s.label()}. Shrunk from run {camp.finding and camp.finding['run']}; "
+        f"reproduced in {camp.confirmed} confirmation runs. The versions below are what the "
+        "campaign observed, not a public source."))
+    head, _, expect = text.rpartition("expect: ")
+    observe = json.loads(expect)["observe"]
+    entries = [{"version": camp.version, "source": "observed by harness explore", "expect": {
+        "reproduces": [anomaly], "observe": observe, "min_acked": 1}}]
+    for v, what in camp.versions.items():
+        entry: dict[str, Any] = {"observe": observe, "min_acked": 1}
+        if what == "reproduces":
+            entry["reproduces"] = [anomaly]
+        entries.append({"version": v, "source": "observed by harness explore", "expect": entry})
+    head = "\n".join(line for line in head.splitlines() if not line.startswith("version:"))
+    return (head + "\nexpect: " + expect.strip() + "\nversions:\n"
+            + "".join(f"  - {json.dumps(e)}\n" for e in entries))
+
+
+def _plain(s: Schedule) -> dict[str, Any]:
+    return {**asdict(s), "broker_config": dict(s.broker_config)}
+
+
+def _schedule(d: dict[str, Any]) -> Schedule:
+    from .schedule import Episode
+
+    return Schedule(**{**d, "episodes": tuple(Episode(**e) for e in d["episodes"])})
+
+
+def _save(root: Path, camp: Campaign) -> None:
+    data = asdict(camp)
+    (root / "campaign.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_page(root, data)
+
+
+def _remove_clusters() -> None:
+    from ..backend.cluster import this_owner
+    from ..backend.docker import LABEL_OWNER, Engine
+
+    try:
+        Engine().remove_labelled({LABEL_OWNER: this_owner()})
+    except HarnessError:
+        pass  # no engine: nothing of ours runs

@@ -1,0 +1,208 @@
+"""Fault schedules drawn from a seed, and the case files they become.
+
+A :class:`Schedule` is a base workload (records written before any fault, a background load
+or not) and a few :class:`Episode` s, each one fault at a moment: at a crash-timing point
+(armed, awaited, then the node it holds or a role killed), or by role (kill -9, power loss,
+stop, pause, a partition), with the node started, resumed or healed again after a hold or
+left down. :func:`draw` makes one from a seed, the same one for the same seed, system,
+version and weights; :func:`case_text` writes it as a case file (YAML) that
+:func:`harness.case.load_case_text` validates like any other. The expectation is the
+system's promise for the drawn settings (acks=all, at least two in-sync replicas; a Pulsar
+write quorum acknowledged): nothing acknowledged lost, replicas and bookies that agree; what
+the settings allow (duplicates without idempotence, a reordered retry) is observed.
+
+At most one power loss per schedule: Kafka relies on replication, not fsync, so two power
+losses within its flush interval may lose acknowledged records without any bug.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ..clusters import get_cluster
+from ..errors import HarnessError
+from ..points import available_points
+
+__all__ = ["Episode", "Schedule", "draw", "case_text", "PROMISED", "KINDS"]
+
+#: what an episode does
+KINDS = ("point", "crash", "pause", "partition")
+#: the anomalies a schedule's case judges: what the system promises for the drawn settings
+PROMISED = {
+    "kafka": ("lost-write", "inconsistent-offsets", "replica-divergence", "truncation-skip", "unexpected"),
+    "pulsar": ("lost-write", "under-replicated", "bookie-divergence", "past-closed-end", "unexpected"),
+}
+#: the roles a fault by role aims at, per system
+_ROLES = {"kafka": ("leader", "follower"), "pulsar": ("owner", "bookie", "non-owner")}
+#: the roles a point's fault aims at besides the node the point holds
+_POINT_ROLES = {"kafka": ("held", "leader"), "pulsar": ("held", "owner")}
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One fault: ``kind`` (:data:`KINDS`); ``point`` (kind point) the crash-timing point to
+    arm and await; ``fault`` kill9, powerloss, stop, pause or partition; ``target`` a role;
+    ``restart``: the node is started (resumed, healed) again after ``hold_s``; ``inflight``:
+    (kind point) one record sent in the background once the point is armed, the write the
+    point holds."""
+
+    kind: str
+    fault: str
+    target: str
+    hold_s: float = 5.0
+    restart: bool = True
+    point: str | None = None
+    inflight: bool = False
+
+    def label(self) -> str:
+        where = f"{self.point} then " if self.point else ""
+        return f"{where}{self.fault} {self.target}" + ("" if self.restart else " (left down)")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A drawn run: ``base`` records first; ``load_s`` seconds of background load at
+    ``rate`` (0: none) during the episodes; the episodes in order."""
+
+    seed: int
+    system: str
+    cluster: str
+    version: str
+    base: int
+    episodes: tuple[Episode, ...]
+    load_s: int = 0
+    rate: int = 50
+    broker_config: Mapping[str, str] = field(default_factory=dict)
+
+    def label(self) -> str:
+        return "; ".join(e.label() for e in self.episodes) or "no fault"
+
+    def size(self) -> int:
+        """How big the schedule is (fewer episodes, records and seconds is smaller)."""
+        per = sum(2 * e.inflight + e.restart + int(e.hold_s) for e in self.episodes)
+        return 100 * len(self.episodes) + per + self.base // 10 + self.load_s
+
+
+def _weighted(rng: random.Random, options: list[str], seen: Mapping[str, int]) -> str:
+    """One of ``options``, preferring those ``seen`` counts less (1 / (1 + count))."""
+    weights = [1.0 / (1 + seen.get(o, 0)) for o in options]
+    return rng.choices(options, weights=weights)[0]
+
+
+def draw(seed: int, cluster: str, version: str | None = None, *,
+         seen: Mapping[str, int] | None = None, max_episodes: int = 3) -> Schedule:
+    """The schedule of ``seed`` on ``cluster`` at ``version`` (the cluster's default if
+    None). ``seen``: how often each point and fault was already drawn or hit in the
+    campaign; the draw prefers the rarer ones (guided), and depends on it, so a replay
+    passes the same ``seen`` (the campaign records it per run)."""
+    spec = get_cluster(cluster)
+    version = version or spec.default_version
+    if version not in spec.versions:
+        raise HarnessError(f"cluster {cluster} has no version {version!r} "
+                           f"(it has: {', '.join(spec.versions)})")
+    seen = seen or {}
+    rng = random.Random(seed)
+    system = spec.system
+    points = sorted(available_points(system, version))
+    faults = ["kill9", "stop", "pause", "partition"] + (["powerloss"] if system == "kafka" else [])
+    episodes: list[Episode] = []
+    for _ in range(rng.randint(1, max_episodes)):
+        options = [f"point:{p}" for p in points] + faults
+        if any(e.fault == "powerloss" for e in episodes):
+            options.remove("powerloss")
+        pick = _weighted(rng, options, seen)
+        hold = float(rng.choice((2, 5, 10, 20)))
+        if pick.startswith("point:"):
+            crash = [f for f in ("kill9", "powerloss", "stop") if f in options]
+            episodes.append(Episode("point", rng.choice(crash), rng.choice(_POINT_ROLES[system]), hold,
+                                    rng.random() < 0.7, point=pick.split(":", 1)[1],
+                                    inflight=rng.random() < 0.5))
+        elif pick in ("pause", "partition"):
+            episodes.append(Episode(pick, pick, rng.choice(_ROLES[system]), hold))
+        else:
+            episodes.append(Episode("crash", pick, rng.choice(_ROLES[system]), hold, rng.random() < 0.7))
+    # one node left down at most: with two down a replicated write cannot be acknowledged
+    down = [i for i, e in enumerate(episodes) if not e.restart and e.kind in ("point", "crash")]
+    for i in down[1:]:
+        episodes[i] = replace(episodes[i], restart=True)
+    base, load_s = rng.choice((10, 50, 100)), rng.choice((0, 20, 40))
+    if not load_s:  # a point holds a write: without a load, its episode sends one
+        episodes = [replace(e, inflight=True) if e.kind == "point" else e for e in episodes]
+    return Schedule(seed, system, cluster, version, base=base, episodes=tuple(episodes), load_s=load_s)
+
+
+def _steps(s: Schedule) -> list[dict[str, object]]:
+    steps: list[dict[str, object]] = [{"produce": {"count": s.base}}]
+    if s.system == "kafka":
+        steps.append({"await": {"isr_size": {"partition": 0, "size": 3}, "timeout": "60s"}})
+    if s.load_s:
+        steps.append({"produce": {"duration": f"{s.load_s}s", "rate": s.rate, "background": True,
+                                  "name": "load"}})
+    for i, e in enumerate(s.episodes):
+        if e.kind == "point":
+            steps.append({"inject": {"point": e.point, "partition": 0}})
+            if e.inflight:
+                steps.append({"produce": {"count": 1, "background": True, "name": f"inflight-{i}"}})
+            steps.append({"await": {"injection": e.point, "timeout": "30s"}})
+        steps.append({e.fault: e.target})
+        if e.kind == "partition":
+            steps += [{"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]
+        elif e.kind == "pause":
+            steps += [{"sleep": f"{e.hold_s:g}s"}, {"resume": "last-target"}]
+        elif e.restart:
+            steps += [{"sleep": f"{e.hold_s:g}s"}, {"start": "last-target"}]
+    if s.load_s:
+        steps.append({"await": {"workload": "load", "timeout": "3m"}})
+    return steps
+
+
+def case_text(s: Schedule, name: str | None = None, description: str | None = None) -> str:
+    """The case file of ``s`` (YAML; JSON flow style, which YAML reads)."""
+    topic: dict[str, object] = {"partitions": 1}
+    client: dict[str, object] = {"batching": False, "send_timeout_ms": 60000}
+    if s.system == "kafka":
+        topic.update(replication_factor=3, min_insync_replicas=2)
+        client = {"acks": "all", "retries": 5, "request_timeout_ms": 30000, "delivery_timeout_ms": 120000}
+    else:
+        topic.update(ensemble=2, write_quorum=2, ack_quorum=2)
+    observe = ["unseen", "duplicate", "nonmonotonic-send", "nonmonotonic-poll", "under-write-quorum"]
+    if s.system == "kafka":
+        observe.remove("under-write-quorum")
+    lines = [f"name: {json.dumps(name or f'explore-{s.seed}')}",
+             "description: " + json.dumps(description or (
+                 f"Drawn by harness explore from seed {s.seed} on {s.cluster} {s.version}: "
+                 f"{s.label()}.")),
+             f"system: {s.system}", f"cluster: {s.cluster}", f"version: {json.dumps(s.version)}",
+             "timeout: 8m", f"topic: {json.dumps(topic)}", f"client: {json.dumps(client)}"]
+    if s.broker_config:
+        lines.append(f"broker_config: {json.dumps(dict(s.broker_config))}")
+    lines.append("steps:")
+    lines += [f"  - {json.dumps(step)}" for step in _steps(s)]
+    lines.append(f"expect: {json.dumps({'observe': observe, 'min_acked': 1})}")
+    return "\n".join(lines) + "\n"
+
+
+def smaller(s: Schedule) -> list[Schedule]:
+    """The one-step simplifications of ``s`` (delta debugging's second phase: the episodes
+    themselves are removed by :mod:`.shrink`), smallest first: no load, fewer base records,
+    no in-flight record, a node left down started again... each strictly smaller."""
+    out = []
+    if s.load_s:  # a point's episode then sends its own write, as a drawn one does
+        out.append(replace(s, load_s=0, episodes=tuple(replace(e, inflight=True) if e.kind == "point" else e
+                                                       for e in s.episodes)))
+    if s.base > 10:
+        out.append(replace(s, base=max(10, s.base // 2)))
+    for i, e in enumerate(s.episodes):
+        simpler = []
+        if e.inflight and s.load_s:
+            simpler.append(replace(e, inflight=False))
+        if e.hold_s > 1:
+            simpler.append(replace(e, hold_s=max(1.0, e.hold_s // 2)))
+        if e.fault == "powerloss":
+            simpler.append(replace(e, fault="kill9"))
+        for x in simpler:
+            out.append(replace(s, episodes=s.episodes[:i] + (x,) + s.episodes[i + 1:]))
+    return [c for c in out if c.size() < s.size()]

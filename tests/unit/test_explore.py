@@ -1,0 +1,97 @@
+"""Exploration without Docker: a seed replays the same schedule; every drawn schedule is a
+valid case; shrinking a synthetic failing schedule keeps the failure and gets smaller; a
+campaign with a stand-in runner finds, shrinks and writes a case that loads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.case import load_case, load_case_text
+from harness.errors import HarnessError
+from harness.explore import run_campaign
+from harness.explore.schedule import Episode, Schedule, case_text, draw
+from harness.explore.shrink import shrink
+
+
+@pytest.mark.parametrize(("cluster", "version"), [("kafka-zk", "0.10.2.2"), ("kafka-kraft", None),
+                                                  ("pulsar", None)])
+def test_a_seed_replays_its_schedule_and_every_draw_is_a_valid_case(cluster: str,
+                                                                    version: str | None) -> None:
+    for seed in range(40):
+        s = draw(seed, cluster, version)
+        assert s == draw(seed, cluster, version)
+        assert 1 <= len(s.episodes) <= 3
+        assert sum(e.fault == "powerloss" for e in s.episodes) <= 1
+        assert sum(not e.restart and e.kind in ("point", "crash") for e in s.episodes) <= 1
+        case = load_case_text(case_text(s), "drawn.yaml")
+        assert case.version == s.version and case.system == s.system
+    assert [draw(s, cluster, version) for s in range(5)] != [draw(s + 99, cluster, version) for s in range(5)]
+
+
+def test_guided_draws_prefer_what_was_seen_least() -> None:
+    points = [f"point:{p}" for p in ("C1", "C2", "C3", "C4", "C5", "HW-LEADER-ONLY", "NEW-LEADER-FETCH",
+                                     "TRUNCATE-BEFORE", "TRUNCATE-AFTER")]
+    seen = {**dict.fromkeys(points, 50), "kill9": 50, "stop": 50, "pause": 50, "partition": 50}
+    firsts = [draw(seed, "kafka-zk", "0.10.2.2", seen=seen).episodes[0].fault for seed in range(30)]
+    assert firsts.count("powerloss") > 20  # the one never seen (at most one per schedule)
+    plain = [draw(seed, "kafka-zk", "0.10.2.2").episodes[0].fault for seed in range(30)]
+    assert plain.count("powerloss") < 10
+
+
+def test_an_unknown_version_is_one_error() -> None:
+    with pytest.raises(HarnessError, match="cluster kafka-zk has no version '9.9'"):
+        draw(1, "kafka-zk", "9.9")
+
+
+def _schedule() -> Schedule:
+    eps = (Episode("pause", "pause", "follower", 10.0),
+           Episode("point", "kill9", "leader", 20.0, True, point="HW-LEADER-ONLY", inflight=True),
+           Episode("crash", "powerloss", "leader", 5.0, False),
+           Episode("partition", "partition", "leader", 2.0))
+    return Schedule(7, "kafka", "kafka-zk", "0.10.2.2", base=100, episodes=eps, load_s=40)
+
+
+def test_shrinking_keeps_a_synthetic_failure_and_gets_smaller() -> None:
+    """The failure: a kill9 at HW-LEADER-ONLY with at least 20 base records."""
+    def fails(s: Schedule) -> bool:
+        return s.base >= 20 and any(e.point == "HW-LEADER-ONLY" and e.fault == "kill9" for e in s.episodes)
+
+    start = _schedule()
+    small, tries = shrink(start, fails)
+    assert fails(small) and small.size() < start.size()
+    assert [e.point for e in small.episodes] == ["HW-LEADER-ONLY"]
+    # without the load, the point's episode sends its own write
+    assert small.base == 25 and small.load_s == 0 and small.episodes[0].inflight
+    assert small.episodes[0].hold_s == 1.0
+    assert any(not t.kept for t in tries) and all(t.size < start.size() for t in tries)
+    load_case_text(case_text(small), "small.yaml")
+    capped, few = shrink(start, fails, max_tries=3)
+    assert len(few) == 3 and fails(capped)
+
+
+def test_a_campaign_finds_shrinks_and_writes_a_case(tmp_path: Path) -> None:
+    """A stand-in runner: a run 'loses' a write when its case kills the leader at a point."""
+    def runner(case: Any, **_: Any) -> Any:
+        text = Path(str(case.path)).read_text()
+        lost = '"inject"' in text and ('"kill9": "leader"' in text or '"kill9": "held"' in text)
+        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
+                                 anomalies={"lost-write": 1} if lost else {})
+        return SimpleNamespace(result=result, run_dir=run_dir)
+
+    camp = run_campaign("kafka-zk", "0.10.2.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
+                        found_dir=tmp_path / "found", confirm_runs=3, other_versions=("0.11.0.3",))
+    assert camp.finding is not None and camp.finding["anomalies"] == ["lost-write"]
+    assert camp.confirmed == "3/3" and camp.versions == {"0.11.0.3": "reproduces"}
+    found = load_case(Path(str(camp.found_case)), version="0.10.2.2")
+    assert found.expect.reproduces == frozenset({"lost-write"})
+    assert len(found.steps) <= 8
+    root = next(tmp_path.glob("explore-*"))
+    assert (root / "campaign.json").is_file() and "Found lost-write" in (root / "index.html").read_text()
+    assert replace(camp.runs[0]).purpose == "search"
