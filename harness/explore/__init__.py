@@ -190,6 +190,7 @@ def _found_text(s: Schedule, name: str, anomaly: str, camp: Campaign) -> str:
             entry["reproduces"] = [anomaly]
         entries.append({"version": v, "source": "observed by harness explore", "expect": entry})
     head = "\n".join(line for line in head.splitlines() if not line.startswith("version:"))
+    head += "\nci: false  # a found case joins CI once a person has checked it against a source"
     return (head + "\nexpect: " + expect.strip() + "\nversions:\n"
             + "".join(f"  - {json.dumps(e)}\n" for e in entries))
 

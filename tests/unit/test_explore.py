@@ -91,7 +91,7 @@ def test_a_campaign_finds_shrinks_and_writes_a_case(tmp_path: Path) -> None:
     assert camp.confirmed == "3/3" and camp.versions == {"0.11.0.3": "reproduces"}
     found = load_case(Path(str(camp.found_case)), version="0.10.2.2")
     assert found.expect.reproduces == frozenset({"lost-write"})
-    assert len(found.steps) <= 8
+    assert len(found.steps) <= 8 and not found.in_ci
     root = next(tmp_path.glob("explore-*"))
     assert (root / "campaign.json").is_file() and "Found lost-write" in (root / "index.html").read_text()
     assert replace(camp.runs[0]).purpose == "search"
