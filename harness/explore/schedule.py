@@ -138,15 +138,20 @@ def _steps(s: Schedule) -> list[dict[str, object]]:
     steps: list[dict[str, object]] = [{"produce": {"count": s.base}}]
     if s.system == "kafka":
         steps.append({"await": {"isr_size": {"partition": 0, "size": 3}, "timeout": "60s"}})
+    # every point is armed before the load: a later episode's point may hold a state an earlier
+    # fault makes (KIP-101's loss needs NEW-LEADER-FETCH armed before the kill that elects)
+    steps += [{"inject": {"point": p, "partition": 0}}
+              for p in dict.fromkeys(e.point for e in s.episodes if e.kind == "point")]
     if s.load_s:
         steps.append({"produce": {"duration": f"{s.load_s}s", "rate": s.rate, "background": True,
                                   "name": "load"}})
     for i, e in enumerate(s.episodes):
         if e.kind == "point":
-            steps.append({"inject": {"point": e.point, "partition": 0}})
             if e.inflight:
                 steps.append({"produce": {"count": 1, "background": True, "name": f"inflight-{i}"}})
             steps.append({"await": {"injection": e.point, "timeout": "30s"}})
+            if e.inflight:  # acknowledged (or not) before the fault, as the point means it
+                steps.append({"await": {"workload": f"inflight-{i}", "timeout": "30s"}})
         steps.append({e.fault: e.target})
         if e.kind == "partition":
             steps += [{"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]
@@ -188,7 +193,8 @@ def case_text(s: Schedule, name: str | None = None, description: str | None = No
 def smaller(s: Schedule) -> list[Schedule]:
     """The one-step simplifications of ``s`` (delta debugging's second phase: the episodes
     themselves are removed by :mod:`.shrink`), smallest first: no load, fewer base records,
-    no in-flight record, a node left down started again... each strictly smaller."""
+    no in-flight record, a shorter hold, a kill instead of a power loss, a node left down
+    instead of started again (one at most); each strictly smaller."""
     out = []
     if s.load_s:  # a point's episode then sends its own write, as a drawn one does
         out.append(replace(s, load_s=0, episodes=tuple(replace(e, inflight=True) if e.kind == "point" else e
@@ -203,6 +209,8 @@ def smaller(s: Schedule) -> list[Schedule]:
             simpler.append(replace(e, hold_s=max(1.0, e.hold_s // 2)))
         if e.fault == "powerloss":
             simpler.append(replace(e, fault="kill9"))
+        if e.restart and e.kind in ("point", "crash") and all(o.restart for o in s.episodes if o is not e):
+            simpler.append(replace(e, restart=False))  # left down: no sleep, no start
         for x in simpler:
             out.append(replace(s, episodes=s.episodes[:i] + (x,) + s.episodes[i + 1:]))
     return [c for c in out if c.size() < s.size()]
