@@ -35,10 +35,36 @@ PROMISED = {
     "kafka": ("lost-write", "inconsistent-offsets", "replica-divergence", "truncation-skip", "unexpected"),
     "pulsar": ("lost-write", "under-replicated", "bookie-divergence", "past-closed-end", "unexpected"),
 }
-#: the roles a fault by role aims at, per system
-_ROLES = {"kafka": ("leader", "follower"), "pulsar": ("owner", "bookie", "non-owner")}
-#: the roles a point's fault aims at besides the node the point holds
-_POINT_ROLES = {"kafka": ("held", "leader"), "pulsar": ("held", "owner")}
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """What a system's schedules use: the roles faults aim at, those a point's fault aims at,
+    the node faults, the topic and client settings, the steps that settle the base records,
+    and what the case observes."""
+
+    roles: tuple[str, ...]
+    point_roles: tuple[str, ...]
+    faults: tuple[str, ...]
+    topic: Mapping[str, object]
+    client: Mapping[str, object]
+    settle: tuple[Mapping[str, object], ...]
+    observe: tuple[str, ...]
+
+
+_OBSERVE = ("unseen", "duplicate", "nonmonotonic-send", "nonmonotonic-poll")
+_PROFILES = {
+    "kafka": _Profile(("leader", "follower"), ("held", "leader"), ("kill9", "stop", "pause", "partition",
+                                                                    "powerloss"),
+                      {"partitions": 1, "replication_factor": 3, "min_insync_replicas": 2},
+                      {"acks": "all", "retries": 5, "request_timeout_ms": 30000,
+                       "delivery_timeout_ms": 120000},
+                      ({"await": {"isr_size": {"partition": 0, "size": 3}, "timeout": "60s"}},), _OBSERVE),
+    "pulsar": _Profile(("owner", "bookie", "non-owner"), ("held", "owner"), ("kill9", "stop", "pause",
+                                                                            "partition"),
+                       {"partitions": 1, "ensemble": 2, "write_quorum": 2, "ack_quorum": 2},
+                       {"batching": False, "send_timeout_ms": 60000}, (), _OBSERVE + ("under-write-quorum",)),
+}
 
 
 @dataclass(frozen=True)
@@ -106,8 +132,9 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     seen = seen or {}
     rng = random.Random(seed)
     system = spec.system
+    profile = _PROFILES[system]
     points = sorted(available_points(system, version))
-    faults = ["kill9", "stop", "pause", "partition"] + (["powerloss"] if system == "kafka" else [])
+    faults = list(profile.faults)
     episodes: list[Episode] = []
     for _ in range(rng.randint(1, max_episodes)):
         options = [f"point:{p}" for p in points] + faults
@@ -117,13 +144,13 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
         hold = float(rng.choice((2, 5, 10, 20)))
         if pick.startswith("point:"):
             crash = [f for f in ("kill9", "powerloss", "stop") if f in options]
-            episodes.append(Episode("point", rng.choice(crash), rng.choice(_POINT_ROLES[system]), hold,
+            episodes.append(Episode("point", rng.choice(crash), rng.choice(profile.point_roles), hold,
                                     rng.random() < 0.7, point=pick.split(":", 1)[1],
                                     inflight=rng.random() < 0.5))
         elif pick in ("pause", "partition"):
-            episodes.append(Episode(pick, pick, rng.choice(_ROLES[system]), hold))
+            episodes.append(Episode(pick, pick, rng.choice(profile.roles), hold))
         else:
-            episodes.append(Episode("crash", pick, rng.choice(_ROLES[system]), hold, rng.random() < 0.7))
+            episodes.append(Episode("crash", pick, rng.choice(profile.roles), hold, rng.random() < 0.7))
     # one node left down at most: with two down a replicated write cannot be acknowledged
     down = [i for i, e in enumerate(episodes) if not e.restart and e.kind in ("point", "crash")]
     for i in down[1:]:
@@ -134,10 +161,8 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     return Schedule(seed, system, cluster, version, base=base, episodes=tuple(episodes), load_s=load_s)
 
 
-def _steps(s: Schedule) -> list[dict[str, object]]:
-    steps: list[dict[str, object]] = [{"produce": {"count": s.base}}]
-    if s.system == "kafka":
-        steps.append({"await": {"isr_size": {"partition": 0, "size": 3}, "timeout": "60s"}})
+def _steps(s: Schedule) -> list[Mapping[str, object]]:
+    steps: list[Mapping[str, object]] = [{"produce": {"count": s.base}}, *_PROFILES[s.system].settle]
     # every point is armed before the load: a later episode's point may hold a state an earlier
     # fault makes (KIP-101's loss needs NEW-LEADER-FETCH armed before the kill that elects)
     steps += [{"inject": {"point": p, "partition": 0}}
@@ -166,16 +191,8 @@ def _steps(s: Schedule) -> list[dict[str, object]]:
 
 def case_text(s: Schedule, name: str | None = None, description: str | None = None) -> str:
     """The case file of ``s`` (YAML; JSON flow style, which YAML reads)."""
-    topic: dict[str, object] = {"partitions": 1}
-    client: dict[str, object] = {"batching": False, "send_timeout_ms": 60000}
-    if s.system == "kafka":
-        topic.update(replication_factor=3, min_insync_replicas=2)
-        client = {"acks": "all", "retries": 5, "request_timeout_ms": 30000, "delivery_timeout_ms": 120000}
-    else:
-        topic.update(ensemble=2, write_quorum=2, ack_quorum=2)
-    observe = ["unseen", "duplicate", "nonmonotonic-send", "nonmonotonic-poll", "under-write-quorum"]
-    if s.system == "kafka":
-        observe.remove("under-write-quorum")
+    profile = _PROFILES[s.system]
+    topic, client, observe = dict(profile.topic), dict(profile.client), list(profile.observe)
     lines = [f"name: {json.dumps(name or f'explore-{s.seed}')}",
              "description: " + json.dumps(description or (
                  f"Drawn by harness explore from seed {s.seed} on {s.cluster} {s.version}: "
