@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from ..clusters import get_cluster
 from ..errors import HarnessError
-from ..points import available_points
+from ..points import POINTS, available_points
 
 __all__ = ["Episode", "Schedule", "draw", "case_text", "PROMISED", "KINDS"]
 
@@ -50,6 +50,28 @@ class _Profile:
     client: Mapping[str, object]
     settle: tuple[Mapping[str, object], ...]
     observe: tuple[str, ...]
+
+
+#: points whose state needs a failure of another kind than the leader's or owner's first
+_TRIGGERS = {"ENSEMBLE-CHANGE": "bookie"}
+#: points a drawn schedule cannot reach (a consumer acknowledging: the schedules have none)
+_UNREACHABLE = frozenset({"CURSOR-UNPERSISTED"})
+
+
+def _trigger(point: str, profile: _Profile) -> str | None:
+    """The role to kill first so that ``point`` can be hit (None: the load reaches it)."""
+    spec = POINTS[point]
+    if point in _TRIGGERS:
+        return _TRIGGERS[point]
+    if spec.fetch_hold or spec.truncate_hold or spec.role == "new-owner":
+        return profile.roles[0]  # the leader or the owner
+    return None
+
+
+def _acked_at_hit(point: str) -> bool:
+    """Whether the write a point holds is acknowledged when it hits (every follower has it:
+    HW-LEADER-ONLY), so the episode waits for that acknowledgement before its fault."""
+    return POINTS[point].every_follower
 
 
 _OBSERVE = ("unseen", "duplicate", "nonmonotonic-send", "nonmonotonic-poll")
@@ -82,9 +104,15 @@ class Episode:
     restart: bool = True
     point: str | None = None
     inflight: bool = False
+    #: (kind point) the role killed first, so that the point's state can happen: a leader
+    #: change for a hold on the new leader's first fetch or a follower's truncation, an
+    #: ownership change for a new owner's points, a bookie failure for an ensemble change;
+    #: started again at the episode's end
+    trigger: str | None = None
 
     def label(self) -> str:
-        where = f"{self.point} then " if self.point else ""
+        where = ((f"kill9 {self.trigger}, " if self.trigger else "")
+                 + (f"{self.point} then " if self.point else ""))
         return f"{where}{self.fault} {self.target}" + ("" if self.restart else " (left down)")
 
 
@@ -108,7 +136,7 @@ class Schedule:
 
     def size(self) -> int:
         """How big the schedule is (fewer episodes, records and seconds is smaller)."""
-        per = sum(2 * e.inflight + e.restart + int(e.hold_s) for e in self.episodes)
+        per = sum(2 * e.inflight + e.restart + 2 * bool(e.trigger) + int(e.hold_s) for e in self.episodes)
         return 100 * len(self.episodes) + per + self.base // 10 + self.load_s
 
 
@@ -133,7 +161,7 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     rng = random.Random(seed)
     system = spec.system
     profile = _PROFILES[system]
-    points = sorted(available_points(system, version))
+    points = sorted(available_points(system, version) - _UNREACHABLE)
     faults = list(profile.faults)
     episodes: list[Episode] = []
     for _ in range(rng.randint(1, max_episodes)):
@@ -144,16 +172,18 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
         hold = float(rng.choice((2, 5, 10, 20)))
         if pick.startswith("point:"):
             crash = [f for f in ("kill9", "powerloss", "stop") if f in options]
+            point = pick.split(":", 1)[1]
             episodes.append(Episode("point", rng.choice(crash), rng.choice(profile.point_roles), hold,
-                                    rng.random() < 0.7, point=pick.split(":", 1)[1],
-                                    inflight=rng.random() < 0.5))
+                                    rng.random() < 0.7, point=point, inflight=rng.random() < 0.5,
+                                    trigger=_trigger(point, profile)))
         elif pick in ("pause", "partition"):
             episodes.append(Episode(pick, pick, rng.choice(profile.roles), hold))
         else:
             episodes.append(Episode("crash", pick, rng.choice(profile.roles), hold, rng.random() < 0.7))
-    # one node left down at most: with two down a replicated write cannot be acknowledged
-    down = [i for i, e in enumerate(episodes) if not e.restart and e.kind in ("point", "crash")]
-    for i in down[1:]:
+    # one node left down at most (with two down a replicated write cannot be acknowledged), by
+    # the last episode that crashes one, so that each earlier `start: down` starts its own
+    crashes = [i for i, e in enumerate(episodes) if e.kind in ("point", "crash")]
+    for i in crashes[:-1]:
         episodes[i] = replace(episodes[i], restart=True)
     base, load_s = rng.choice((10, 50, 100)), rng.choice((0, 20, 40))
     if not load_s:  # a point holds a write: without a load, its episode sends one
@@ -172,18 +202,24 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
                                   "name": "load"}})
     for i, e in enumerate(s.episodes):
         if e.kind == "point":
+            assert e.point is not None
             if e.inflight:
                 steps.append({"produce": {"count": 1, "background": True, "name": f"inflight-{i}"}})
+            if e.trigger:
+                steps.append({"kill9": e.trigger})
             steps.append({"await": {"injection": e.point, "timeout": "30s"}})
-            if e.inflight:  # acknowledged (or not) before the fault, as the point means it
+            if e.inflight and _acked_at_hit(e.point):  # acknowledged before the fault
                 steps.append({"await": {"workload": f"inflight-{i}", "timeout": "30s"}})
         steps.append({e.fault: e.target})
         if e.kind == "partition":
             steps += [{"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]
         elif e.kind == "pause":
             steps += [{"sleep": f"{e.hold_s:g}s"}, {"resume": "last-target"}]
-        elif e.restart:
-            steps += [{"sleep": f"{e.hold_s:g}s"}, {"start": "last-target"}]
+        elif e.restart or e.trigger:
+            if e.restart:  # the fault held, then undone; a node left down needs no hold
+                steps.append({"sleep": f"{e.hold_s:g}s"})
+            # the node down longest first: the trigger's, then the fault's
+            steps += [{"start": "down"}] * (bool(e.trigger) + e.restart)
     if s.load_s:
         steps.append({"await": {"workload": "load", "timeout": "3m"}})
     return steps
@@ -226,8 +262,9 @@ def smaller(s: Schedule) -> list[Schedule]:
             simpler.append(replace(e, hold_s=max(1.0, e.hold_s // 2)))
         if e.fault == "powerloss":
             simpler.append(replace(e, fault="kill9"))
-        if e.restart and e.kind in ("point", "crash") and all(o.restart for o in s.episodes if o is not e):
-            simpler.append(replace(e, restart=False))  # left down: no sleep, no start
+        last = max((j for j, o in enumerate(s.episodes) if o.kind in ("point", "crash")), default=-1)
+        if e.restart and i == last:
+            simpler.append(replace(e, restart=False))  # left down (the last crash only)
         for x in simpler:
             out.append(replace(s, episodes=s.episodes[:i] + (x,) + s.episodes[i + 1:]))
     return [c for c in out if c.size() < s.size()]
