@@ -87,3 +87,24 @@ def test_the_stats_last_confirmed_entry_is_only_its_own_ledger_s(tmp_path: Path,
     assert written == {9: -1, 12: 5}
     assert problems == ["bookies: partition 0 ledger 13: no metadata"]
     assert ran and all(t[3] <= 5 + PAST_LAST for t in ran[0])
+
+
+def test_a_removed_bookie_is_not_asked_and_its_reads_say_so(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import json as _json
+    from types import SimpleNamespace
+
+    from harness.systems import pulsar_bookies
+
+    stats = {"lastConfirmedEntry": "12:5", "ledgers": [{"ledgerId": 12, "metadata": OPEN}]}
+    ran: list[list[tuple[int, str, int, int]]] = []
+    monkeypatch.setattr(pulsar_bookies, "_run_dump",
+                        lambda system, run_dir, tasks, digests: ran.append(tasks))
+    gone = {b.split(":")[0] for b in pulsar_bookies.parse_metadata(0, 12, OPEN, 5).ensembles[0][:1]}
+    system = SimpleNamespace(internal_stats=lambda topic, part: stats, removed=gone)
+    out = pulsar_bookies.dump_bookies(system, tmp_path, "t", 1, [])  # type: ignore[arg-type]
+    assert out is not None and ran and all(t[1].split(":")[0] not in gone for t in ran[0])
+    rows = [_json.loads(line) for line in (out / "entries.jsonl").read_text().splitlines()]
+    assert rows and {r["rc"] for r in rows} == {"removed"}
+    assert {r["bookie"].split(":")[0] for r in rows} == gone
+    assert [r["entry"] for r in rows] == list(range(0, 5 + PAST_LAST + 1))
