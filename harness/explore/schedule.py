@@ -39,7 +39,9 @@ PROMISED = {
 
 @dataclass(frozen=True)
 class _Profile:
-    """What a system's schedules use: the roles faults aim at, those a point's fault aims at,
+    """What a system's schedules use: the roles faults aim at, those a point's fault aims at
+    (the node the point holds: a thread held on a node the fault spares stays held, and the
+    recovery waits for a replica that cannot catch up),
     the node faults, the topic and client settings, the steps that settle the base records,
     and what the case observes."""
 
@@ -76,13 +78,13 @@ def _acked_at_hit(point: str) -> bool:
 
 _OBSERVE = ("unseen", "duplicate", "nonmonotonic-send", "nonmonotonic-poll")
 _PROFILES = {
-    "kafka": _Profile(("leader", "follower"), ("held", "leader"), ("kill9", "stop", "pause", "partition",
+    "kafka": _Profile(("leader", "follower"), ("held",), ("kill9", "stop", "pause", "partition",
                                                                     "powerloss"),
                       {"partitions": 1, "replication_factor": 3, "min_insync_replicas": 2},
                       {"acks": "all", "retries": 5, "request_timeout_ms": 30000,
                        "delivery_timeout_ms": 120000},
                       ({"await": {"isr_size": {"partition": 0, "size": 3}, "timeout": "60s"}},), _OBSERVE),
-    "pulsar": _Profile(("owner", "bookie", "non-owner"), ("held", "owner"), ("kill9", "stop", "pause",
+    "pulsar": _Profile(("owner", "bookie", "non-owner"), ("held",), ("kill9", "stop", "pause",
                                                                             "partition"),
                        {"partitions": 1, "ensemble": 2, "write_quorum": 2, "ack_quorum": 2},
                        {"batching": False, "send_timeout_ms": 60000}, (), _OBSERVE + ("under-write-quorum",)),
