@@ -445,3 +445,19 @@ def test_a_consume_returns_what_is_there_without_waiting_for_a_full_batch() -> N
     # the batch call this replaces waits its whole timeout whenever fewer than n are there
     c.ready, c.waited = ["f"], []
     assert c.consume(500, 0.2) == ["f"] and c.waited == [0.2]
+
+
+@pytest.mark.parametrize(("retries", "outcome"), [(0, "fail"), (5, "info")])
+def test_a_retried_rejection_is_no_definite_failure(tmp_path, retries, outcome) -> None:
+    """NOT_ENOUGH_REPLICAS after retries: an earlier attempt (timed out) may have been
+    appended, as harness explore saw on 0.10.2.2; definite only without retries. A rejection
+    librdkafka does not retry stays definite."""
+    from harness.clients.kafka import KafkaProducerClient, producer_config
+
+    path = tmp_path / "p.jsonl"
+    with HistoryWriter(path, "p0") as hist:
+        client = KafkaProducerClient({**producer_config("127.0.0.1:1"), "retries": retries}, "t", hist)
+        client._on_delivery(Err("NOT_ENOUGH_REPLICAS"), Msg(-1, make_value("p0-1", 100)))
+        client._on_delivery(Err("MSG_SIZE_TOO_LARGE"), Msg(-1, make_value("p0-2", 100)))
+        client.poll(0)
+    assert [(e["type"], e["mid"]) for e in read_events(path)] == [(outcome, "p0-1"), ("fail", "p0-2")]
