@@ -32,7 +32,7 @@ cycle.
     4      inject         backend, case, errors, history, points, systems, wait
     4      report         anomalies, check, errors, history, result
     5      run            *
-    5      explore        backend, case, clusters, errors, points, run
+    5      explore        case, clusters, errors, points, run
     6      cli            *
     6      pytest_plugin  *
     7      __main__       cli

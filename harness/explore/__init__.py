@@ -21,14 +21,14 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..case import load_case_text
 from ..clusters import REPORTS_DIR, ROOT, get_cluster
-from ..errors import HarnessError
+from ..run import remove_own_clusters
 from .page import write_page
 from .schedule import PROMISED, Schedule, case_text, draw
 from .shrink import Try, shrink
@@ -121,6 +121,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
                  f", found {', '.join(done.found)}" if done.found else "")
         return done
 
+    found: Schedule | None = None
     try:
         for _ in range(runs):
             if time.monotonic() > deadline:
@@ -133,22 +134,23 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             camp.seen = dict(seen)
             if done.found:
                 camp.finding = {"run": done.index, "anomalies": done.found, "schedule": _plain(s)}
+                found = s
                 break
-        if camp.finding is not None and do_shrink:
-            _shrink_and_write(camp, one, root, found_dir, probe_runs, confirm_runs, max_tries, other_versions)
+        if found is not None and do_shrink:
+            _shrink_and_write(camp, found, one, root, found_dir, probe_runs, confirm_runs, max_tries,
+                              other_versions)
     finally:
         camp.finished = _now()
         _save(root, camp)
         if runner is None:
-            _remove_clusters()
+            remove_own_clusters()
     return camp
 
 
-def _shrink_and_write(camp: Campaign, one: Callable[..., ExploreRun], root: Path, found_dir: Path,
-                      probe_runs: int, confirm_runs: int, max_tries: int,
+def _shrink_and_write(camp: Campaign, s: Schedule, one: Callable[..., ExploreRun], root: Path,
+                      found_dir: Path, probe_runs: int, confirm_runs: int, max_tries: int,
                       other_versions: tuple[str, ...]) -> None:
     assert camp.finding is not None
-    s = _schedule(camp.finding["schedule"])
     anomaly = camp.finding["anomalies"][0]
 
     def test(c: Schedule) -> bool:
@@ -157,8 +159,6 @@ def _shrink_and_write(camp: Campaign, one: Callable[..., ExploreRun], root: Path
     small, camp.tries = shrink(s, test, max_tries=max_tries)
     kept = sum(anomaly in one(small, "confirm").found for _ in range(confirm_runs))
     camp.confirmed = f"{kept}/{confirm_runs}"
-    from dataclasses import replace
-
     for v in other_versions:
         again = one(replace(small, version=v), "version")
         camp.versions[v] = "reproduces" if anomaly in again.found else "holds"
@@ -199,23 +199,7 @@ def _plain(s: Schedule) -> dict[str, Any]:
     return {**asdict(s), "broker_config": dict(s.broker_config)}
 
 
-def _schedule(d: dict[str, Any]) -> Schedule:
-    from .schedule import Episode
-
-    return Schedule(**{**d, "episodes": tuple(Episode(**e) for e in d["episodes"])})
-
-
 def _save(root: Path, camp: Campaign) -> None:
     data = asdict(camp)
     (root / "campaign.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     write_page(root, data)
-
-
-def _remove_clusters() -> None:
-    from ..backend.cluster import this_owner
-    from ..backend.docker import LABEL_OWNER, Engine
-
-    try:
-        Engine().remove_labelled({LABEL_OWNER: this_owner()})
-    except HarnessError:
-        pass  # no engine: nothing of ours runs

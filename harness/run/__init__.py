@@ -47,7 +47,7 @@ from .context import RunContext
 from .events import Listener, RunEvents
 from .judge import check_and_judge, judge
 
-__all__ = ["DEFAULT_REPORTS", "RunOutcome", "judge", "run_case"]
+__all__ = ["DEFAULT_REPORTS", "RunOutcome", "judge", "remove_own_clusters", "run_case"]
 
 log = logging.getLogger(__name__)
 
@@ -194,3 +194,14 @@ def _new_run_dir(reports: Path, name: str) -> Path:
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def remove_own_clusters() -> None:
+    """Removes the clusters this process started (kept between a matrix's or a campaign's runs)."""
+    from ..backend.cluster import this_owner
+    from ..backend.docker import LABEL_OWNER, Engine
+
+    try:
+        Engine().remove_labelled({LABEL_OWNER: this_owner()})
+    except HarnessError:
+        pass  # no engine: nothing of ours runs

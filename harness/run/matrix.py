@@ -27,7 +27,7 @@ from typing import Any
 from ..case import Case, find_case_files, load_case
 from ..errors import HarnessError
 from ..result import RunResult
-from . import DEFAULT_REPORTS, RunOutcome, run_case
+from . import DEFAULT_REPORTS, RunOutcome, remove_own_clusters, run_case
 from .order import by_cluster, cluster_setting, is_default_setting
 
 __all__ = ["MATRIX_JSON", "RECORD_SCHEMA", "Cell", "CellRun", "MatrixRecord", "cells_of", "format_table",
@@ -154,9 +154,6 @@ def run_matrix(cells: list[tuple[Case, Cell]], *, reps: int = 1, reports_dir: Pa
     runs; cells of one cluster setting one after another, :func:`~.order.by_cluster`); the
     clusters this process started are removed at the end, also on Ctrl-C. Returns the cells
     in the order given."""
-    from ..backend.cluster import this_owner
-    from ..backend.docker import LABEL_OWNER, Engine
-
     try:
         for case, cell in by_cluster(cells, lambda pair: cluster_setting(pair[0]),
                                      lambda pair: is_default_setting(pair[0])):
@@ -168,11 +165,9 @@ def run_matrix(cells: list[tuple[Case, Cell]], *, reps: int = 1, reports_dir: Pa
                 if after_run is not None:
                     after_run(cell, outcome)
     finally:
-        try:
-            Engine().remove_labelled({LABEL_OWNER: this_owner()})
-        except HarnessError:
-            pass  # no engine: nothing of ours runs
+        remove_own_clusters()
     return [cell for _, cell in cells]
+
 
 
 def _git(*args: str) -> str | None:
