@@ -331,9 +331,16 @@ class KafkaSystem:
 
     def force_controller_election(self) -> None:
         """ZooKeeper mode: delete ``/controller`` so the brokers elect a controller afresh
-        (the documented remedy for a controller stuck on stale broker epochs)."""
+        (the documented remedy for a controller stuck on stale broker epochs).
+
+        First the stuck controller's JVM gets a SIGQUIT: its thread dump goes to its log
+        (collected with the run), so what held the controller can be read afterwards."""
         if self.spec.mode != "zk":
             raise AdminError("a forced controller election is for ZooKeeper mode only")
+        try:
+            self.cluster.node(self.node_name(self.controller().broker)).container.kill("QUIT")
+        except HarnessError:
+            pass  # no controller known or it is not running: nothing to dump
         zk_call(zk_port(self.spec), "/controller",
                 lambda zk: zk.delete("/controller"))
 
