@@ -1,7 +1,7 @@
 """Seed 002's Kafka benchmark on the harness's cluster: the instrumented clients beside
 Kafka's own tools, on the same cluster, row by row.
 
-    python bench/bench_seed002.py [--records 200000] [--cluster kafka-zk] [--rows ...]
+    python bench/bench_seed002.py [--records 200000] [--cluster kafka-zk] [--disk plain|lazy] [--rows ...]
                                   [--sizes] [--reps 1] [--fault] [--html reports/bench-seed002.html]
 
 Rows (seed 002, "Benchmarking Apache Kafka", scaled to ``--records``; 100-byte records,
@@ -996,6 +996,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--e2e-records", type=int, default=10_000,
                     help="records of the end-to-end row (fewer: the tool's JVM warm-up weighs on its p50)")
     ap.add_argument("--cluster", default="kafka-zk", help="kafka-zk (default) or kafka-kraft")
+    ap.add_argument("--disk", default="plain", choices=("plain", "lazy"),
+                    help="the brokers' data on the container's layer (plain) or on lazy disks (what "
+                         "the lazy disk costs: the same rows with each)")
     ap.add_argument("--rows", nargs="*", default=list(ROWS), choices=ROWS)
     ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
     ap.add_argument("--sweep-mb", type=int, default=100, help="at most this many MB per sweep step")
@@ -1017,7 +1020,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--records must be at least 1000")
     if args.reps < 1:
         ap.error("--reps must be at least 1")
-    cluster = Cluster.named(Engine(), args.cluster)
+    cluster = Cluster.named(Engine(), args.cluster, disk=args.disk)
     load_before = os.getloadavg()
     reused = cluster.up()
     kafka = KafkaSystem(cluster)
@@ -1094,8 +1097,8 @@ def main(argv: list[str] | None = None) -> int:
         if not reused:
             cluster.down()
     load_after = os.getloadavg()
-    header = (f"{args.cluster} ({cluster.version}), {n} records a row, {args.reps} run(s) a row "
-              f"(medians), Java batch.size "
+    header = (f"{args.cluster} ({cluster.version}, {args.disk} disks), {n} records a row, "
+              f"{args.reps} run(s) a row (medians), Java batch.size "
               f"{args.java_batch_bytes}, {os.cpu_count()} cores, load average "
               f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {time.strftime('%Y-%m-%d %H:%M')}")
     print(header)

@@ -109,6 +109,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
     containers, networks = _engine().remove_labelled({LABEL_MANAGED: "true"})
     if not args.quiet or containers or networks:
         log.info(f"clean: removed {containers} container(s) and {networks} network(s)")
+    from .backend.cluster import remove_disks
+
+    disks = remove_disks()
+    if disks:
+        log.info(f"clean: unmounted and removed {disks} lazy disk(s)")
     return 0
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
+__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "DISKS", "DISK_FILE_KINDS",
+           "CORRUPTIONS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
            "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "BOOKIE_PREFIX", "versions_of",
            "regression_dirs"]
 
@@ -27,6 +28,15 @@ KAFKA_VERSIONS = ("3.9.2", "4.1.2")
 PULSAR_VERSIONS = ("4.0.7", "4.2.4")
 #: a case's ``broker_config`` key with this prefix sets a bookie's setting (pulsar)
 BOOKIE_PREFIX = "bookie."
+#: what a node's data directory (``/data``) lies on: the container's own layer (``plain``),
+#: or a lazy disk that forgets what was not fsynced on a power loss (``lazy``:
+#: :mod:`harness.backend.lazyfs`)
+DISKS = ("plain", "lazy")
+#: the kinds of file a ``corrupt`` step aims at on a lazy disk (their patterns:
+#: :data:`harness.backend.lazyfs.FILE_KINDS`)
+DISK_FILE_KINDS = ("log", "index", "checkpoint", "journal", "entrylog", "metadata")
+#: what a ``corrupt`` step does to the file
+CORRUPTIONS = ("bitflip", "truncate")
 
 
 @dataclass(frozen=True)

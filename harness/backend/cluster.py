@@ -17,14 +17,17 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..clusters import BOOKIE_PREFIX, ClusterDef, NodeDef, get_cluster
+from ..clusters import BOOKIE_PREFIX, DISKS, ClusterDef, NodeDef, get_cluster
 from ..errors import BackendError
 from .compose import compose
 from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
 from .images import ensure_images, image_tag
+from .lazyfs import DISKS_DIR, LazyDisk, sweep
 
-__all__ = ["Cluster", "Node", "LABEL_CONFIG", "this_owner", "owner_alive", "remove_leftovers"]
+__all__ = ["Cluster", "Node", "LABEL_CONFIG", "DISKS", "this_owner", "owner_alive", "remove_leftovers",
+           "remove_disks"]
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,8 @@ def owner_alive(owner: str) -> bool:
 
 
 def remove_leftovers(engine: Engine) -> list[str]:
-    """Removes the clusters of harness processes that died; returns their cluster names."""
+    """Removes the clusters of harness processes that died, and their lazy disks; returns
+    their cluster names."""
     dead: set[tuple[str, str]] = set()
     for c in engine.containers({LABEL_MANAGED: "true"}):
         owner = c.labels.get(LABEL_OWNER, "")
@@ -58,7 +62,16 @@ def remove_leftovers(engine: Engine) -> list[str]:
             dead.add((c.labels.get(LABEL_CLUSTER, "?"), owner))
     for cluster, owner in dead:
         engine.remove_labelled({LABEL_CLUSTER: cluster, LABEL_OWNER: owner})
+    sweep(owner_alive)  # after the containers: a disk is unmounted once nothing uses it
     return sorted({c for c, _ in dead})
+
+
+def remove_disks() -> int:
+    """Destroys every lazy disk (``harness clean``, after the containers); returns how many."""
+    homes = list(DISKS_DIR.glob("*/*/owner")) if DISKS_DIR.is_dir() else []
+    for owner_file in homes:
+        LazyDisk(owner_file.parent).destroy()
+    return len(homes)
 
 
 @dataclass
@@ -67,6 +80,8 @@ class Node:
 
     spec: NodeDef
     container: Container
+    #: the node's lazy disk (a cluster made with ``disk="lazy"``), else None
+    disk: LazyDisk | None = None
 
     @property
     def name(self) -> str:
@@ -85,23 +100,27 @@ class Cluster:
     """A cluster definition bound to a version, broker settings and an owner.
 
     ``broker_config``: the brokers' settings; on Pulsar a key ``bookie.K`` sets the bookies'
-    setting ``K`` instead."""
+    setting ``K`` instead. ``disk``: what each node's ``/data`` lies on (:data:`DISKS`)."""
 
     engine: Engine
     spec: ClusterDef
     version: str
     broker_config: Mapping[str, str] = field(default_factory=dict)
     owner: str = field(default_factory=this_owner)
+    disk: str = "plain"
 
     @classmethod
     def named(cls, engine: Engine, name: str, version: str | None = None,
-              broker_config: Mapping[str, str] | None = None, owner: str | None = None) -> Cluster:
+              broker_config: Mapping[str, str] | None = None, owner: str | None = None,
+              disk: str = "plain") -> Cluster:
         spec = get_cluster(name)
         version = version or spec.default_version
         if version not in spec.versions:
             raise BackendError(f"cluster {name} does not support version {version!r} "
                                f"(supported: {', '.join(spec.versions)})")
-        return cls(engine, spec, version, dict(broker_config or {}), owner or this_owner())
+        if disk not in DISKS:
+            raise BackendError(f"unknown disk {disk!r} (disks: {', '.join(DISKS)})")
+        return cls(engine, spec, version, dict(broker_config or {}), owner or this_owner(), disk)
 
     @property
     def project(self) -> str:
@@ -109,8 +128,30 @@ class Cluster:
 
     @property
     def config_key(self) -> str:
-        blob = json.dumps({"v": self.version, "cfg": sorted(self.broker_config.items())})
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        conf: dict[str, object] = {"v": self.version, "cfg": sorted(self.broker_config.items())}
+        if self.disk != "plain":
+            conf["disk"] = self.disk
+        return hashlib.sha256(json.dumps(conf).encode()).hexdigest()[:12]
+
+    def _disk_home(self, node: str) -> Path:
+        return DISKS_DIR / self.project / node
+
+    def _disks(self) -> list[Path]:
+        """Lazy disks: makes each node's (kept ones are reused) and the compose file that
+        binds them to ``/data``; returns the extra compose files (none on a plain disk)."""
+        if self.disk != "lazy":
+            return []
+        binds = {}
+        for n in self.spec.nodes:
+            disk = LazyDisk.create(self._disk_home(n.name), self.owner)
+            binds[n.name] = {"volumes": [f"{disk.mount}:/data"]}
+        override = DISKS_DIR / self.project / "compose.disks.json"
+        override.write_text(json.dumps({"services": binds}, indent=1))  # JSON is YAML
+        return [override]
+
+    def _drop_disks(self) -> None:
+        for n in self.spec.nodes:
+            LazyDisk(self._disk_home(n.name)).destroy()
 
     def _env(self) -> dict[str, str]:
         # a key "bookie.K" (pulsar) sets the bookies' K; every other key is the brokers'
@@ -137,6 +178,9 @@ class Cluster:
         configs = {c.labels.get(LABEL_CONFIG, "") for c in found}
         if configs != {self.config_key} or len(found) != len(self.spec.nodes):
             return "mismatch"
+        if self.disk == "lazy" and not all(LazyDisk(self._disk_home(n.name)).alive()
+                                           for n in self.spec.nodes):
+            return "mismatch"  # a disk's process is gone: its node has no /data
         return "reusable"
 
     def up(self, *, reuse: bool = True) -> bool:
@@ -157,7 +201,9 @@ class Cluster:
         log.info("%s: starting %d containers (%s %s)", self.spec.name, len(self.spec.nodes),
                  self.spec.system, self.version)
         try:
-            compose(self.project, self.spec.compose_file, ["up", "-d", "--no-color"], self._env())
+            overrides = self._disks()
+            compose(self.project, self.spec.compose_file, ["up", "-d", "--no-color"], self._env(),
+                    overrides=overrides)
         except BackendError:
             self.down()
             raise
@@ -171,6 +217,7 @@ class Cluster:
         except BackendError:
             pass  # the label sweep below is the guarantee
         self.engine.remove_labelled({LABEL_CLUSTER: self.spec.name})
+        self._drop_disks()  # idempotent; a plain cluster has none
 
     def nodes(self) -> list[Node]:
         by_service = {c.service: c for c in self.containers()}
@@ -178,7 +225,9 @@ class Cluster:
         if missing:
             raise BackendError(f"cluster {self.spec.name} is not up: no container for "
                                f"{', '.join(missing)} (harness cluster up {self.spec.name})")
-        return [Node(n, by_service[n.name]) for n in self.spec.nodes]
+        lazy = self.disk == "lazy"
+        return [Node(n, by_service[n.name], LazyDisk(self._disk_home(n.name)) if lazy else None)
+                for n in self.spec.nodes]
 
     def node(self, name: str) -> Node:
         if name not in self.spec.node_names:

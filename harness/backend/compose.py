@@ -6,7 +6,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import BackendError
@@ -28,9 +28,11 @@ def compose_command() -> tuple[str, ...]:
 
 
 def compose(project: str, file: Path, args: list[str], env: Mapping[str, str],
-            timeout: float = 600) -> str:
-    """``compose -p project -f file args...`` with ``env`` added; output, or BackendError."""
-    cmd = [*compose_command(), "-p", project, "-f", str(file), *args]
+            timeout: float = 600, overrides: Sequence[Path] = ()) -> str:
+    """``compose -p project -f file [-f override...] args...`` with ``env`` added; output,
+    or BackendError."""
+    files = [a for f in (file, *overrides) for a in ("-f", str(f))]
+    cmd = [*compose_command(), "-p", project, *files, *args]
     full_env = {**os.environ, **env}
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
@@ -38,5 +40,6 @@ def compose(project: str, file: Path, args: list[str], env: Mapping[str, str],
         raise BackendError(f"`{' '.join(cmd)}` did not finish in {timeout:.0f}s") from exc
     if out.returncode != 0:
         text = (out.stderr or out.stdout).strip().splitlines()
-        raise BackendError(f"`{' '.join(cmd[-len(args) - 4:])}` failed: " + " | ".join(text[-4:])[:800])
+        shown = " ".join(cmd[-len(args) - len(files) - 2:])
+        raise BackendError(f"`{shown}` failed: " + " | ".join(text[-4:])[:800])
     return out.stdout

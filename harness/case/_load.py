@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
 
-from harness.clusters import BOOKIE_PREFIX, CLUSTERS, ClusterDef
+from harness.clusters import BOOKIE_PREFIX, CLUSTERS, DISKS, ClusterDef
 from harness.errors import CaseError
 
 from ._fields import Fields, Reader, boolean, choice, duration, error, name, show, str_map, string, unknown
@@ -26,7 +26,7 @@ StrPath = str | os.PathLike[str]
 #: The ``path`` of text that did not come from a file.
 _NO_FILE = "<string>"
 _TOP_KEYS = ("name", "description", "system", "cluster", "version", "timeout", "broker_config",
-             "topic", "client", "steps", "expect", "versions", "ci")
+             "disk", "topic", "client", "steps", "expect", "versions", "ci")
 #: broker_config keys that are feature levels for ``kafka-storage format --feature`` (the
 #: image's entrypoint), not broker properties
 FORMAT_FEATURE = "chaos.format.feature."
@@ -218,14 +218,15 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
                         f"cluster formats its storage; {cluster.name} is not a KRaft cluster")
         raise error(node, "broker_config", f"{bookie_keys[0]}: a bookie's setting; {system} has no "
                     "bookies")
+    disk = f.get("disk", choice(*DISKS, kind="disk"), "plain")
     topic = f.get("topic", lambda n, _: read_topic(n, system, cluster), TopicSpec())
     client = f.get("client", lambda n, _: read_client(n, system), ClientSpec())
     ctx = StepContext(system=system, cluster=cluster, version=version,
                       partitions=topic.partitions, replication_factor=topic.replication_factor,
                       base_dir=path.absolute().parent if path else Path.cwd(),
-                      case_timeout_s=timeout_s, isolation_level=client.isolation_level)
+                      case_timeout_s=timeout_s, isolation_level=client.isolation_level, disk=disk)
     steps = f.need("steps", lambda n, _: read_steps(n, ctx))
-    gaps = scenario_gaps(steps, system, client.isolation_level)
+    gaps = scenario_gaps(steps, system, client.isolation_level, disk)
     expect = f.get("expect", lambda n, fld: read_expect(n, bool(ctx.armed), fld, gaps), Expect())
     if entry is not None and entry.has("expect"):
         expect = entry.need("expect", lambda n, fld: read_expect(n, bool(ctx.armed), fld, gaps))
@@ -233,7 +234,7 @@ def _build(root: Node | None, path: Path | None, cluster_override: str | None = 
         raise error(entry.node if entry is not None else root, "expect",
                     "each entry of versions needs an expect, or the case one for all")
     return Case(name=case_name, path=path, description=description, system=system,
-                cluster=cluster.name, version=version, broker_config=broker_config, topic=topic,
+                cluster=cluster.name, version=version, broker_config=broker_config, disk=disk, topic=topic,
                 client=client, steps=steps, expect=expect, timeout_s=timeout_s,
                 variant=_label(entry) if entry is not None else None,
                 variants=tuple(_label(e) for e in entries),

@@ -28,7 +28,8 @@ from .model import (
 __all__ = ["read_scenario", "scenario_gaps"]
 
 
-def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) -> Mapping[str, str]:
+def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str,
+                  disk: str = "plain") -> Mapping[str, str]:
     """The facts ``steps`` cannot produce, each with the reason (the rest can happen)."""
     holds = [s for s in steps if isinstance(s.args, (ProduceArgs, CopyArgs))
              and s.args.transactions is not None and s.args.transactions.hold_at is not None]
@@ -45,6 +46,9 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str) ->
     if not any(s.action == "powerloss" and isinstance(s.args, FaultArgs)
                or isinstance(s.args, ChaosArgs) and "powerloss" in s.args.faults for s in steps):
         gaps["powerloss-cut"] = "no powerloss step, and no chaos step draws powerloss"
+        gaps["powerloss-bytes"] = gaps["powerloss-cut"]
+    if disk != "lazy":
+        gaps["powerloss-bytes"] = "the nodes' disks are plain (a lazy disk counts what a power loss drops)"
     if not any(isinstance(s.args, ConsumeArgs) for s in steps):
         gaps["polled"] = "no consume step"
     if not any(isinstance(s.args, ChaosArgs) for s in steps):

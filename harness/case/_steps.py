@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness.clusters import ClusterDef
+from harness.clusters import CORRUPTIONS, DISK_FILE_KINDS, ClusterDef
 from harness.errors import CaseError
 from harness.points import available_points
 
@@ -93,6 +93,7 @@ class StepContext:
     base_dir: Path  # rule files are relative to it
     case_timeout_s: float
     isolation_level: str = "read_uncommitted"  # the client section's (the recovery read's)
+    disk: str = "plain"  # the case's (harness.clusters.DISKS)
     index: int = 0  # of the step being read
     workloads: dict[str, str] = field(default_factory=dict)  # name -> label of its step
     background: set[str] = field(default_factory=set)
@@ -331,7 +332,7 @@ def _copy(node: Node, field: str, ctx: StepContext) -> CopyArgs:
 
 
 def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
-    missing = FAULTS[field.rsplit(".", 1)[-1]].missing_on(ctx.system)
+    missing = FAULTS[field.rsplit(".", 1)[-1]].missing_on(ctx.system, ctx.disk)
     if missing:
         raise error(node, field, f"{missing} (use kill9)")
     args = FaultArgs(ctx.selector(node, field))
@@ -340,6 +341,36 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
         raise error(node, field, f"{args.target} is not a bookie (remove takes a bookie out for good: "
                                  "bookie, non-auditor-bookie or bookie-N)")
     return args
+
+
+def _powerloss(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    """``powerloss: leader``, or ``{node: leader, torn: true}`` on a lazy disk (the node's
+    last unsynced write survives in part)."""
+    if not isinstance(node.value, dict):
+        return _node_fault(node, field, ctx)
+    missing = FAULTS["powerloss"].missing_on(ctx.system, ctx.disk)
+    if missing:
+        raise error(node, field, f"{missing} (use kill9)")
+    f = Fields(node, field, ("node", "partition", "torn"))
+    torn = f.get("torn", boolean, False)
+    if torn and ctx.disk != "lazy":
+        raise error(f.at("torn"), f.sub("torn"), "a torn write needs a lazy disk (set disk: lazy)")
+    return FaultArgs(ctx.selector_in(f), disk=MappingProxyType({"torn": torn}))
+
+
+def _corrupt(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    """``corrupt: {node: follower, file: log, how: bitflip, offset: 120}``: a file of the
+    node's lazy disk (the largest of its kind); ``offset`` (optional) the byte to flip or the
+    length to cut to (default: the middle)."""
+    missing = FAULTS["corrupt"].missing_on(ctx.system, ctx.disk)
+    if missing:
+        raise error(node, field, missing)
+    f = Fields(node, field, ("node", "partition", "file", "how", "offset"))
+    spec: dict[str, Any] = {"file": f.need("file", choice(*DISK_FILE_KINDS, kind="file kind")),
+            "how": f.need("how", choice(*CORRUPTIONS, kind="corruption"))}
+    if f.has("offset"):
+        spec["offset"] = f.need("offset", NON_NEGATIVE)
+    return FaultArgs(ctx.selector_in(f), disk=MappingProxyType(spec))
 
 
 def _partition_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
@@ -625,7 +656,7 @@ def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
         out = tuple(choice(*CHAOS_FAULTS, kind="fault")(item, f"{fld}[{i}]")
                     for i, item in enumerate(n.value))
         for fault in out:
-            missing = FAULTS[fault].missing_on(ctx.system)
+            missing = FAULTS[fault].missing_on(ctx.system, ctx.disk)
             if missing:
                 raise error(n, fld, missing)
         return tuple(dict.fromkeys(out))
@@ -670,6 +701,8 @@ _PARSERS: dict[str, _Parser] = {
     "sleep": _sleep,
     "await": _await,
     **dict.fromkeys(NODE_FAULTS, _node_fault),
+    "powerloss": _powerloss,
+    "corrupt": _corrupt,
     "partition": _partition_fault,
     "degrade": _degrade,
     "heal": _heal,

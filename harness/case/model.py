@@ -79,10 +79,12 @@ class FaultSpec:
     chaos: bool = False
     #: why a system not in :attr:`systems` lacks it (for its error)
     absent: str = ""
+    #: every system has it on a node whose data lies on a lazy disk (``disk: lazy``)
+    lazy_disk: bool = False
 
-    def missing_on(self, system: str) -> str | None:
-        """Why a ``system`` case cannot use this fault (None: it can)."""
-        if system in self.systems:
+    def missing_on(self, system: str, disk: str = "plain") -> str | None:
+        """Why a ``system`` case on ``disk`` cannot use this fault (None: it can)."""
+        if system in self.systems or (self.lazy_disk and disk == "lazy"):
             return None
         return (f"{self.absent}; {system} has none" if self.absent
                 else f"{self.name} applies to {' and '.join(sorted(self.systems))} cases only")
@@ -97,8 +99,10 @@ _EVERY_SYSTEM = frozenset(SYSTEMS)
 FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in (
     FaultSpec("kill9", "node", _EVERY_SYSTEM, RESTORED_BY["kill9"], chaos=True),
     FaultSpec("powerloss", "node", frozenset({"kafka"}), RESTORED_BY["powerloss"], chaos=True,
-              records="the cuts: each segment's recovery point, bytes and records lost",
-              absent="powerloss cuts Kafka log segments"),
+              records="the cuts: each segment's recovery point, bytes and records lost (on a lazy "
+                      "disk: each file's size and synced size, bytes_lost, the torn write)",
+              absent="powerloss cuts Kafka log segments, or any node's files on a lazy disk "
+                     "(disk: lazy)", lazy_disk=True),
     FaultSpec("stop", "node", _EVERY_SYSTEM, RESTORED_BY["stop"], chaos=True),
     FaultSpec("remove", "node", frozenset({"pulsar"}), None,
               absent="remove takes a Pulsar bookie out for good"),
@@ -114,6 +118,10 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("diskfull", "node", frozenset({"pulsar"}), RESTORED_BY["diskfull"],
               records="seconds until the node registered read-only (registered_s)",
               absent="diskfull makes a bookie's disks look full"),
+    FaultSpec("corrupt", "node", frozenset(), None,
+              records="the file, how (bitflip: the offset and the byte before and after; truncate: "
+                      "the size and the length cut to)",
+              absent="corrupt changes a file of a node's lazy disk (set disk: lazy)", lazy_disk=True),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 
@@ -329,14 +337,18 @@ class ConsumeArgs:
 
 @dataclass(frozen=True)
 class FaultArgs:
-    """kill9, stop, start, pause, resume, partition, degrade; ``peer`` None: isolate from (or
-    degrade towards) all other nodes. ``effects`` (degrade): ``loss_pct``, ``delay_ms``,
-    ``jitter_ms``, ``duplicate_pct``, ``reorder_pct``, ``rate_bps``, each only when given."""
+    """kill9, powerloss, stop, start, pause, resume, partition, degrade, corrupt; ``peer``
+    None: isolate from (or degrade towards) all other nodes. ``effects`` (degrade):
+    ``loss_pct``, ``delay_ms``, ``jitter_ms``, ``duplicate_pct``, ``reorder_pct``,
+    ``rate_bps``, each only when given."""
 
     target: Selector
     peer: Selector | None = None
     direction: str = "both"
     effects: Mapping[str, float] = field(default_factory=_no_params)
+    #: a lazy disk's fault: ``torn`` (powerloss); ``file`` (a kind), ``how`` and ``offset``
+    #: (corrupt)
+    disk: Mapping[str, Any] = field(default_factory=_no_params)
 
 
 @dataclass(frozen=True)
@@ -427,6 +439,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
     "truncated": "records a follower's truncation cut, the most on one node (an injection's HIT "
                  "line: leo_before - leo)",
     "powerloss-cut": "records the power losses cut (the cuts of the timeline's powerloss faults)",
+    "powerloss-bytes": "bytes the power losses of lazy disks dropped (unsynced data of every file: "
+                       "the timeline's powerloss faults, bytes_lost)",
     "chaos-faults": "faults the chaos steps applied (not skipped)",
     "lock-loops": "nodes whose metadata lock flapped in a loop during the run (apache/pulsar#17759: "
                   "the result's recovery.lock_loops)",
@@ -531,6 +545,9 @@ class Case:
     steps: tuple[Step, ...]
     expect: Expect
     timeout_s: float = DEFAULT_CASE_TIMEOUT_S
+    #: what each node's data directory lies on (:data:`harness.clusters.DISKS`): ``lazy``
+    #: makes a power loss drop every byte a process did not fsync, in every file
+    disk: str = "plain"
     #: the ``versions:`` entry this case was loaded for (None: the file has no such list)
     variant: str | None = None
     #: every entry's label, in file order

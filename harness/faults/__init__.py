@@ -5,7 +5,8 @@ out for good: nothing starts it again during the run), ``stop`` (SIGTERM, then
 SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
 freezer), ``partition``/``heal`` (iptables run from the host inside the
 container's network namespace: no capability is needed in the container),
-``diskfull``/``heal`` (the system makes the node's disks look full), ``degrade``/``heal``
+``diskfull``/``heal`` (the system makes the node's disks look full), ``corrupt`` (a bit flip
+or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`), ``degrade``/``heal``
 (loss, a rate limit, and with the kernel's netem delay, jitter, duplication and reordering
 between chosen nodes: :mod:`harness.faults.degrade`).
 
@@ -106,6 +107,17 @@ class Nemesis:
         wait_until(lambda: node.container.status not in ("running", "paused"), timeout=30,
                    what=f"{node.name} dead after kill -9")
         return lose(node)
+
+    def corrupt(self, node: Node, file: str, how: str, offset: int | None = None) -> dict[str, Any]:
+        """Changes the largest file of kind ``file`` on ``node``'s lazy disk (``bitflip`` at
+        ``offset`` or ``truncate`` to it; default the middle); returns what it changed. Nothing
+        heals it: the system must find it (a checksum, a replica) or the checker will."""
+        if node.disk is None:
+            raise FaultError(f"corrupt: {node.name} has no lazy disk (set disk: lazy)")
+        files = node.disk.files(file)
+        if not files:
+            raise FaultError(f"corrupt: no {file} file on {node.name}'s disk yet")
+        return node.disk.corrupt(files[0], how, offset)
 
     def stop(self, node: Node, grace: int = 30) -> None:
         if node.container.status == "paused":
@@ -349,6 +361,7 @@ FAULTS: dict[str, Fault] = {
     "kill9": Nemesis.kill9,
     "remove": Nemesis.remove,
     "powerloss": Nemesis.powerloss,
+    "corrupt": Nemesis.corrupt,
     "stop": Nemesis.stop,
     "start": Nemesis.start,
     "pause": Nemesis.pause,

@@ -69,6 +69,19 @@ def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(cut, f"by {len(losses)} power loss(es)")
 
 
+def _powerloss_bytes(result: RunResult, run_dir: Path | None) -> Measured:
+    """The bytes the timeline's power losses on lazy disks dropped, summed."""
+    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
+    if timeline is None or not timeline.is_file():
+        return Measured(None, "no timeline")
+    lost = [e["detail"]["bytes_lost"] for e in read_events(timeline, expand=False)
+            if e["type"] == "fault" and e.get("action") == "powerloss"
+            and isinstance(e.get("detail"), dict) and _is_int(e["detail"].get("bytes_lost"))]
+    if not lost:
+        return Measured(None, "no power loss of a lazy disk was applied")
+    return Measured(sum(lost), f"by {len(lost)} power loss(es) of lazy disks")
+
+
 def _chaos_faults(result: RunResult, run_dir: Path | None) -> Measured:
     """The faults the chaos steps applied (their step detail's ``applied``), summed."""
     applied = [s.detail["applied"] for s in result.steps
@@ -172,6 +185,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "held-transactions-aborted": _held_transactions_aborted,
     "truncated": _truncated,
     "powerloss-cut": _powerloss_cut,
+    "powerloss-bytes": _powerloss_bytes,
     "chaos-faults": _chaos_faults,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,

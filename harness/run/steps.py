@@ -99,7 +99,7 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
         ctx.leader_before_fault[p] = leader_now(ctx, p)
     peers = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
     apply_fault(ctx, action, node, str(args.target), peers=peers, direction=args.direction,
-                effects=args.effects)
+                effects=args.effects, disk=args.disk)
     if ctx.injector is not None:
         ctx.injector.note_fault(action, node)
     return {"node": node.name, "role": str(args.target)}
@@ -107,21 +107,28 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 
 def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
                 peers: list[Node] | None = None, direction: str = "both",
-                effects: Mapping[str, float] | None = None) -> None:
-    """Applies fault ``action`` to ``node`` (a ``powerloss`` cuts the case's topic only; a
-    ``partition`` cuts ``node`` off from ``peers``, None: from every other node; a ``degrade``
-    applies ``effects`` between them) and makes it the ``last-target``."""
+                effects: Mapping[str, float] | None = None, disk: Mapping[str, Any] | None = None) -> None:
+    """Applies fault ``action`` to ``node`` (a ``powerloss`` cuts the case's topic only, or on
+    a lazy disk every file of the node, ``disk["torn"]``: its last write torn; a ``partition``
+    cuts ``node`` off from ``peers``, None: from every other node; a ``degrade`` applies
+    ``effects`` between them; a ``corrupt`` changes a file of its lazy disk as ``disk`` says)
+    and makes it the ``last-target``."""
     params: dict[str, Any] = {}
+    disk = dict(disk or {})
     if action == "remove":
         system = ctx.the_system
         if not isinstance(system, Removable) or not system.removable(node):
             raise HarnessError(f"remove: {node.name} cannot be removed for good (only a Pulsar bookie)")
         system.removed.add(node.name)
-    if action == "powerloss":
+    if action == "powerloss" and node.disk is not None:
+        params["lose"] = functools.partial(_lose_lazy, torn=bool(disk.get("torn")))
+    elif action == "powerloss":
         system = ctx.the_system
         if not isinstance(system, PowerLoss):
             raise HarnessError(f"{system.name} has no power-loss fault")
         params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
+    if action == "corrupt":
+        params.update(disk)
     if action in ("partition", "degrade"):
         params["peers"], params["direction"] = peers, direction
     if action == "degrade":
@@ -129,6 +136,12 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
     ctx.the_nemesis.apply(action, node, role=role, **params)
     ctx.the_resolver.last_target = node.name
     log.info("%s %s (%s)", action, node.name, role)
+
+
+def _lose_lazy(node: Node, torn: bool) -> dict[str, Any]:
+    """A power loss of ``node``'s lazy disk: what each file lost, and the torn write."""
+    assert node.disk is not None
+    return node.disk.lose(torn=torn)
 
 
 def _chaos(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:

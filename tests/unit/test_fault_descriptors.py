@@ -26,7 +26,8 @@ def test_every_described_fault_is_a_nemesis_primitive_and_every_primitive_is_des
 
 
 def test_the_step_and_chaos_vocabularies_come_from_the_descriptors() -> None:
-    assert NODE_FAULTS == ("kill9", "powerloss", "stop", "remove", "start", "pause", "resume", "diskfull")
+    assert NODE_FAULTS == ("kill9", "powerloss", "stop", "remove", "start", "pause", "resume", "diskfull",
+                           "corrupt")
     assert CHAOS_FAULTS == ("kill9", "powerloss", "stop", "pause", "partition")
     assert set(FAULTS) <= set(ACTIONS)
 
@@ -40,9 +41,14 @@ def test_each_chaos_fault_is_healed_by_a_fault_that_heals_and_as_the_history_pai
 
 def test_a_fault_a_system_lacks_is_an_error_from_its_descriptor() -> None:
     assert FAULTS["powerloss"].missing_on("kafka") is None
-    assert FAULTS["powerloss"].missing_on("pulsar") == "powerloss cuts Kafka log segments; pulsar has none"
-    with pytest.raises(CaseError, match=r"steps\[0\].powerloss: powerloss cuts Kafka log segments; "
-                                        r"pulsar has none \(use kill9\)"):
+    lacks = ("powerloss cuts Kafka log segments, or any node's files on a lazy disk (disk: lazy); "
+             "pulsar has none")
+    assert FAULTS["powerloss"].missing_on("pulsar") == lacks
+    assert FAULTS["powerloss"].missing_on("pulsar", "lazy") is None
+    assert FAULTS["corrupt"].missing_on("kafka") is not None
+    assert FAULTS["corrupt"].missing_on("kafka", "lazy") is None
+    with pytest.raises(CaseError, match=r"steps\[0\].powerloss: powerloss cuts Kafka log segments, "
+                                        r".*pulsar has none \(use kill9\)"):
         load_case_text("system: pulsar\ncluster: pulsar\nsteps: [{powerloss: owner}]\n", "c.yaml")
 
 

@@ -152,6 +152,22 @@ _INLINE = [
     ("a:\n  b: 'open\n", 3, "invalid YAML: found unexpected end of stream (while scanning a quoted "
                             "scalar on line 2)"),
     ("[" * 5000, 1, "the YAML is nested too deeply"),
+    # lazy disks: the faults that need one, and their arguments
+    (_HEAD + "disk: ssd\nsteps: [{kill9: leader}]\n", 3,
+     "disk: unknown disk 'ssd' (expected one of: plain, lazy)"),
+    ("system: pulsar\ncluster: pulsar\nsteps: [{powerloss: bookie}]\n", 3,
+     "or any node's files on a lazy disk (disk: lazy); pulsar has none (use kill9)"),
+    (_HEAD + "steps: [{powerloss: {node: leader, torn: true}}]\n", 3,
+     "torn: a torn write needs a lazy disk (set disk: lazy)"),
+    (_HEAD + "steps: [{corrupt: {node: leader, file: log, how: bitflip}}]\n", 3,
+     "corrupt changes a file of a node's lazy disk (set disk: lazy)"),
+    (_HEAD + "disk: lazy\nsteps: [{corrupt: {node: leader, file: swap, how: bitflip}}]\n", 4,
+     "file: unknown file kind 'swap'"),
+    (_HEAD + "disk: lazy\nsteps: [{corrupt: {node: leader, file: log, how: shred}}]\n", 4,
+     "how: unknown corruption 'shred'"),
+    (_HEAD + "disk: lazy\nsteps: [{corrupt: {node: leader, file: log}}]\n", 4, "how: missing required key"),
+    ("system: pulsar\ncluster: pulsar\nsteps: [{chaos: {duration: 1m, faults: [powerloss]}}]\n", 3,
+     "powerloss cuts Kafka log segments"),
 ]
 
 

@@ -196,3 +196,30 @@ def test_informational_anomalies_are_observed_with_or_without_an_observe_list() 
     assert "under-write-quorum" not in listed.anomalies and listed.anomalies["under-replicated"] == 0
     limited = load_case_text(base + "expect: {observe: [duplicate], under-write-quorum: 5}\n").expect
     assert limited.anomalies["under-write-quorum"] == 5 and "under-write-quorum" not in limited.observe
+
+
+def test_a_lazy_disk_gives_every_system_power_loss_torn_writes_and_corruption() -> None:
+    from harness.case.model import FaultArgs
+
+    case = load_case_text(
+        "system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n"
+        "  - powerloss: bookie\n"
+        "  - powerloss: {node: bookie-2, torn: true}\n"
+        "  - corrupt: {node: bookie-3, file: journal, how: truncate, offset: 0}\n"
+        "  - chaos: {duration: 1m, faults: [powerloss]}\n"
+        "expect: {scenario: {powerloss-bytes: {at_least: 1}}}\n", "lazy.yaml")
+    assert case.disk == "lazy"
+    args = [s.args for s in case.steps]
+    assert isinstance(args[1], FaultArgs) and args[1].disk == {"torn": True}
+    assert isinstance(args[2], FaultArgs) and dict(args[2].disk) == {"file": "journal", "how": "truncate",
+                                                                     "offset": 0}
+    plain = load_case_text("system: kafka\ncluster: kafka-zk\nsteps: [{kill9: leader}]\n", "x.yaml")
+    assert plain.disk == "plain"
+
+
+def test_powerloss_bytes_needs_a_lazy_disk() -> None:
+    from harness.errors import CaseError
+
+    with pytest.raises(CaseError, match="the nodes. disks are plain"):
+        load_case_text("system: kafka\ncluster: kafka-zk\nsteps: [{powerloss: leader}]\n"
+                       "expect: {scenario: {powerloss-bytes: {at_least: 1}}}\n", "x.yaml")

@@ -1,0 +1,153 @@
+"""The lazy disk, mounted for real on the host (FUSE): what a power loss keeps and drops,
+torn writes, ENOSPC and EROFS, corruption, and its clean-up."""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.backend import lazyfs
+from harness.backend.lazyfs import FILE_KINDS, LazyDisk
+from harness.clusters import DISK_FILE_KINDS
+from harness.errors import BackendError
+
+pytestmark = pytest.mark.skipif(lazyfs.available() is not None or os.geteuid() != 0,
+                                reason=f"no lazy disk here: {lazyfs.available() or 'not root'}")
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[LazyDisk]:
+    d = LazyDisk.create(tmp_path / "node", owner="test")
+    try:
+        yield d
+    finally:
+        d.destroy()
+
+
+def _write(path: Path, data: bytes, *, sync: bool, mode: str = "wb") -> None:
+    with open(path, mode) as f:
+        f.write(data)
+        f.flush()
+        if sync:
+            os.fsync(f.fileno())
+
+
+def test_a_power_loss_keeps_what_was_synced_and_drops_the_rest(disk: LazyDisk) -> None:
+    m = disk.mount
+    _write(m / "seg", b"A" * 10_000, sync=True)
+    _write(m / "seg", b"B" * 5_000, sync=False, mode="ab")  # an unsynced tail
+    with open(m / "seg", "r+b") as f:  # an unsynced overwrite of synced bytes
+        f.seek(100)
+        f.write(b"X" * 10)
+    _write(m / "new", b"never synced", sync=False)
+    (m / "d").mkdir()
+    _write(m / "d" / "kept", b"k" * 300, sync=True)
+    os.rename(m / "d" / "kept", m / "d" / "moved")
+    assert {r["file"] for r in disk.unsynced()} == {"/seg", "/new"}
+
+    out = disk.lose()
+
+    assert (m / "seg").read_bytes() == b"A" * 10_000
+    assert (m / "new").read_bytes() == b""  # created (the namespace is kept), data lost
+    assert (m / "d" / "moved").read_bytes() == b"k" * 300
+    seg = next(r for r in out["files"] if r["file"] == "/seg")
+    assert (seg["size"], seg["synced_size"], seg["pages_rewritten"]) == (15_000, 10_000, 1)
+    assert out["bytes_lost"] >= 5_000 + 12 and out["torn"] is None
+    assert disk.unsynced() == []
+
+
+def test_a_torn_write_keeps_earlier_writes_and_half_the_last(disk: LazyDisk) -> None:
+    m = disk.mount
+    _write(m / "other", b"o" * 50, sync=False)
+    _write(m / "log", b"S" * 1_000, sync=True)
+    _write(m / "log", b"1" * 400, sync=False, mode="ab")
+    _write(m / "log", b"2" * 400, sync=False, mode="ab")  # the node's last write
+
+    out = disk.lose(torn=True)
+
+    assert (m / "log").read_bytes() == b"S" * 1_000 + b"1" * 400 + b"2" * 200
+    assert (m / "other").read_bytes() == b""
+    assert out["torn"] == {"file": "/log", "offset": 1_400, "length": 400, "kept": 200}
+
+
+def test_dirty_mapped_pages_are_lost_too(disk: LazyDisk) -> None:
+    path = disk.mount / "idx"
+    _write(path, b"\0" * 8192, sync=True)
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), 8192) as mapped:
+        mapped[0:4] = b"MMAP"  # dirty in the kernel's page cache, never msync'ed
+    assert disk.lose()["bytes_lost"] > 0 or path.read_bytes()[:4] == b"\0" * 4
+    assert path.read_bytes() == b"\0" * 8192
+
+
+def test_full_and_readonly_refuse_writes_until_normal(disk: LazyDisk) -> None:
+    m = disk.mount
+    _write(m / "a", b"x", sync=True)
+    disk.set_mode("full")
+    with pytest.raises(OSError) as full:
+        _write(m / "a", b"more", sync=False, mode="ab")
+    assert full.value.errno == errno.ENOSPC
+    disk.set_mode("readonly")
+    with pytest.raises(OSError) as ro:
+        _write(m / "b", b"x", sync=False)
+    assert ro.value.errno == errno.EROFS
+    assert (m / "a").read_bytes() == b"x"  # reads still work
+    disk.set_mode("normal")
+    _write(m / "a", b"y", sync=False, mode="ab")
+    assert (m / "a").read_bytes() == b"xy"
+    with pytest.raises(BackendError, match="unknown mode"):
+        disk.set_mode("sideways")
+
+
+def test_corruption_aims_at_a_file_kind(disk: LazyDisk) -> None:
+    seg = disk.mount / "kafka" / "t-0"
+    seg.mkdir(parents=True)
+    _write(seg / "00000000000000000000.log", b"\x10" * 100, sync=True)
+    _write(seg / "00000000000000000000.index", b"i" * 10, sync=True)
+    assert disk.files("log") == ["/kafka/t-0/00000000000000000000.log"]
+    assert disk.files("index") == ["/kafka/t-0/00000000000000000000.index"]
+
+    flip = disk.corrupt("/kafka/t-0/00000000000000000000.log", "bitflip", 7)
+    assert (flip["offset"], flip["old"], flip["new"]) == (7, 0x10, 0x11)
+    data = (seg / "00000000000000000000.log").read_bytes()
+    assert data[7] == 0x11 and data[:7] == b"\x10" * 7
+    cut = disk.corrupt("/kafka/t-0/00000000000000000000.log", "truncate")
+    assert cut["cut_to"] == 50 and len((seg / "00000000000000000000.log").read_bytes()) == 50
+    with pytest.raises(BackendError, match="outside"):
+        disk.corrupt("/kafka/t-0/00000000000000000000.log", "bitflip", 999)
+    with pytest.raises(BackendError, match="unknown file kind"):
+        disk.files("swap")
+
+
+def test_snapshot_and_rollback_put_the_directory_back(disk: LazyDisk) -> None:
+    m = disk.mount
+    _write(m / "a", b"before", sync=True)
+    disk.snapshot("s1")
+    _write(m / "a", b"after!", sync=True)
+    _write(m / "b", b"new", sync=True)
+    disk.rollback("s1")
+    assert (m / "a").read_bytes() == b"before" and not (m / "b").exists()
+    with pytest.raises(BackendError, match="no snapshot"):
+        disk.rollback("s9")
+
+
+def test_destroy_unmounts_and_sweep_takes_only_dead_owners(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lazyfs, "DISKS_DIR", tmp_path)
+    mine = LazyDisk.create(tmp_path / "chaos-x" / "n1", owner="alive")
+    dead = LazyDisk.create(tmp_path / "chaos-x" / "n2", owner="dead")
+    try:
+        assert lazyfs.sweep(lambda owner: owner == "alive") == [str(dead.home)]
+        assert not dead.home.exists() and mine.alive()
+    finally:
+        mine.destroy()
+    assert not os.path.ismount(mine.mount) and not mine.home.exists()
+    mine.destroy()  # idempotent
+
+
+def test_the_file_kinds_are_those_a_case_can_name() -> None:
+    assert tuple(FILE_KINDS) == DISK_FILE_KINDS
