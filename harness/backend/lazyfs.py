@@ -584,7 +584,7 @@ class LazyDisk:
 
     def destroy(self) -> None:
         """Unmounts the disk, stops its process and removes its directory (idempotent)."""
-        if os.path.ismount(self.mount):
+        if self.home.exists():  # a dead disk's mount is not "a mount" to ismount, and blocks rmtree
             subprocess.run(["fusermount3", "-u", "-z", str(self.mount)], capture_output=True)
         pid_file = self.home / "pid"
         if pid_file.exists():

@@ -197,11 +197,15 @@ def _iso(t: float) -> str:
 
 
 def remove_own_clusters() -> None:
-    """Removes the clusters this process started (kept between a matrix's or a campaign's runs)."""
+    """Removes the clusters this process started (kept between a matrix's or a campaign's
+    runs), and their lazy disks."""
     from ..backend.cluster import this_owner
     from ..backend.docker import LABEL_OWNER, Engine
+    from ..backend.lazyfs import sweep
 
+    me = this_owner()
     try:
-        Engine().remove_labelled({LABEL_OWNER: this_owner()})
+        Engine().remove_labelled({LABEL_OWNER: me})
     except HarnessError:
         pass  # no engine: nothing of ours runs
+    sweep(lambda owner: owner != me)

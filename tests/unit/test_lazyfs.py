@@ -151,3 +151,20 @@ def test_destroy_unmounts_and_sweep_takes_only_dead_owners(tmp_path: Path,
 
 def test_the_file_kinds_are_those_a_case_can_name() -> None:
     assert tuple(FILE_KINDS) == DISK_FILE_KINDS
+
+
+def test_a_disk_whose_process_died_is_made_again(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    home = tmp_path / "node"
+    first = LazyDisk.create(home, owner="test")
+    os.kill(int((home / "pid").read_text()), signal.SIGKILL)
+    time.sleep(0.3)
+    assert not first.alive()
+    again = LazyDisk.create(home, owner="test")
+    try:
+        _write(again.mount / "x", b"ok", sync=True)
+        assert (again.mount / "x").read_bytes() == b"ok" and again.alive()
+    finally:
+        again.destroy()
