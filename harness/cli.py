@@ -231,7 +231,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
         seeds = random.Random(seed)
         for _ in range(args.dry_run):
-            print(case_text(draw(seeds.randrange(2**31), args.cluster, args.version)))
+            print(case_text(draw(seeds.randrange(2**31), args.cluster, args.version, disk=args.disk)))
         return 0
     require_reachable(args.spark_master)
     camp = run_campaign(args.cluster, args.version, seed=args.seed, runs=args.runs, minutes=args.minutes,
@@ -239,7 +239,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         probe_runs=args.probe_runs, confirm_runs=args.confirm_runs,
                         max_tries=args.max_tries, other_versions=tuple(args.versions or ()),
                         command=shlex.join(["harness", "explore", *sys.argv[2:]]),
-                        spark_master=args.spark_master)
+                        spark_master=args.spark_master, disk=args.disk)
     if camp.finding is None:
         print(f"explore: nothing found in {len(camp.runs)} runs (seed {camp.seed})")
         return 0
@@ -350,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--cluster", default="kafka-zk", help="the cluster (default kafka-zk)")
     explore.add_argument("--version", help="its version (default: the cluster's)")
     explore.add_argument("--seed", type=int, help="the campaign's seed (default: drawn; printed)")
+    explore.add_argument("--disk", choices=("plain", "lazy"), default="plain",
+                         help="lazy: the nodes' data on lazy disks, and power losses (every unsynced "
+                              "byte lost) drawn on every system")
     explore.add_argument("--runs", type=int, default=60, help="search runs at most (default 60)")
     explore.add_argument("--minutes", type=float, default=120, help="search budget (default 120)")
     explore.add_argument("--no-shrink", action="store_true", help="stop at the first finding")

@@ -86,7 +86,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
                  probe_runs: int = 2, confirm_runs: int = 10, max_tries: int = 30,
                  other_versions: tuple[str, ...] = (), command: str = "harness explore",
                  spark_master: str | None = None, found_dir: Path = FOUND_DIR,
-                 runner: Callable[..., Any] | None = None) -> Campaign:
+                 runner: Callable[..., Any] | None = None, disk: str = "plain") -> Campaign:
     """Runs a campaign (module doc); returns its record, also in ``campaign.json``.
     ``runner`` (tests): called like :func:`harness.run.run_case`."""
     from ..run import run_case
@@ -127,7 +127,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             if time.monotonic() > deadline:
                 log.info("explore: the %g-minute budget is spent", minutes)
                 break
-            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen))
+            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen), disk=disk)
             done = one(s, "search")
             seen.update(f"point:{e.point}" if e.point else e.fault for e in s.episodes)
             seen.update(f"point:{p}" for p in done.points_hit)

@@ -132,6 +132,8 @@ class Schedule:
     load_s: int = 0
     rate: int = 50
     broker_config: Mapping[str, str] = field(default_factory=dict)
+    #: the nodes' disks (``lazy``: a power loss drops every unsynced byte, on any system)
+    disk: str = "plain"
 
     def label(self) -> str:
         return "; ".join(e.label() for e in self.episodes) or "no fault"
@@ -149,11 +151,13 @@ def _weighted(rng: random.Random, options: list[str], seen: Mapping[str, int]) -
 
 
 def draw(seed: int, cluster: str, version: str | None = None, *,
-         seen: Mapping[str, int] | None = None, max_episodes: int = 3) -> Schedule:
+         seen: Mapping[str, int] | None = None, max_episodes: int = 3, disk: str = "plain") -> Schedule:
     """The schedule of ``seed`` on ``cluster`` at ``version`` (the cluster's default if
     None). ``seen``: how often each point and fault was already drawn or hit in the
     campaign; the draw prefers the rarer ones (guided), and depends on it, so a replay
-    passes the same ``seen`` (the campaign records it per run)."""
+    passes the same ``seen`` (the campaign records it per run). ``disk`` ``lazy``: the
+    nodes' disks forget what was not fsynced, and every system's schedules draw power
+    losses."""
     spec = get_cluster(cluster)
     version = version or spec.default_version
     if version not in spec.versions:
@@ -165,6 +169,8 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     profile = _PROFILES[system]
     points = sorted(available_points(system, version) - _UNREACHABLE)
     faults = list(profile.faults)
+    if disk == "lazy" and "powerloss" not in faults:
+        faults.append("powerloss")
     episodes: list[Episode] = []
     for _ in range(rng.randint(1, max_episodes)):
         options = [f"point:{p}" for p in points] + faults
@@ -190,7 +196,8 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     base, load_s = rng.choice((10, 50, 100)), rng.choice((0, 20, 40))
     if not load_s:  # a point holds a write: without a load, its episode sends one
         episodes = [replace(e, inflight=True) if e.kind == "point" else e for e in episodes]
-    return Schedule(seed, system, cluster, version, base=base, episodes=tuple(episodes), load_s=load_s)
+    return Schedule(seed, system, cluster, version, base=base, episodes=tuple(episodes), load_s=load_s,
+                    disk=disk)
 
 
 def _steps(s: Schedule) -> list[Mapping[str, object]]:
@@ -239,6 +246,8 @@ def case_text(s: Schedule, name: str | None = None, description: str | None = No
              "timeout: 8m", f"topic: {json.dumps(topic)}", f"client: {json.dumps(client)}"]
     if s.broker_config:
         lines.append(f"broker_config: {json.dumps(dict(s.broker_config))}")
+    if s.disk != "plain":
+        lines.append(f"disk: {s.disk}")
     lines.append("steps:")
     lines += [f"  - {json.dumps(step)}" for step in _steps(s)]
     lines.append(f"expect: {json.dumps({'observe': observe, 'min_acked': 1})}")

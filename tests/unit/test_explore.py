@@ -95,3 +95,12 @@ def test_a_campaign_finds_shrinks_and_writes_a_case(tmp_path: Path) -> None:
     root = next(tmp_path.glob("explore-*"))
     assert (root / "campaign.json").is_file() and "Found lost-write" in (root / "index.html").read_text()
     assert replace(camp.runs[0]).purpose == "search"
+
+
+def test_lazy_disks_give_every_system_power_losses_and_the_case_says_so() -> None:
+    drawn = [draw(seed, "pulsar", None, disk="lazy") for seed in range(60)]
+    assert any(e.fault == "powerloss" for s in drawn for e in s.episodes)
+    assert not any(e.fault == "powerloss" for seed in range(60) for e in draw(seed, "pulsar").episodes)
+    for s in drawn[:10]:
+        case = load_case_text(case_text(s), "lazy.yaml")
+        assert case.disk == "lazy" and s == draw(s.seed, "pulsar", None, disk="lazy")
