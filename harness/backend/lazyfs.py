@@ -55,12 +55,13 @@ PAGE = 4096
 DISKS_DIR = Path(os.environ.get("CHAOS_DISKS_DIR", "/var/lib/chaos-harness/disks"))
 #: file kinds a corruption aims at: a regular expression on the path inside ``/data``
 FILE_KINDS = {
-    "log": r"/kafka/.+/\d{20}\.log$|/__cluster_metadata-0/\d{20}\.log$",
+    "log": r"/kafka/(?!__cluster_metadata-)[^/]+/\d{20}\.log$",
     "index": r"\.(index|timeindex)$",
-    "checkpoint": r"checkpoint|/meta\.properties$|quorum-state$",
+    "checkpoint": r"/[a-z-]*checkpoint$|/meta\.properties$|/quorum-state$",
     "journal": r"/bookkeeper/journal/.+\.txn$",
     "entrylog": r"/bookkeeper/ledgers/.+\.log$",
-    "metadata": r"/zookeeper/.+/(log|snapshot)\.[0-9a-f]+$|/ledgers/.+/(ledgers|locations)/",
+    "metadata": (r"/zookeeper/.+/(log|snapshot)\.[0-9a-f]+$|/ledgers/.+/(ledgers|locations)/"
+                 r"|/__cluster_metadata-0/[\d-]+\.(log|checkpoint)$"),
 }
 _SERVE_WAIT_S = 15.0
 
@@ -517,9 +518,10 @@ class LazyDisk:
         """``normal``, ``full`` (writes fail with ENOSPC) or ``readonly`` (EROFS)."""
         self._ask({"op": "mode", "mode": mode})
 
-    def files(self, kind: str) -> list[str]:
+    def files(self, kind: str, prefer: str | None = None) -> list[str]:
         """Files of the backing directory of ``kind`` (:data:`FILE_KINDS`), as paths inside
-        ``/data``, largest first."""
+        ``/data``: those whose path has ``prefer`` first (a case's topic), each group largest
+        first."""
         if kind not in FILE_KINDS:
             raise BackendError(f"unknown file kind {kind!r} (kinds: {', '.join(FILE_KINDS)})")
         pat = re.compile(FILE_KINDS[kind])
@@ -529,7 +531,8 @@ class LazyDisk:
                 rel = "/" + os.path.relpath(os.path.join(dirpath, n), self.data)
                 if pat.search(rel):
                     found.append((os.path.getsize(os.path.join(dirpath, n)), rel))
-        return [rel for _, rel in sorted(found, reverse=True)]
+        found.sort(key=lambda f: (prefer is None or prefer not in f[1], -f[0], f[1]))
+        return [rel for _, rel in found]
 
     def corrupt(self, rel: str, how: str, offset: int | None = None) -> dict[str, Any]:
         """``bitflip`` (one bit at ``offset``, default the middle of the file) or

@@ -108,13 +108,15 @@ class Nemesis:
                    what=f"{node.name} dead after kill -9")
         return lose(node)
 
-    def corrupt(self, node: Node, file: str, how: str, offset: int | None = None) -> dict[str, Any]:
-        """Changes the largest file of kind ``file`` on ``node``'s lazy disk (``bitflip`` at
-        ``offset`` or ``truncate`` to it; default the middle); returns what it changed. Nothing
-        heals it: the system must find it (a checksum, a replica) or the checker will."""
+    def corrupt(self, node: Node, file: str, how: str, offset: int | None = None,
+                prefer: str | None = None) -> dict[str, Any]:
+        """Changes the largest file of kind ``file`` on ``node``'s lazy disk (one whose path
+        has ``prefer``, the case's topic, if any): ``bitflip`` at ``offset`` or ``truncate``
+        to it, by default the middle; returns what it changed. Nothing heals it: the system
+        must find it (a checksum, a replica) or the checker will."""
         if node.disk is None:
             raise FaultError(f"corrupt: {node.name} has no lazy disk (set disk: lazy)")
-        files = node.disk.files(file)
+        files = node.disk.files(file, prefer)
         if not files:
             raise FaultError(f"corrupt: no {file} file on {node.name}'s disk yet")
         return node.disk.corrupt(files[0], how, offset)

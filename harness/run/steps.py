@@ -128,7 +128,7 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
             raise HarnessError(f"{system.name} has no power-loss fault")
         params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
     if action == "corrupt":
-        params.update(disk)
+        params.update(disk, prefer=ctx.topic)
     if action in ("partition", "degrade"):
         params["peers"], params["direction"] = peers, direction
     if action == "degrade":
