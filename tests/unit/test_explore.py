@@ -104,3 +104,18 @@ def test_lazy_disks_give_every_system_power_losses_and_the_case_says_so() -> Non
     for s in drawn[:10]:
         case = load_case_text(case_text(s), "lazy.yaml")
         assert case.disk == "lazy" and s == draw(s.seed, "pulsar", None, disk="lazy")
+
+
+def test_a_triggered_point_waits_for_its_record_before_the_failure_and_may_leave_both_down() -> None:
+    ep = Episode("point", "kill9", "held", 2.0, restart=False, point="NEW-LEADER-FETCH", inflight=True,
+                 trigger="leader")
+    s = Schedule(1, "kafka", "kafka-zk", "0.10.2.2", base=10, episodes=(ep,))
+    steps = [step.action for step in load_case_text(case_text(s), "t.yaml").steps]
+    text = case_text(s)
+    assert text.index('"await": {"workload": "inflight-0"') < text.index('"kill9": "leader"')
+    assert steps.count("start") == 1  # the trigger's node
+    from harness.explore.schedule import smaller
+
+    both_down = [c for c in smaller(s) if not c.episodes[0].trigger_restart]
+    assert both_down and case_text(both_down[0]).count('"start"') == 0
+    assert len(load_case_text(case_text(both_down[0]), "t.yaml").steps) == 8
