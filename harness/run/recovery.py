@@ -51,7 +51,7 @@ def recover(ctx: RunContext) -> None:
     if problems:
         raise HarnessError("heal failed: " + "; ".join(problems))
     t0 = time.monotonic()
-    _wait_ready(ctx, max(ctx.remaining(240), 1))
+    wait_ready_remedied(ctx, max(ctx.remaining(240), 1))
     _wait_converged(ctx, max(ctx.remaining(240), 1))
     ctx.recovery.converged_s = round(time.monotonic() - t0, 1)
     log.info("recovery: converged in %ss; reading every partition from the beginning",
@@ -192,10 +192,12 @@ def wait_unsticking(ctx: RunContext, pred: Callable[[], Any], *, timeout: float,
     return wait_remedied(ctx, wait, timeout, after=UNSTICK_AFTER_S, remedy=remedy)
 
 
-def _wait_ready(ctx: RunContext, timeout: float) -> None:
+def wait_ready_remedied(ctx: RunContext, timeout: float, *, after: str = "recovery: not ready {s:g} s "
+                        "after the heal") -> None:
     """The system's ``wait_ready``, with its readiness remedy (where it has one) after
     ``READY_REMEDY_AFTER_S``: Pulsar restarts a bookie that runs but never re-registered
-    after its ZooKeeper session expired."""
+    after its ZooKeeper session expired, or that exited at start. ``after`` begins the
+    repair's note."""
     system = ctx.the_system
     if not isinstance(system, ReadyRemedy):
         system.wait_ready(timeout=timeout)
@@ -205,7 +207,7 @@ def _wait_ready(ctx: RunContext, timeout: float) -> None:
         done = system.ready_remedy()
         if done is None:
             return None
-        return (f"recovery: not ready {READY_REMEDY_AFTER_S:g} s after the heal, {done}",
+        return (f"{after.format(s=READY_REMEDY_AFTER_S)}, {done}",
                 repair_name(done), "readiness remedy", {"action": done})
 
     wait_remedied(ctx, lambda t: system.wait_ready(timeout=t), timeout,

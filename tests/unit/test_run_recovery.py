@@ -185,7 +185,7 @@ def test_recovery_applies_the_readiness_remedy_once_and_records_it(monkeypatch: 
     monkeypatch.setattr(recovery, "READY_REMEDY_AFTER_S", 0.5)
     system = ReadySystem("restarted bookie-1")
     run = _run(system)
-    recovery._wait_ready(run, 30.0)
+    recovery.wait_ready_remedied(run, 30.0)
     assert system.remedies == 1 and system.waits[0] == 0.5 and 28 < system.waits[1] <= 30
     assert run.recovery.actions == ["recovery: not ready 0.5 s after the heal, restarted bookie-1"]
     assert run.timeline.marks[0]["label"] == "readiness remedy"
@@ -196,7 +196,7 @@ def test_a_remedy_with_nothing_to_do_lets_the_wait_time_out(monkeypatch: pytest.
     system = ReadySystem(None)
     run = _run(system)
     with pytest.raises(WaitTimeout):
-        recovery._wait_ready(run, 30.0)
+        recovery.wait_ready_remedied(run, 30.0)
     assert system.remedies == 1 and len(system.waits) == 2 and not run.recovery.actions
 
 
@@ -204,7 +204,7 @@ def test_a_system_without_a_remedy_waits_once() -> None:
     system = FakeSystem(None)
     calls = []
     system.wait_ready = lambda timeout: calls.append(timeout)  # type: ignore[attr-defined]
-    recovery._wait_ready(_run(system), 30.0)
+    recovery.wait_ready_remedied(_run(system), 30.0)
     assert calls == [30.0]
 
 
