@@ -6,7 +6,10 @@ directory at once (reads need no merging), and the filesystem keeps, per file, w
 needs to undo the writes since the file's last ``fsync``: the size at that fsync and the
 original content of each 4 KiB page overwritten since. A power loss (:meth:`LazyDisk.lose`)
 puts every file back to its state at its last fsync: a file written and never synced comes
-back empty, an appended tail is cut, an overwritten page gets its old bytes. With ``torn``
+back empty, an appended tail is cut, an overwritten page gets its old bytes. As the kernel
+does, a file dirty for :data:`WRITEBACK_S` (Linux's ``vm.dirty_expire_centisecs``, 30 s) is
+written back all the same (a flusher looks every 5 s): what a power loss takes is what was
+written in the last half minute and not fsynced. With ``torn``
 the node's last unsynced write survives in part (its first half), as a write that tore when
 the power went. What survives, like a real disk's metadata journal: file creation,
 deletion and renames (LazyFS does the same: it delays data, not the namespace).
@@ -64,6 +67,8 @@ FILE_KINDS = {
                  r"|/__cluster_metadata-0/[\d-]+\.(log|checkpoint)$"),
 }
 _SERVE_WAIT_S = 15.0
+#: the kernel's write-back of dirty data: Linux's vm.dirty_expire_centisecs (30 s by default)
+WRITEBACK_S = 30.0
 
 
 def available() -> str | None:
@@ -82,22 +87,41 @@ def available() -> str | None:
 # -- the filesystem (runs in the disk's own process) ------------------------------------------
 @dataclass
 class _Undo:
-    """What one file needs to go back to its last fsync."""
+    """What one file needs to go back to its last fsync (or write-back)."""
 
     synced_size: int
     pages: dict[int, bytes] = field(default_factory=dict)  # page index -> original bytes
+    since: float = field(default_factory=time.monotonic)  # when the file became dirty
 
 
 class _Tracker:
     """The undo state of every file changed since its last fsync (paths relative to the
     backing directory), and the node's last unsynced write."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, writeback_s: float = 0.0) -> None:
         self.root = root
         self.lock = threading.Lock()
         self.files: dict[str, _Undo] = {}
         self.last: tuple[str, int, bytes] | None = None
         self.mode = "normal"  # or "full", "readonly"
+        self.writeback_s = writeback_s  # 0: nothing is written back without an fsync
+        self.written_back = 0  # files written back so far
+
+    def write_back(self, now: float | None = None) -> int:
+        """The kernel's periodic write-back: every file dirty for ``writeback_s`` or longer
+        is on the disk now, as if fsynced (Linux writes back an inode whose first dirty page
+        is older than ``vm.dirty_expire_centisecs``, 30 s by default). Returns how many."""
+        if self.writeback_s <= 0:
+            return 0
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            old = [rel for rel, u in self.files.items() if now - u.since >= self.writeback_s]
+            for rel in old:
+                del self.files[rel]
+                if self.last is not None and self.last[0] == rel:
+                    self.last = None
+            self.written_back += len(old)
+            return len(old)
 
     def _undo(self, rel: str) -> _Undo:
         u = self.files.get(rel)
@@ -200,7 +224,7 @@ class _Tracker:
             self.files.clear()
             self.last = None
         lost = sum(max(0, r["size"] - r["synced_size"]) + PAGE * r["pages_rewritten"] for r in rows)
-        return {"files": rows, "bytes_lost": lost, "torn": tore}
+        return {"files": rows, "bytes_lost": lost, "torn": tore, "writeback_s": self.writeback_s}
 
 
 def _operations(root: str, tracker: _Tracker) -> Any:
@@ -394,6 +418,8 @@ def _control(tracker: _Tracker, sock_path: str) -> socketserver.UnixStreamServer
                         out = {"ok": True, "files": tracker.unsynced()}
                     elif op == "lose":
                         out = {"ok": True, **tracker.lose(bool(req.get("torn")))}
+                    elif op == "write_back":
+                        out = {"ok": True, "files": tracker.write_back()}
                     elif op == "mode":
                         if req.get("mode") not in ("normal", "full", "readonly"):
                             raise ValueError(f"unknown mode {req.get('mode')!r}")
@@ -414,13 +440,20 @@ def _control(tracker: _Tracker, sock_path: str) -> socketserver.UnixStreamServer
     return server
 
 
-def serve(home: Path) -> None:
-    """Mounts the disk of ``home`` and serves it until unmounted (the disk's process)."""
+def serve(home: Path, writeback_s: float = 0.0) -> None:
+    """Mounts the disk of ``home`` and serves it until unmounted (the disk's process);
+    ``writeback_s`` > 0: a flusher writes back, every 5 s, files dirty that long."""
     from mfusepy import FUSE
 
     root = str(home / "data")
-    tracker = _Tracker(root)
+    tracker = _Tracker(root, writeback_s)
     _control(tracker, str(home / "ctl.sock"))
+    if writeback_s > 0:
+        def flusher() -> None:
+            while True:
+                time.sleep(min(5.0, writeback_s))
+                tracker.write_back()
+        threading.Thread(target=flusher, daemon=True, name="lazyfs-writeback").start()
     FUSE(_operations(root, tracker), str(home / "mnt"), foreground=True, allow_other=True,
          default_permissions=False, attr_timeout=0.5, entry_timeout=0.5, fsname="chaos-lazy")
 
@@ -445,8 +478,10 @@ class LazyDisk:
         return f"LazyDisk({str(self.home)!r})"
 
     @classmethod
-    def create(cls, home: Path, owner: str) -> LazyDisk:
-        """Makes the directories, starts the disk's process and waits until it is mounted."""
+    def create(cls, home: Path, owner: str, writeback_s: float = WRITEBACK_S) -> LazyDisk:
+        """Makes the directories, starts the disk's process and waits until it is mounted.
+        ``writeback_s``: files dirty that long are written back as the kernel would (0:
+        never, only an fsync makes data durable)."""
         why = available()
         if why:
             raise BackendError(f"a lazy disk cannot be mounted here: {why}")
@@ -458,7 +493,8 @@ class LazyDisk:
             d.mkdir(parents=True, exist_ok=True)
         (disk.home / "owner").write_text(owner)
         log_file = open(disk.home / "serve.log", "ab")  # noqa: SIM115 - the child keeps it
-        proc = subprocess.Popen([sys.executable, "-m", "harness.backend.lazyfs", "serve", str(home)],
+        proc = subprocess.Popen([sys.executable, "-m", "harness.backend.lazyfs", "serve", str(home),
+                                 "--writeback", f"{writeback_s:g}"],
                                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         log_file.close()
         (disk.home / "pid").write_text(str(proc.pid))
@@ -504,6 +540,10 @@ class LazyDisk:
 
     def unsynced(self) -> list[dict[str, Any]]:
         return list(self._ask({"op": "unsynced"})["files"])
+
+    def write_back(self) -> int:
+        """Writes back now what has been dirty for the disk's write-back time (tests)."""
+        return int(self._ask({"op": "write_back"})["files"])
 
     def lose(self, torn: bool = False) -> dict[str, Any]:
         """A power loss of the disk (its processes must be dead): the kernel's dirty pages
@@ -629,10 +669,10 @@ def sweep(alive: Callable[[str], bool]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "serve":
-        serve(Path(argv[1]))
+    if len(argv) in (2, 4) and argv[0] == "serve" and (len(argv) == 2 or argv[2] == "--writeback"):
+        serve(Path(argv[1]), float(argv[3]) if len(argv) == 4 else 0.0)
         return 0
-    print("usage: python3 -m harness.backend.lazyfs serve DIR", file=sys.stderr)
+    print("usage: python3 -m harness.backend.lazyfs serve DIR [--writeback SECONDS]", file=sys.stderr)
     return 2
 
 

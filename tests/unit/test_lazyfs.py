@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(lazyfs.available() is not None or os.geteuid() !
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[LazyDisk]:
-    d = LazyDisk.create(tmp_path / "node", owner="test")
+    d = LazyDisk.create(tmp_path / "node", owner="test", writeback_s=0)  # only fsync makes durable
     try:
         yield d
     finally:
@@ -168,3 +168,19 @@ def test_a_disk_whose_process_died_is_made_again(tmp_path: Path) -> None:
         assert (again.mount / "x").read_bytes() == b"ok" and again.alive()
     finally:
         again.destroy()
+
+
+def test_the_kernel_writes_back_what_was_dirty_long_enough(tmp_path: Path) -> None:
+    import time
+
+    disk = LazyDisk.create(tmp_path / "node", owner="test", writeback_s=1.0)
+    try:
+        _write(disk.mount / "old", b"o" * 100, sync=False)
+        time.sleep(1.2)
+        _write(disk.mount / "new", b"n" * 100, sync=False)
+        assert disk.write_back() == 1  # the flusher's pass, now
+        disk.lose()
+        assert (disk.mount / "old").read_bytes() == b"o" * 100
+        assert (disk.mount / "new").read_bytes() == b""
+    finally:
+        disk.destroy()
