@@ -152,6 +152,12 @@ class Cluster:
     def _drop_disks(self) -> None:
         for n in self.spec.nodes:
             LazyDisk(self._disk_home(n.name)).destroy()
+        override = DISKS_DIR / self.project / "compose.disks.json"
+        override.unlink(missing_ok=True)
+        try:
+            override.parent.rmdir()
+        except OSError:
+            pass  # absent, or another node's disk is still there
 
     def _env(self) -> dict[str, str]:
         # a key "bookie.K" (pulsar) sets the bookies' K; every other key is the brokers'

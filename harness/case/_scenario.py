@@ -46,7 +46,7 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str,
     if not any(s.action == "powerloss" and isinstance(s.args, FaultArgs)
                or isinstance(s.args, ChaosArgs) and "powerloss" in s.args.faults for s in steps):
         gaps["powerloss-cut"] = "no powerloss step, and no chaos step draws powerloss"
-        gaps["powerloss-bytes"] = gaps["powerloss-cut"]
+        gaps["powerloss-bytes"] = gaps["powerlosses"] = gaps["powerloss-cut"]
     if disk != "lazy":
         gaps["powerloss-bytes"] = "the nodes' disks are plain (a lazy disk counts what a power loss drops)"
     if not any(isinstance(s.args, ConsumeArgs) for s in steps):

@@ -441,6 +441,7 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
     "powerloss-cut": "records the power losses cut (the cuts of the timeline's powerloss faults)",
     "powerloss-bytes": "bytes the power losses of lazy disks dropped (unsynced data of every file: "
                        "the timeline's powerloss faults, bytes_lost)",
+    "powerlosses": "power losses applied (the timeline's powerloss faults)",
     "chaos-faults": "faults the chaos steps applied (not skipped)",
     "lock-loops": "nodes whose metadata lock flapped in a loop during the run (apache/pulsar#17759: "
                   "the result's recovery.lock_loops)",

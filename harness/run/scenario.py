@@ -82,6 +82,16 @@ def _powerloss_bytes(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(lost), f"by {len(lost)} power loss(es) of lazy disks")
 
 
+def _powerlosses(result: RunResult, run_dir: Path | None) -> Measured:
+    """The power losses the timeline records (each a ``powerloss`` fault applied)."""
+    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
+    if timeline is None or not timeline.is_file():
+        return Measured(None, "no timeline")
+    nodes = [str(e.get("node")) for e in read_events(timeline, expand=False)
+             if e["type"] == "fault" and e.get("action") == "powerloss"]
+    return Measured(len(nodes), f"of {', '.join(nodes)}" if nodes else "none applied")
+
+
 def _chaos_faults(result: RunResult, run_dir: Path | None) -> Measured:
     """The faults the chaos steps applied (their step detail's ``applied``), summed."""
     applied = [s.detail["applied"] for s in result.steps
@@ -186,6 +196,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "truncated": _truncated,
     "powerloss-cut": _powerloss_cut,
     "powerloss-bytes": _powerloss_bytes,
+    "powerlosses": _powerlosses,
     "chaos-faults": _chaos_faults,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
