@@ -320,11 +320,26 @@ class PulsarConsumerClient:
             for p in range(partitions):
                 reader = self._reader(client, p, start + timeout_s)
                 msgs: list[Any] = []
+                blind = False  # the broker cannot say where the partition ends
                 try:
-                    while time.monotonic() - start < timeout_s and reader.has_message_available():
+                    while time.monotonic() - start < timeout_s:
+                        if not blind:
+                            try:
+                                if not reader.has_message_available():
+                                    break
+                            except pulsar.BrokerMetadataError:
+                                # the broker could not read the last entry to tell the end (no
+                                # bookie has it: seen after a power loss of every bookie, with
+                                # autoSkipNonRecoverableData); read until nothing comes for 10 s
+                                blind = True
+                                self.stats.errors["end_unknown"] = self.stats.errors.get("end_unknown", 0) + 1
+                                log.warning("recovery reader of partition %d: the broker cannot tell "
+                                            "the last message; reading until 10 s pass without one", p)
                         try:
                             msgs.append(reader.read_next(timeout_millis=10_000))
                         except pulsar.Timeout:
+                            if blind:
+                                break
                             continue  # available but not delivered yet (a bookie recovering)
                         if len(msgs) >= READ_BATCH:
                             self._write_polls(msgs, phase)
