@@ -179,6 +179,11 @@ def test_controller_probe_names_a_broker_that_does_not_take_leader_and_isr(
                timeout=60, what="no probe topic left")
 
 
+# KRaft mode's run of this test (no wait) is left to the full matrix to keep CI within its
+# budget: its ZooKeeper run is the one with a wait to check, and other KRaft tests restart
+# killed brokers at once.
+@pytest.mark.parametrize("kafka", ["kafka-zk", pytest.param("kafka-kraft", marks=pytest.mark.full_matrix)],
+                         indirect=True)
 def test_a_broker_started_right_after_its_kill_waits_out_its_old_session(
         kafka: KafkaSystem, nemesis: Nemesis) -> None:
     """ZooKeeper mode: started at once after kill -9, a 3.9.2 broker finds its killed self's

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,13 +21,25 @@ pytestmark = pytest.mark.skipif(lazyfs.available() is not None or os.geteuid() !
                                 reason=f"no lazy disk here: {lazyfs.available() or 'not root'}")
 
 
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[LazyDisk]:
-    d = LazyDisk.create(tmp_path / "node", owner="test", writeback_s=0)  # only fsync makes durable
+@pytest.fixture(scope="module")
+def _shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LazyDisk]:
+    d = LazyDisk.create(tmp_path_factory.mktemp("lazy") / "node", owner="test", writeback_s=0)
     try:
         yield d
     finally:
         d.destroy()
+
+
+@pytest.fixture
+def disk(_shared: LazyDisk) -> LazyDisk:
+    """One disk for the module (a mount takes a second or two), emptied for each test: nothing
+    pending, no file, normal mode. Only an fsync makes data durable on it (no write-back)."""
+    _shared.set_mode("normal")
+    _shared.lose()
+    for child in _shared.mount.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    shutil.rmtree(_shared.home / "snapshots", ignore_errors=True)
+    return _shared
 
 
 def _write(path: Path, data: bytes, *, sync: bool, mode: str = "wb") -> None:
