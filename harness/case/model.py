@@ -116,8 +116,10 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("degrade", "pair", _EVERY_SYSTEM, RESTORED_BY["degrade"],
               records="the peers, the direction, the effects and the nodes whose sending was shaped"),
     FaultSpec("diskfull", "node", frozenset({"pulsar"}), RESTORED_BY["diskfull"],
-              records="seconds until the node registered read-only (registered_s)",
-              absent="diskfull makes a bookie's disks look full"),
+              records="seconds until the node registered read-only (registered_s); on a lazy disk, "
+                      "that writes fail with ENOSPC",
+              absent="diskfull makes a bookie's disks look full, or any node's lazy disk full "
+                     "(disk: lazy)", lazy_disk=True),
     FaultSpec("corrupt", "node", frozenset(), None,
               records="the file, how (bitflip: the offset and the byte before and after; truncate: "
                       "the size and the length cut to)",

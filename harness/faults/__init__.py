@@ -98,7 +98,8 @@ class Nemesis:
         self.down[node.name] = None
         self.partitioned.discard(node.name)  # its network namespace died with it
         self.shaped.pop(node.name, None)
-        self.full.discard(node.name)  # and a diskfull rule with its JVM
+        if node.disk is None:
+            self.full.discard(node.name)  # a diskfull rule dies with its JVM (a full disk stays full)
 
     def powerloss(self, node: Node, lose: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
         """kill -9, then ``lose`` (the system's) cuts what the node had not flushed; returns
@@ -131,7 +132,8 @@ class Nemesis:
         self.down[node.name] = None
         self.partitioned.discard(node.name)
         self.shaped.pop(node.name, None)
-        self.full.discard(node.name)
+        if node.disk is None:
+            self.full.discard(node.name)
 
     def remove(self, node: Node) -> None:
         """kill -9, and ``node`` stays out for good, as a machine lost with its disk: no
@@ -189,14 +191,23 @@ class Nemesis:
 
     # -- storage faults ----------------------------------------------------------------
     def diskfull(self, node: Node) -> dict[str, Any]:
-        """Makes ``node``'s disks look full (the system's :attr:`set_disk_full`); ``heal``
-        undoes it."""
+        """Makes ``node``'s disks full: on a lazy disk every write fails with ENOSPC and the
+        disk reports no free space (for any system, until ``heal``: a restart does not empty
+        it); otherwise the system's :attr:`set_disk_full`. ``heal`` undoes it."""
+        if node.disk is not None:
+            node.disk.set_mode("full")
+            self.full.add(node.name)
+            return {"disk": "lazy: writes fail with ENOSPC, no free space reported"}
         if self.set_disk_full is None:
             raise FaultError(f"diskfull: the {self.cluster.spec.name} cluster has no disk-full fault")
         self.full.add(node.name)  # first: a heal unloads the rule even if the wait failed
         return self.set_disk_full(node, True)
 
     def _unfill(self, node: Node) -> None:
+        if node.name in self.full and node.disk is not None:
+            node.disk.set_mode("normal")  # kept in ``full`` if this fails: heal_all tries again
+            self.full.discard(node.name)
+            return
         if node.name not in self.full or self.set_disk_full is None:
             return
         if node.container.status == "running":  # a node killed since lost the rule with its JVM

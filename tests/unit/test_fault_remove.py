@@ -30,7 +30,7 @@ class Container:
 
 def test_a_removed_node_stays_down_until_the_cleanup() -> None:
     events: list[str] = []
-    bookie = cast(Node, SimpleNamespace(name="bookie-2", container=Container("running", events)))
+    bookie = cast(Node, SimpleNamespace(name="bookie-2", container=Container("running", events), disk=None))
     nemesis = Nemesis(cast(Cluster, SimpleNamespace(nodes=lambda: [bookie])), None)
     nemesis.apply("remove", bookie, role="bookie")
     assert events == ["kill KILL"] and nemesis.removed == {"bookie-2"} and not nemesis.down

@@ -39,7 +39,7 @@ class Timeline:
 
 
 def _node(container: FakeContainer) -> Node:
-    return cast(Node, SimpleNamespace(name="broker-2", container=container))
+    return cast(Node, SimpleNamespace(name="broker-2", container=container, disk=None))
 
 
 def test_a_freeze_that_times_out_is_retried_and_the_attempts_are_recorded() -> None:
@@ -94,7 +94,7 @@ def test_diskfull_is_healed_by_heal_and_forgotten_by_a_kill(monkeypatch: pytest.
 
     timeline = Timeline()
     nemesis = Nemesis(cast(Any, None), timeline)
-    bookie = cast(Node, SimpleNamespace(name="bookie-2", container=_Killable([])))
+    bookie = cast(Node, SimpleNamespace(name="bookie-2", container=_Killable([]), disk=None))
     with pytest.raises(FaultError, match="no disk-full fault"):
         Nemesis(cast(Any, SimpleNamespace(spec=SimpleNamespace(name="kafka-zk"))), timeline).apply(
             "diskfull", bookie)

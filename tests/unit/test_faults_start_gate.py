@@ -31,7 +31,7 @@ class Timeline:
 
 
 def _node(status: str, events: list[str]) -> Node:
-    return cast(Node, SimpleNamespace(name="kafka-2", container=Container(status, events)))
+    return cast(Node, SimpleNamespace(name="kafka-2", container=Container(status, events), disk=None))
 
 
 def test_a_start_waits_for_the_gate_first_and_records_the_wait() -> None:

@@ -197,3 +197,29 @@ def test_the_kernel_writes_back_what_was_dirty_long_enough(tmp_path: Path) -> No
         assert (disk.mount / "new").read_bytes() == b""
     finally:
         disk.destroy()
+
+
+def test_diskfull_on_a_lazy_disk_survives_a_kill_until_heal(disk: LazyDisk) -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from harness.backend.cluster import Cluster, Node
+    from harness.faults import Nemesis
+
+    class Container:
+        status = "running"
+
+        def kill(self, signal: str) -> None:
+            self.status = "exited"
+
+    node = cast(Node, SimpleNamespace(name="kafka-2", container=Container(), disk=disk))
+    nemesis = Nemesis(cast(Cluster, SimpleNamespace(nodes=lambda: [node])), None)
+    nemesis.apply("diskfull", node, role="follower")
+    with pytest.raises(OSError) as full:
+        _write(disk.mount / "a", b"x", sync=False)
+    assert full.value.errno == errno.ENOSPC and os.statvfs(disk.mount).f_bavail == 0
+    nemesis.apply("kill9", node)  # a full disk stays full across a restart
+    assert nemesis.full == {"kafka-2"}
+    nemesis.apply("heal", node)
+    _write(disk.mount / "a", b"x", sync=False)
+    assert not nemesis.full
