@@ -124,6 +124,11 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
               records="the file, how (bitflip: the offset and the byte before and after; truncate: "
                       "the size and the length cut to)",
               absent="corrupt changes a file of a node's lazy disk (set disk: lazy)", lazy_disk=True),
+    FaultSpec("snapshot", "node", frozenset(), None, records="the bytes copied",
+              absent="snapshot copies a node's lazy disk (set disk: lazy)", lazy_disk=True),
+    FaultSpec("rollback", "node", frozenset(), None, records="the bytes put back",
+              absent="rollback puts back a node's lazy disk as its last snapshot (set disk: lazy)",
+              lazy_disk=True),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 

@@ -6,7 +6,8 @@ SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
 freezer), ``partition``/``heal`` (iptables run from the host inside the
 container's network namespace: no capability is needed in the container),
 ``diskfull``/``heal`` (the system makes the node's disks look full), ``corrupt`` (a bit flip
-or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`), ``degrade``/``heal``
+or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`),
+``snapshot``/``rollback`` (a down node's lazy disk copied aside, and put back), ``degrade``/``heal``
 (loss, a rate limit, and with the kernel's netem delay, jitter, duplication and reordering
 between chosen nodes: :mod:`harness.faults.degrade`).
 
@@ -121,6 +122,24 @@ class Nemesis:
         if not files:
             raise FaultError(f"corrupt: no {file} file on {node.name}'s disk yet")
         return node.disk.corrupt(files[0], how, offset)
+
+    def snapshot(self, node: Node) -> dict[str, Any]:
+        """Copies ``node``'s lazy disk aside (the node down: its files at rest)."""
+        return {"bytes": self._at_rest(node, "snapshot").snapshot("case")}
+
+    def rollback(self, node: Node) -> dict[str, Any]:
+        """Puts ``node``'s lazy disk back as its last ``snapshot`` (the node down), as a disk
+        restored from an old image: everything written since is gone."""
+        return {"bytes": self._at_rest(node, "rollback").rollback("case")}
+
+    @staticmethod
+    def _at_rest(node: Node, what: str) -> Any:
+        if node.disk is None:
+            raise FaultError(f"{what}: {node.name} has no lazy disk (set disk: lazy)")
+        if node.container.status in ("running", "paused"):
+            raise FaultError(f"{what}: {node.name} is running; {what} a node that is down "
+                             "(after kill9, stop or powerloss)")
+        return node.disk
 
     def stop(self, node: Node, grace: int = 30) -> None:
         if node.container.status == "paused":
@@ -375,6 +394,8 @@ FAULTS: dict[str, Fault] = {
     "remove": Nemesis.remove,
     "powerloss": Nemesis.powerloss,
     "corrupt": Nemesis.corrupt,
+    "snapshot": Nemesis.snapshot,
+    "rollback": Nemesis.rollback,
     "stop": Nemesis.stop,
     "start": Nemesis.start,
     "pause": Nemesis.pause,

@@ -223,3 +223,24 @@ def test_diskfull_on_a_lazy_disk_survives_a_kill_until_heal(disk: LazyDisk) -> N
     nemesis.apply("heal", node)
     _write(disk.mount / "a", b"x", sync=False)
     assert not nemesis.full
+
+
+def test_snapshot_and_rollback_steps_take_a_node_that_is_down(disk: LazyDisk) -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from harness.backend.cluster import Cluster, Node
+    from harness.errors import FaultError
+    from harness.faults import Nemesis
+
+    container = SimpleNamespace(status="running")
+    node = cast(Node, SimpleNamespace(name="kafka-3", container=container, disk=disk))
+    nemesis = Nemesis(cast(Cluster, SimpleNamespace(nodes=lambda: [node])), None)
+    _write(disk.mount / "log", b"old", sync=True)
+    with pytest.raises(FaultError, match="kafka-3 is running"):
+        nemesis.apply("snapshot", node)
+    container.status = "exited"
+    nemesis.apply("snapshot", node)
+    _write(disk.mount / "log", b"newer", sync=True)
+    nemesis.apply("rollback", node)
+    assert (disk.mount / "log").read_bytes() == b"old"

@@ -166,6 +166,8 @@ _INLINE = [
     (_HEAD + "disk: lazy\nsteps: [{corrupt: {node: leader, file: log, how: shred}}]\n", 4,
      "how: unknown corruption 'shred'"),
     (_HEAD + "disk: lazy\nsteps: [{corrupt: {node: leader, file: log}}]\n", 4, "how: missing required key"),
+    (_HEAD + "steps: [{rollback: follower}]\n", 3,
+     "rollback puts back a node's lazy disk as its last snapshot (set disk: lazy)"),
     ("system: pulsar\ncluster: pulsar\nsteps: [{chaos: {duration: 1m, faults: [powerloss]}}]\n", 3,
      "powerloss cuts Kafka log segments"),
 ]
