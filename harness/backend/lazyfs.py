@@ -418,6 +418,11 @@ def _control(tracker: _Tracker, sock_path: str) -> socketserver.UnixStreamServer
                         out = {"ok": True, "files": tracker.unsynced()}
                     elif op == "lose":
                         out = {"ok": True, **tracker.lose(bool(req.get("torn")))}
+                    elif op == "forget":
+                        with tracker.lock:
+                            tracker.files.clear()
+                            tracker.last = None
+                        out = {"ok": True}
                     elif op == "write_back":
                         out = {"ok": True, "files": tracker.write_back()}
                     elif op == "mode":
@@ -622,7 +627,7 @@ class LazyDisk:
         for child in src.iterdir():
             dest = self.data / child.name
             shutil.copytree(child, dest, symlinks=True) if child.is_dir() else shutil.copy2(child, dest)
-        self._ask({"op": "lose", "torn": False})  # nothing of before the rollback is pending
+        self._ask({"op": "forget"})  # what was pending belonged to the files replaced
         return sum(p.stat().st_size for p in self.data.rglob("*") if p.is_file())
 
     def destroy(self) -> None:

@@ -142,8 +142,13 @@ def test_snapshot_and_rollback_put_the_directory_back(disk: LazyDisk) -> None:
     disk.snapshot("s1")
     _write(m / "a", b"after!", sync=True)
     _write(m / "b", b"new", sync=True)
+    _write(m / "a", b"after! and more", sync=True)
+    with open(m / "a", "r+b") as f:  # an unsynced rewrite: its page's pre-image is kept
+        f.write(b"ZZ")
     disk.rollback("s1")
     assert (m / "a").read_bytes() == b"before" and not (m / "b").exists()
+    assert disk.unsynced() == [] and disk.lose()["files"] == []  # nothing of before is pending
+    assert (m / "a").read_bytes() == b"before"
     with pytest.raises(BackendError, match="no snapshot"):
         disk.rollback("s9")
 
