@@ -30,7 +30,7 @@ class FakeContainer:
 
 class FakeCluster:
     def __init__(self, *names: str) -> None:
-        self.nodes = {n: SimpleNamespace(name=n, container=FakeContainer()) for n in names}
+        self.nodes = {n: SimpleNamespace(name=n, container=FakeContainer(), disk=None) for n in names}
 
     def node(self, name: str) -> Any:
         return self.nodes[name]
