@@ -50,13 +50,20 @@ def _truncated(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(count, f"on {node}")
 
 
-def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
-    """The records the timeline's ``powerloss`` faults cut, summed."""
+def _powerloss_events(run_dir: Path | None) -> list[dict[str, Any]] | None:
+    """The timeline's ``powerloss`` fault events (None: no timeline)."""
     timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
     if timeline is None or not timeline.is_file():
+        return None
+    return [e for e in read_events(timeline, expand=False)
+            if e["type"] == "fault" and e.get("action") == "powerloss"]
+
+
+def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
+    """The records the timeline's ``powerloss`` faults cut, summed."""
+    losses = _powerloss_events(run_dir)
+    if losses is None:
         return Measured(None, "no timeline")
-    losses = [e for e in read_events(timeline, expand=False)
-              if e["type"] == "fault" and e.get("action") == "powerloss"]
     if not losses:
         return Measured(None, "no power loss was applied")
     cut = 0
@@ -71,12 +78,11 @@ def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
 
 def _powerloss_bytes(result: RunResult, run_dir: Path | None) -> Measured:
     """The bytes the timeline's power losses on lazy disks dropped, summed."""
-    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
-    if timeline is None or not timeline.is_file():
+    losses = _powerloss_events(run_dir)
+    if losses is None:
         return Measured(None, "no timeline")
-    lost = [e["detail"]["bytes_lost"] for e in read_events(timeline, expand=False)
-            if e["type"] == "fault" and e.get("action") == "powerloss"
-            and isinstance(e.get("detail"), dict) and _is_int(e["detail"].get("bytes_lost"))]
+    lost = [e["detail"]["bytes_lost"] for e in losses
+            if isinstance(e.get("detail"), dict) and _is_int(e["detail"].get("bytes_lost"))]
     if not lost:
         return Measured(None, "no power loss of a lazy disk was applied")
     return Measured(sum(lost), f"by {len(lost)} power loss(es) of lazy disks")
@@ -84,11 +90,10 @@ def _powerloss_bytes(result: RunResult, run_dir: Path | None) -> Measured:
 
 def _powerlosses(result: RunResult, run_dir: Path | None) -> Measured:
     """The power losses the timeline records (each a ``powerloss`` fault applied)."""
-    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
-    if timeline is None or not timeline.is_file():
+    losses = _powerloss_events(run_dir)
+    if losses is None:
         return Measured(None, "no timeline")
-    nodes = [str(e.get("node")) for e in read_events(timeline, expand=False)
-             if e["type"] == "fault" and e.get("action") == "powerloss"]
+    nodes = [str(e.get("node")) for e in losses]
     return Measured(len(nodes), f"of {', '.join(nodes)}" if nodes else "none applied")
 
 
