@@ -118,6 +118,51 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 # -- cases ---------------------------------------------------------------------------------
+def cmd_nodes_check(args: argparse.Namespace) -> int:
+    """``harness nodes check NODES.yaml``: every host answers, accepts the key, has the tools
+    and (unless ``--no-runtime``) the prepared Java; one line a host, or one clear error
+    (exit 2) naming the file, the node and the fix. Starts nothing on any host."""
+    from .backend.ssh import probe
+    from .case import load_nodes
+
+    nodes = load_nodes(args.nodes)
+    for line in probe(nodes, runtime=not args.no_runtime):
+        print(line)
+    print(f"{nodes.path}: {len(nodes.nodes)} hosts ready to play cluster {nodes.cluster.name} "
+          f"({nodes.version})")
+    return 0
+
+
+def cmd_nodes_prepare(args: argparse.Namespace) -> int:
+    """``harness nodes prepare NODES.yaml``: sends each host what it needs to play its node
+    (harness.backend.prepare); idempotent."""
+    from .backend.prepare import prepare
+    from .backend.ssh import probe
+    from .case import load_nodes
+
+    nodes = load_nodes(args.nodes)
+    for line in prepare(_engine(), nodes):
+        print(line)
+    probe(nodes)  # the prepared Java answers on every host
+    print(f"{nodes.path}: {len(nodes.nodes)} hosts prepared for {nodes.cluster.system} {nodes.version}")
+    return 0
+
+
+def cmd_nodes_standin(args: argparse.Namespace) -> int:
+    """``harness nodes standin CLUSTER``: a container running sshd for each node of the
+    cluster definition, kept until ``harness clean``, and their nodes file."""
+    from .backend.standin import StandinHosts
+    from .clusters import get_cluster
+
+    cluster = get_cluster(args.cluster)
+    hosts = StandinHosts(_engine(), cluster, args.out, owner="keep", version=args.version)
+    path = hosts.up()
+    for name, ip in hosts.addresses.items():
+        print(f"{name}: root@{ip}")
+    print(f"nodes file: {path} (the hosts stay until harness clean)")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from .case import find_case_files, load_case
 
@@ -368,6 +413,29 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--reports", default=str(REPORTS_DIR))
     explore.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     explore.set_defaults(fn=cmd_explore)
+
+    nodes = sub.add_parser("nodes", help="hosts reached over SSH that play a cluster's nodes "
+                                         "(a nodes file: docs/remote.md)").add_subparsers(
+        dest="nodes_command", required=True)
+    ncheck = nodes.add_parser("check", help="check that every host of a nodes file answers, accepts "
+                                            "the key and has what a node needs; starts nothing")
+    ncheck.add_argument("nodes", type=Path, help="the nodes file")
+    ncheck.add_argument("--no-runtime", action="store_true",
+                        help="do not require the Java that harness nodes prepare installs")
+    ncheck.set_defaults(fn=cmd_nodes_check)
+    nprepare = nodes.add_parser("prepare", help="send every host of a nodes file the Java runtime, "
+                                                "the system's jars and the node supervisor "
+                                                "(from the local image; idempotent)")
+    nprepare.add_argument("nodes", type=Path, help="the nodes file")
+    nprepare.set_defaults(fn=cmd_nodes_prepare)
+    nstandin = nodes.add_parser("standin", help="start a container running sshd for each node of a "
+                                                "cluster and write their nodes file (to try the SSH "
+                                                "backend on one machine)")
+    nstandin.add_argument("cluster", help="the cluster definition (kafka-zk, kafka-kraft, pulsar, ...)")
+    nstandin.add_argument("--version", help="the version the nodes file names (default: the cluster's)")
+    nstandin.add_argument("--out", type=Path, default=Path("reports/standin"),
+                          help="the folder for the key and nodes.yaml (default: reports/standin)")
+    nstandin.set_defaults(fn=cmd_nodes_standin)
 
     validate = sub.add_parser("validate", help="validate case files (no Docker)")
     validate.add_argument("paths", nargs="*", help="files or directories (default: cases/)")

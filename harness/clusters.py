@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["ClusterDef", "NodeDef", "CLUSTERS", "DISKS", "DISK_FILE_KINDS",
+if TYPE_CHECKING:
+    from .errors import CaseError
+
+__all__ = ["ClusterDef", "NodeDef", "NodesFile", "RemoteNode", "CLUSTERS", "DISKS", "DISK_FILE_KINDS",
            "CORRUPTIONS", "get_cluster", "ROOT", "COMPOSE_DIR", "REPORTS_DIR",
            "CASES_DIR", "SYSTEMS", "KAFKA_VERSIONS", "PULSAR_VERSIONS", "BOOKIE_PREFIX", "versions_of",
            "regression_dirs"]
@@ -163,3 +167,42 @@ def versions_of(system: str) -> tuple[str, ...]:
     for c in CLUSTERS.values():
         by_system.setdefault(c.system, {}).update(dict.fromkeys(c.versions))
     return tuple(by_system.get(system, {}))
+
+
+# Nodes files (harness/case/_nodes.py reads them; harness/backend/ssh.py reaches the hosts)
+
+@dataclass(frozen=True)
+class RemoteNode:
+    """One host of a nodes file: the node of the definition it plays, and how to reach it."""
+
+    name: str
+    kind: str
+    host: str
+    port: int
+    user: str
+    key: Path
+    line: int  # where the file names it (for errors found when reaching it)
+
+    @property
+    def where(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class NodesFile:
+    path: Path
+    cluster: ClusterDef
+    version: str
+    nodes: tuple[RemoteNode, ...]
+
+    def node(self, name: str) -> RemoteNode:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def error(self, node: RemoteNode, message: str) -> CaseError:
+        """An error about ``node`` found after loading (reaching or preparing it)."""
+        from .errors import CaseError
+
+        return CaseError(message, path=str(self.path), line=node.line, field=f"nodes.{node.name}")

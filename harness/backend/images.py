@@ -28,7 +28,8 @@ from .docker import LABEL_INPUTS, LABEL_MANAGED, Engine
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BASE_TAG", "JVM_TAG", "image_tag", "ensure_images", "ensure_base",
+__all__ = ["BASE_TAG", "JVM_TAG", "HOST_TAG", "image_tag", "ensure_images", "ensure_base",
+           "ensure_host_image",
            "SYSTEM_IMAGES", "resolve_jars"]
 
 IMAGES_DIR = COMPOSE_DIR / "images"
@@ -39,6 +40,9 @@ PUBLIC_BASE = os.environ.get("CHAOS_PUBLIC_BASE", "eclipse-temurin:17-jre")
 CACHE_DIR = Path(os.environ.get("CHAOS_CACHE_DIR", "/var/cache/chaos-harness"))
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = "openjdk-17-jre-headless,procps,iproute2,netcat-openbsd,ca-certificates"
+#: a stand-in host of a nodes file: sshd and the tools of harness.backend.ssh.TOOLS, no Java
+HOST_TAG = "chaos-harness/ssh-host:bookworm"
+HOST_PACKAGES = "openssh-server,iptables,procps,iproute2"
 
 
 
@@ -114,25 +118,38 @@ def ensure_base(engine: Engine) -> str:
         engine.client.images.get(PUBLIC_BASE).tag(BASE_TAG)
         return BASE_TAG
     log.info("base image: no registry answers; building a Debian JRE root filesystem with debootstrap")
+    return _debootstrap(engine, BASE_TAG, BASE_PACKAGES, "the base image")
+
+
+def ensure_host_image(engine: Engine) -> str:
+    """The stand-in for a host of a nodes file (tests of the SSH backend): Debian with sshd
+    and the tools a host needs (harness.backend.ssh.TOOLS), and no Java: ``harness nodes
+    prepare`` installs the harness's. Made with debootstrap once, then reused."""
+    if engine.image_labels(HOST_TAG) is not None:
+        return HOST_TAG
+    return _debootstrap(engine, HOST_TAG, HOST_PACKAGES, "the SSH host image")
+
+
+def _debootstrap(engine: Engine, tag: str, packages: str, what: str) -> str:
     if shutil.which("debootstrap") is None:
-        raise ImageError("debootstrap is not installed and no registry answers: run bin/setup "
+        raise ImageError(f"{what}: debootstrap is not installed and no registry answers: run bin/setup "
                          "(apt-get install debootstrap), or set CHAOS_PUBLIC_BASE to a JRE 17 "
                          "image you can pull")
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(dir=CACHE_DIR) as tmp:
         rootfs = Path(tmp) / "rootfs"
-        cmd = ["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", "bookworm",
+        cmd = ["debootstrap", "--variant=minbase", f"--include={packages}", "bookworm",
                str(rootfs), DEBIAN_MIRROR]
         _run(cmd, "debootstrap")
         tar_path = Path(tmp) / "rootfs.tar"
         _run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], "tar of the root filesystem")
-        engine.import_rootfs(str(tar_path), BASE_TAG, changes=[
+        engine.import_rootfs(str(tar_path), tag, changes=[
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             f"LABEL {LABEL_MANAGED}=image",
         ])
-    log.info(f"base image: {BASE_TAG} imported in {time.monotonic() - t0:.0f}s")
-    return BASE_TAG
+    log.info(f"{what}: {tag} imported in {time.monotonic() - t0:.0f}s")
+    return tag
 
 
 def resolve_jars(system: str, version: str, dest: Path) -> None:

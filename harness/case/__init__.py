@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._files import MAX_CASE_BYTES, MAX_RULE_BYTES
 from ._load import find_case_files, load_case, load_case_text, validate_paths
+from ._nodes import load_nodes
 from .model import (
                     ACTIONS,
                     ANOMALIES,
@@ -40,7 +41,7 @@ from .model import (
 )
 
 __all__ = [
-    "load_case", "load_case_text", "find_case_files", "validate_paths", "MAX_CASE_BYTES",
+    "load_case", "load_case_text", "find_case_files", "validate_paths", "load_nodes", "MAX_CASE_BYTES",
     "MAX_RULE_BYTES",
     "ROLES_KAFKA", "ROLES_PULSAR", "ROLE_ANY_BROKER", "roles_for",
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",

@@ -52,11 +52,14 @@ def _topic(topic: str) -> str:
 
 
 def client_for(service_url: str) -> Any:
-    """A pulsar.Client on the brokers' ``external`` (loopback) listener."""
+    """A pulsar.Client on the brokers' ``external`` (loopback) listener, its own statistics
+    off (as pulsar-perf runs its client): the history is the harness's record, and with them
+    on the client updates its latency accumulators under a lock for every message, for a log
+    line nothing reads."""
     import pulsar
 
     return pulsar.Client(service_url, listener_name="external", operation_timeout_seconds=30,
-                         connection_timeout_ms=5000, logger=_LOG)
+                         connection_timeout_ms=5000, logger=_LOG, stats_interval_in_seconds=0)
 
 
 def _position(msg_id: Any) -> dict[str, Any]:

@@ -70,6 +70,20 @@ def test_java_producer_writes_the_history(pulsar_cluster, tmp_path: Path) -> Non
         for ok in oks:  # the acknowledged partition is the one chosen before the call
             assert ok["partition"] == invokes[ok["mid"]]["partition"]
             assert ok["ledger"] >= 0 and ok["entry"] >= 0 and ok["offset"] is None
+        # one oks line per broker batch (an entry), never one per acknowledgement: unpaced,
+        # 2,000 records go in batches of many, and a line per acknowledgement would make 2,000
+        fast = PulsarJavaProducer(pulsar_cluster.cluster, tmp_path, topic, "jq", ClientSpec())
+        assert fast.run(count=2000, max_s=120).ok == 2000
+        fast_lines = (tmp_path / "history" / "jq.jsonl").read_text().splitlines()
+        oks_lines = [json.loads(line) for line in fast_lines if '"type":"oks"' in line]
+        positions = set()
+        for line in oks_lines:
+            entry = set(zip(line["partitions"], line["ledgers"], line["entries"], strict=True))
+            assert len(entry) == 1, line  # one entry a line
+            positions |= entry
+        assert sum(len(line["mids"]) for line in oks_lines) == 2000
+        assert len(oks_lines) <= len(positions) + 4, (len(oks_lines), len(positions))
+        assert len(positions) < 1000, len(positions)
         # no container left behind
         engine = pulsar_cluster.cluster.engine
         assert not engine.containers({"io.chaosharness.role": "workload"})

@@ -28,36 +28,54 @@ public class PulsarProducer {
     static final double STALL_S = 0.05;
     // the most sends one invokes line records
     static final int BATCH = 256;
-    // the longest an acknowledgement waits in Acks before its oks line (the send loop and the
-    // drain check; the last acknowledgement of a broker batch writes the line at once)
-    static final long ACK_HOLD_NS = 20_000_000L;
+    // the longest an acknowledgement waits in Acks before its oks line is written (checked
+    // every millisecond by a timer thread: the stamp of a line is at most about 2 ms after
+    // the completion of its broker batch)
+    static final long ACK_HOLD_NS = 1_000_000L;
 
-    // Acknowledgements, written as oks lines (harness/history.py): the client completes the
-    // messages of one broker batch one after another on its own thread, and the last of the
-    // batch (batch index batchSize - 1, or a message sent alone) writes the line, so each
-    // acknowledgement's stamp is that of its batch's completion. A line per acknowledgement
-    // cost the producer more than its sends.
+    // Acknowledgements, written as oks lines (harness/history.py), a broker batch a line: the
+    // client completes the messages of one batch one after another on its own thread. A
+    // message id does not say how many messages its batch holds (getBatchSize() is 0 on a
+    // producer's ids), so the line of a batch is written when the first acknowledgement of
+    // another entry comes, or by the timer once the batch is ACK_HOLD_NS old; a message sent
+    // alone (batch index -1) is written at once. A line per acknowledgement cost the producer
+    // more than its sends (and, measured, a 230-byte line per 100-byte record).
     static final class Acks {
         final String qtopic;
-        final StringBuilder mids = new StringBuilder(), parts = new StringBuilder(),
-                ledgers = new StringBuilder(), entries = new StringBuilder(), batches = new StringBuilder();
+        // the mids and batch indexes held; their partition, ledger and entry are one (a line
+        // is one entry), written size times when the line is
+        final StringBuilder mids = new StringBuilder(), batches = new StringBuilder();
         int size;
         long firstNs;
+        int part;
+        long ledger, entry;
 
-        Acks(String qtopic) {
+        // the quoted mid of send k is midPrefix + k + '"'
+        final String midPrefix;
+
+        Acks(String qtopic, String midPrefix) {
             this.qtopic = qtopic;
+            this.midPrefix = midPrefix;
         }
 
-        synchronized void add(String mid, MessageIdAdv a) {
-            if (size == 0) firstNs = System.nanoTime();
-            String sep = size == 0 ? "" : ",";
-            mids.append(sep).append(q(mid));
-            parts.append(sep).append(Math.max(a.getPartitionIndex(), 0));
-            ledgers.append(sep).append(a.getLedgerId());
-            entries.append(sep).append(a.getEntryId());
-            batches.append(sep).append(a.getBatchIndex());
+        synchronized void add(long k, MessageIdAdv a) {
+            int p = Math.max(a.getPartitionIndex(), 0);
+            long le = a.getLedgerId(), en = a.getEntryId();
+            if (size > 0 && (en != entry || le != ledger || p != part)) flush();
+            if (size == 0) {
+                firstNs = System.nanoTime();
+                part = p;
+                ledger = le;
+                entry = en;
+            } else {
+                mids.append(',');
+                batches.append(',');
+            }
+            mids.append(midPrefix).append(k).append('"');
+            int bi = a.getBatchIndex();
+            batches.append(bi);
             size++;
-            if (a.getBatchIndex() < 0 || a.getBatchIndex() >= a.getBatchSize() - 1 || size >= 4096) flush();
+            if (bi < 0 || size >= 4096) flush();
         }
 
         synchronized void flushIfOlder(long ns) {
@@ -66,11 +84,28 @@ public class PulsarProducer {
 
         synchronized void flush() {
             if (size == 0) return;
-            record("oks", ",\"topic\":" + qtopic + ",\"mids\":[" + mids + "],\"partitions\":[" + parts
-                    + "],\"ledgers\":[" + ledgers + "],\"entries\":[" + entries + "],\"batches\":["
-                    + batches + "],\"offsets\":null");
-            for (StringBuilder b : new StringBuilder[] {mids, parts, ledgers, entries, batches}) b.setLength(0);
+            StringBuilder b = new StringBuilder(64 + mids.length() + batches.length() + 24 * size);
+            b.append(",\"topic\":").append(qtopic).append(",\"mids\":[").append(mids).append("],\"partitions\":");
+            repeat(b, Integer.toString(part), size);
+            b.append(",\"ledgers\":");
+            repeat(b, Long.toString(ledger), size);
+            b.append(",\"entries\":");
+            repeat(b, Long.toString(entry), size);
+            b.append(",\"batches\":[").append(batches).append("],\"offsets\":null");
+            record("oks", b.toString());
+            mids.setLength(0);
+            batches.setLength(0);
             size = 0;
+        }
+
+        // a JSON list of n copies of value
+        static void repeat(StringBuilder b, String value, int n) {
+            b.append('[');
+            for (int i = 0; i < n; i++) {
+                if (i > 0) b.append(',');
+                b.append(value);
+            }
+            b.append(']');
         }
     }
 
@@ -98,9 +133,13 @@ public class PulsarProducer {
         Properties p = w.p;
         long drainMs = History.num(p, "drain_ms", 120_000);
 
+        // The client's own statistics are off (statsInterval 0, as pulsar-perf runs it): the
+        // history is this program's record, and with them on, the client updates a latency
+        // sketch under a lock on every acknowledgement, for a log line nothing reads.
         ClientBuilder cb = PulsarClient.builder().serviceUrl(p.getProperty("service_url"))
-                .operationTimeout(30, TimeUnit.SECONDS).connectionTimeout(5, TimeUnit.SECONDS);
-        StringBuilder conf = new StringBuilder();
+                .operationTimeout(30, TimeUnit.SECONDS).connectionTimeout(5, TimeUnit.SECONDS)
+                .statsInterval(0, TimeUnit.SECONDS);
+        StringBuilder conf = new StringBuilder(",\"statsIntervalSeconds\":0");
         String v;
         if ((v = History.opt(p, "memory_limit_bytes")) != null) {
             cb.memoryLimit(Long.parseLong(v), SizeUnit.BYTES);
@@ -160,7 +199,7 @@ public class PulsarProducer {
         History.flush();
         History.awaitGo(p, w.stopFile, w.hardMs);
 
-        AtomicLong outstanding = new AtomicLong();
+        LongAdder outstanding = new LongAdder(); // sends not yet answered
         long start = System.nanoTime();
         // the schedule on the wall clock of "t": send n (from 0) is due at wallStart + n / rate
         double wallStart = System.currentTimeMillis() / 1000.0;
@@ -168,7 +207,18 @@ public class PulsarProducer {
         long end = w.durationMs >= 0 ? Math.min(deadline, start + w.durationMs * 1_000_000L) : deadline;
         int nparts = Math.max(partitions, 1);
         String qtopic = q(w.topic);
-        Acks acks = new Acks(qtopic);
+        String qprefix = q(w.client + "-");
+        String midPrefix = qprefix.substring(0, qprefix.length() - 1);
+        Acks acks = new Acks(qtopic, midPrefix);
+        ScheduledExecutorService tick = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "oks-flush");
+            t.setDaemon(true);
+            return t;
+        });
+        tick.scheduleAtFixedRate(() -> acks.flushIfOlder(ACK_HOLD_NS), 1, 1, TimeUnit.MILLISECONDS);
+        byte[] filler = new byte[Math.max(w.valueSize, 0)];
+        Arrays.fill(filler, (byte) 'x');
+        byte[] valuePrefix = (w.client + "-").getBytes(StandardCharsets.US_ASCII);
         long n = 0;
         while ((w.count < 0 || n < w.count) && System.nanoTime() < end) {
             if (Files.exists(w.stopFile)) break;
@@ -182,9 +232,11 @@ public class PulsarProducer {
             StringBuilder mids = new StringBuilder(16 * (int) due);
             StringBuilder keys = new StringBuilder(w.keys > 0 ? 8 * (int) due : 0);
             StringBuilder parts = new StringBuilder(3 * (int) due);
-            for (long i = 0; i < due; i++) {
+            String[] numbers = new String[(int) due]; // send k's number (k + 1), formatted once
+            for (int i = 0; i < due; i++) {
                 String sep = i == 0 ? "" : ",";
-                mids.append(sep).append(q(w.client + "-" + (n + i + 1)));
+                numbers[i] = Long.toString(n + i + 1);
+                mids.append(sep).append(midPrefix).append(numbers[i]).append('"');
                 if (w.keys > 0) keys.append(sep).append("\"k").append((n + i) % w.keys).append('"');
                 parts.append(sep).append(w.partition >= 0 ? w.partition : (int) ((n + i) % nparts));
             }
@@ -192,17 +244,20 @@ public class PulsarProducer {
                     + (w.keys > 0 ? "[" + keys + "]" : "null") + ",\"partitions\":[" + parts + "]"
                     + (w.rate > 0 ? ",\"due\":" + History.fixed6(wallStart + n / w.rate) + ",\"every\":"
                        + History.fixed6(1.0 / w.rate) : ""));
-            for (long i = 0; i < due; i++) {
+            for (int i = 0; i < due; i++) {
                 long k = n + i;
-                String mid = w.client + "-" + (k + 1);
                 String key = w.keys > 0 ? "k" + (k % w.keys) : null;
                 int part = w.partition >= 0 ? w.partition : (int) (k % nparts);
-                seqForRouter.set(k);
-                byte[] head = (mid + "|").getBytes(StandardCharsets.US_ASCII);
-                byte[] value = new byte[Math.max(w.valueSize, head.length)];
-                Arrays.fill(value, (byte) 'x');
-                System.arraycopy(head, 0, value, 0, head.length);
-                outstanding.incrementAndGet();
+                if (nparts > 1) seqForRouter.set(k);
+                // the value: "<client>-<k + 1>|" then 'x' up to the size
+                String number = numbers[i];
+                int headLength = valuePrefix.length + number.length() + 1;
+                byte[] value = new byte[Math.max(w.valueSize, headLength)];
+                System.arraycopy(valuePrefix, 0, value, 0, valuePrefix.length);
+                for (int d = 0; d < number.length(); d++) value[valuePrefix.length + d] = (byte) number.charAt(d);
+                value[headLength - 1] = '|';
+                System.arraycopy(filler, 0, value, headLength, value.length - headLength);
+                outstanding.increment();
                 TypedMessageBuilder<byte[]> mb = producer.newMessage().value(value);
                 if (key != null) mb.key(key);
                 long t0 = System.nanoTime();
@@ -215,19 +270,19 @@ public class PulsarProducer {
                 double blocked = (System.nanoTime() - t0) / 1e9;
                 if (blocked > STALL_S) {
                     record("stall", String.format(Locale.ROOT, ",\"mid\":%s,\"partition\":%d,\"seconds\":%.4f",
-                            q(mid), part, blocked));
+                            q(w.client + "-" + (k + 1)), part, blocked));
                 }
                 f.whenComplete((id, err) -> {
                     if (err == null) {
-                        acks.add(mid, (MessageIdAdv) id);
+                        acks.add(k + 1, (MessageIdAdv) id);
                     } else {
                         Throwable e = err instanceof CompletionException && err.getCause() != null ? err.getCause() : err;
                         String what = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage());
                         if (what.length() > 200) what = what.substring(0, 200);
                         acks.flush(); // the acknowledgements before it stay before it
-                        record(definite(e) ? "fail" : "info", ",\"mid\":" + q(mid) + ",\"error\":" + q(what));
+                        record(definite(e) ? "fail" : "info", ",\"mid\":" + q(w.client + "-" + (k + 1)) + ",\"error\":" + q(what));
                     }
-                    outstanding.decrementAndGet();
+                    outstanding.decrement();
                 });
             }
             n += due;
@@ -244,12 +299,13 @@ public class PulsarProducer {
             // each message's callback reports its fate
         }
         long drainEnd = System.nanoTime() + drainMs * 1_000_000L;
-        while (outstanding.get() > 0 && System.nanoTime() < drainEnd) {
+        while (outstanding.sum() > 0 && System.nanoTime() < drainEnd) {
             Thread.sleep(20);
             acks.flushIfOlder(ACK_HOLD_NS);
         }
+        tick.shutdownNow();
         acks.flush();
-        record("meta", ",\"status\":\"done\",\"sent\":" + n + ",\"outstanding\":" + outstanding.get());
+        record("meta", ",\"status\":\"done\",\"sent\":" + n + ",\"outstanding\":" + outstanding.sum());
         History.close();
         try {
             producer.closeAsync().get(10, TimeUnit.SECONDS);
