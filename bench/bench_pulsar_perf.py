@@ -35,10 +35,10 @@ and prints the medians with the spread of records/s (as bench_seed002.py's ``--r
 Figures: records/s from the first send to the ``--records``-th acknowledgement while the
 producer still sends, on both sides: pulsar-perf's own measure (for pulsar-perf, from the
 time stamps of its log lines; not its closing summary, which is wrong for runs shorter than
-10 s: parse_pulsar_perf_run; the harness's rows send up to twice ``--records``: OVERSEND); MB/s as 2^20 bytes per second of
-record values (pulsar-perf prints Mbit/s of 2^20 bits: divided by 8); pulsar-perf's publish
-latency p50/p99/p99.9 (ms, "Aggregated latency stats"); the harness measures its send-to-ack
-latency in the checker, not here.
+10 s: parse_pulsar_perf_run; the harness's rows send up to twice ``--records``: OVERSEND);
+MB/s as 2^20 bytes per second of record values (pulsar-perf prints Mbit/s of 2^20 bits:
+divided by 8); pulsar-perf's publish latency p50/p99/p99.9 (ms, "Aggregated latency stats");
+the harness measures its send-to-ack latency in the checker, not here.
 
 ``--fault`` adds a row with a fault in the middle (the Kafka bench's ``--fault`` for Pulsar):
 each side in turn sends 100-byte records at ``--fault-rate`` records/s for ``--fault-seconds``

@@ -35,6 +35,13 @@ failed send):
     ``offsets``, ``epochs``, Pulsar ``ledgers``, ``entries``, ``batches``; batch
     fields (``topic``, ``txn``) hold for every record. It means exactly its ``ok``
     events, in list order (:data:`OKS_FIELDS`); :func:`read_events` expands it.
+Runs. An ``invokes``, ``oks`` or ``polls`` line may give its ``mids`` and its ``batches``
+    as runs instead of lists (a fast producer's sends and a broker batch's acknowledgements
+    are consecutive): ``mid_prefix`` and ``mids_from`` (record i's ``mid`` is the prefix
+    followed by ``mids_from + i`` in decimal), ``batches_from`` (record i's ``batch`` is
+    ``batches_from + i``), and ``count``, the number of records, which a line with a run
+    must give and its lists must match. A run and the list it replaces never come
+    together (:data:`RUNS`, :func:`batch_size`).
 ``fail``
     The send definitely did not happen. ``mid``, ``error``.
 ``info``
@@ -124,6 +131,9 @@ __all__ = [
     "TXN_ACTIONS",
     "TXN_STATUSES",
     "BATCH_EVENTS",
+    "RUNS",
+    "RUN_FIELDS",
+    "batch_size",
     "expand_batch",
     "expand_polls",
     "ensemble_at",
@@ -148,6 +158,11 @@ INVOKES_FIELDS = {"mids": "mid", "keys": "key", "partitions": "partition", "srcs
 #: batch event type -> (the type of its events, its columns)
 BATCH_EVENTS = {"polls": ("poll", POLLS_FIELDS), "oks": ("ok", OKS_FIELDS),
                 "invokes": ("invoke", INVOKES_FIELDS)}
+#: a batch line's runs (the module docstring): the field that starts one -> the column it
+#: replaces; ``mids_from`` needs ``mid_prefix``, and a line with a run gives ``count``
+RUNS = {"mids_from": "mids", "batches_from": "batches"}
+#: the fields of a batch line that only describe its runs (not fields of its events)
+RUN_FIELDS = ("mids_from", "batches_from", "mid_prefix", "count")
 TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"})
 #: the ``fault`` action that restores each lasting fault of a node (``heal-all`` restores
 #: them all; other faults, e.g. a bundle ``unload``, are instantaneous)
@@ -306,30 +321,63 @@ def history_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted((Path(run_dir) / "history").glob("*.jsonl"))
 
 
+def _long(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < (1 << 63)
+
+
+def batch_size(event: Mapping[str, Any]) -> int | None:
+    """How many events a batch event stands for: the length its list columns share, and its
+    ``count`` when it gives one; None when it is malformed (a column that is not a list,
+    lists of different lengths, a count that differs or is no integer, a run without a
+    count, a run beside the list it replaces, ``mids_from`` without a text ``mid_prefix``)
+    or nothing gives its size."""
+    fields = BATCH_EVENTS[event["type"]][1]
+    sizes = set()
+    for plural in fields:
+        col = event.get(plural)
+        if col is None:
+            continue
+        if not isinstance(col, list):
+            return None
+        sizes.add(len(col))
+    runs = [r for r, plural in RUNS.items() if plural in fields and event.get(r) is not None]
+    count: Any = event.get("count")
+    if runs or count is not None:
+        if not _long(count) or count < 0:
+            return None
+        for r in runs:  # every value of the run a 64-bit integer, and no list beside it
+            last = event[r] + max(count - 1, 0) if _long(event[r]) else None
+            if not _long(last) or event.get(RUNS[r]) is not None:
+                return None
+        if "mids_from" in runs and not isinstance(event.get("mid_prefix"), str):
+            return None
+        sizes.add(count)
+    return sizes.pop() if len(sizes) == 1 else None
+
+
 def expand_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
     """The events a batch event (``polls``, ``oks``, ``invokes``: :data:`BATCH_EVENTS`)
     stands for.
 
-    A malformed batch (a column that is not a list, lists of different lengths) gives
-    no events, like a corrupt line.
+    A malformed batch (:func:`batch_size`) gives no events, like a corrupt line.
     """
+    size = batch_size(event)
+    if size is None:
+        return []
     single, fields = BATCH_EVENTS[event["type"]]
-    base = {k: v for k, v in event.items() if k not in fields}
+    base = {k: v for k, v in event.items() if k not in fields and k not in RUN_FIELDS}
     base["type"] = single
     columns: dict[str, list[Any] | None] = {}
-    size = -1
     for plural, field in fields.items():
         col = event.get(plural)
         if col is None:
             if plural in event:
                 columns[field] = None
             continue
-        if not isinstance(col, list) or (size >= 0 and len(col) != size):
-            return []
-        size = len(col)
         columns[field] = col
-    if size < 0:
-        return []
+    mids_from = event.get("mids_from") if "mids" in fields else None
+    batches_from = event.get("batches_from") if "batches" in fields else None
+    prefix = event.get("mid_prefix")
     # a paced batch of sends: each send's own due time (the module docstring)
     every = base.pop("every", None) if single == "invoke" else None
     due = base.get("due")
@@ -339,6 +387,10 @@ def expand_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
         e = dict(base)
         for field, col in columns.items():
             e[field] = None if col is None else col[i]
+        if mids_from is not None:
+            e["mid"] = f"{prefix}{mids_from + i}"
+        if batches_from is not None:
+            e["batch"] = batches_from + i
         if step is not None:
             e["due"] = due + i * step
         out.append(e)

@@ -70,7 +70,7 @@ from harness.check.lines import (
     unjudged,
 )
 from harness.check.parse import parse
-from harness.history import BATCH_EVENTS, CLIENT_TYPES
+from harness.history import BATCH_EVENTS, CLIENT_TYPES, RUNS
 
 __all__ = ["EVENTS_SCHEMA", "IDS_SCHEMA", "MAX_BUCKETS", "MAX_FILES", "SPLIT_BYTES", "TASK_SCHEMA",
            "bucket_of", "kernel", "line_split", "place_dir", "place_pair", "plan", "split_name"]
@@ -390,6 +390,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, Count
     has_code = code_line >= 0
     counts = has_code.astype(np.int64)
     columns: dict[str, tuple[pa.Array, np.ndarray]] = {}
+    runs: dict[str, np.ndarray] = {}  # run field -> the lines that start one
     reasons: Counter[str] = Counter()
     if replicas and not has_code.all():
         no_type = ~_valid(types)
@@ -399,6 +400,7 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, Count
         size = np.full(n_lines, -1, np.int64)
         same = np.ones(n_lines, bool)
         is_batch = np.zeros(n_lines, bool)
+        count, has_count = _filled(table.column("count"), -1), _valid(table.column("count"))
         for batch_type, (_, fields) in BATCH_EVENTS.items():
             rows = _eq(types, batch_type)
             is_batch |= rows
@@ -412,6 +414,20 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, Count
                 if column in _COLUMNS:
                     use = present if column not in columns else columns[column][1] | present
                     columns[column] = (arr, use)
+            # runs (harness.history.batch_size): a count, which a run needs and the lists match
+            for run, column in RUNS.items():
+                if column not in fields or run not in table.column_names:
+                    continue
+                started = rows & _valid(table.column(run))
+                start = _filled(table.column(run), 0)  # its last value a 64-bit integer too
+                same &= ~started | (start <= np.iinfo(np.int64).max - np.maximum(count - 1, 0))
+                same &= ~started | (has_count & ~_valid(table.column(column)))
+                if run == "mids_from":
+                    same &= ~started | _valid(table.column("mid_prefix"))
+                runs[run] = runs.get(run, np.zeros(n_lines, bool)) | started
+            counted = rows & has_count
+            same &= ~counted | ((count >= 0) & ((size < 0) | (count == size)))
+            size = np.where(counted & (count >= 0), count, size)
         ok = same & (size > 0)
         counts = np.where(is_batch, np.where(ok, size, 0), counts)
         known = _filled(pc.is_in(types, value_set=_KNOWN_TYPES), False)
@@ -456,8 +472,21 @@ def _events(table: pa.Table, file: int, replicas: bool) -> tuple[pa.Table, Count
             return pa.nulls(len(line), arr.type), pa.nulls(len(line), _L)
         return arr.take(take), _hash(arr).take(take)
 
+    def run_of(name: str, values: pa.Array) -> pa.Array:
+        """``values`` where no run gives the field, else the run's value (``name`` a key of
+        harness.history.RUNS): its start plus the event's index, after ``mid_prefix``."""
+        started = runs.get(name)
+        if started is None or not started[line].any():
+            return values
+        use = started[line]
+        at = pa.array(np.where(use, _filled(spread(table.column(name)), 0) + index, 0), _L)
+        if name == "mids_from":
+            at = pc.binary_join_element_wise(spread(table.column("mid_prefix")), pc.cast(at, _S), "")
+        return pc.if_else(pa.array(use), at, values)
+
     part, offset, ledger, entry, batch = (field(n) for n in LONGS)
-    mid, (topic, topic_h) = field("mid"), named(table.column("topic"))
+    batch = run_of("batches_from", batch)
+    mid, (topic, topic_h) = run_of("mids_from", field("mid")), named(table.column("topic"))
     code = pa.array(code_line[line].astype(np.int32), pa.int32())
     pl, pe, pb = _position(part, offset, ledger, entry, batch)
     out: dict[str, pa.Array] = {"code": code, "mid": mid, "topic": topic, "topic_h": topic_h,

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.check.result import UNUSED
-from harness.history import BATCH_EVENTS, CLIENT_TYPES, expand_batch
+from harness.history import BATCH_EVENTS, CLIENT_TYPES, RUNS, batch_size, expand_batch
 
 __all__ = ["ANY_LISTS", "BREAK", "DOUBLES", "FileTally", "LONGS", "LONG_LISTS", "NOT_CLIENT_EVENT",
            "NOT_JSON", "NOT_REPLICA", "NO_TYPE", "SENDS", "STRINGS", "STRING_LISTS", "Tally", "UNEQUAL",
-           "blank", "conform", "decode", "double", "events_of", "known", "read_line", "read_lines",
+           "RUN_LONGS", "RUN_STRINGS", "blank", "conform", "decode", "double", "events_of", "known",
+           "read_line", "read_lines",
            "reason_of", "refusal", "skip_reason", "split_lines", "text", "unjudged", "unused"]
 
 LONGS = ("partition", "offset", "ledger", "entry", "batch")
@@ -48,6 +49,9 @@ STRINGS = ("type", "client", "mid", "topic", "phase", "txn", "isolation", "node"
 LONG_LISTS = ("partitions", "offsets", "ledgers", "entries", "batches")
 STRING_LISTS = ("mids", "keys", "srcs")
 ANY_LISTS = ("epochs", "tss", "redeliveries")
+#: a batch line's runs (harness.history.RUNS): integers, and the text before each mid
+RUN_LONGS = ("count", *RUNS)
+RUN_STRINGS = ("mid_prefix",)
 REPLICA_STRINGS = ("type", "node", "mid", "topic")
 _LONG_MAX = 1 << 63
 _BLANKS = "".join(map(chr, range(33)))  # what Java's String.trim removes
@@ -215,6 +219,10 @@ def refusal(event: dict[str, Any], replicas: bool = False) -> str | None:
             return f"{name}: not a 64-bit integer"
     if replicas:
         return None
+    for name in RUN_LONGS:
+        value = event.get(name)
+        if value is not None and not _is_long(value):
+            return f"{name}: not a 64-bit integer"
     for name in (*LONG_LISTS, *STRING_LISTS, *ANY_LISTS):
         value = event.get(name)
         if value is not None and not isinstance(value, list):
@@ -239,6 +247,9 @@ def conform(event: dict[str, Any], replicas: bool = False) -> bool:
     for name in STRING_LISTS:
         if event.get(name) is not None:
             event[name] = [text(v) for v in event[name]]
+    for name in RUN_STRINGS:
+        if event.get(name) is not None:
+            event[name] = text(event[name])
     event["t"] = double(event.get("t"))
     for name in DOUBLES[1:]:
         if name in event:
@@ -254,8 +265,10 @@ def known(event: dict[str, Any]) -> bool:
     if kind not in CLIENT_TYPES:
         return False
     if kind in BATCH_EVENTS:
-        lengths = {len(event[c]) for c in BATCH_EVENTS[kind][1] if event.get(c) is not None}
-        return len(lengths) <= 1
+        if batch_size(event) is not None:
+            return True
+        # nothing gives it a size: known, and no events
+        return all(event.get(c) is None for c in (*BATCH_EVENTS[kind][1], *RUN_LONGS))
     return True
 
 

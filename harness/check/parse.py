@@ -26,6 +26,8 @@ from harness.check.lines import (
     DOUBLES,
     LONG_LISTS,
     LONGS,
+    RUN_LONGS,
+    RUN_STRINGS,
     STRING_LISTS,
     STRINGS,
     blank,
@@ -38,6 +40,7 @@ __all__ = ["HISTORY_LINE", "REPLICA_LINE", "parse", "read_explicit", "read_infer
 _L, _S = pa.int64(), pa.string()
 _SLOW_LINES = 32  # a refused group this small is read line by line
 _FIELD_TYPES = {**{n: _L for n in LONGS}, **{n: _S for n in STRINGS}, **{n: pa.float64() for n in DOUBLES},
+                **{n: _L for n in RUN_LONGS}, **{n: _S for n in RUN_STRINGS},
                 **{n: pa.list_(_L) for n in LONG_LISTS}, **{n: pa.list_(_S) for n in STRING_LISTS},
                 # values never read, only counted: numbers here, anything on the slow path
                 **{n: pa.list_(pa.float64()) for n in ANY_LISTS}}

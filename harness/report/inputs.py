@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.history import BATCH_EVENTS, expand_batch
+from harness.history import BATCH_EVENTS, batch_size, expand_batch
 from harness.result import open_input
 
 __all__ = ["MAX_LINE", "MARGIN_S", "MAX_RUN_S", "MAX_HISTORY_BYTES", "MAX_TIMELINE_BYTES", "Skipped",
@@ -100,11 +100,9 @@ def _lines(path: Path, where: str, skipped: Skipped, limit: int, what: str) -> I
 
 
 def _batch_ok(event: dict[str, Any]) -> bool:
-    """Whether a batch event's columns are lists of one length (:func:`expand_batch` drops it
-    otherwise; an empty batch is fine)."""
-    columns = [event[name] for name in BATCH_EVENTS[event["type"]][1] if event.get(name) is not None]
-    return bool(columns) and all(isinstance(c, list) for c in columns) \
-        and len({len(c) for c in columns}) == 1
+    """Whether a batch event's columns, count and runs give it a size (:func:`batch_size`;
+    :func:`expand_batch` drops it otherwise; an empty batch is fine)."""
+    return batch_size(event) is not None
 
 
 def read_lenient(path: Path, where: str, skipped: Skipped, *, expand: bool = True,

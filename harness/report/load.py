@@ -38,7 +38,7 @@ from urllib.parse import quote, urlsplit
 
 from harness.check.lines import double
 from harness.errors import HarnessError, ResultError, ResultSchemaError
-from harness.history import BATCH_EVENTS, expand_batch, history_files
+from harness.history import BATCH_EVENTS, batch_size, expand_batch, history_files
 from harness.report.inputs import (
     BAD_POSITION,
     BAD_STALL,
@@ -525,7 +525,7 @@ class Rates:
         judged one by one.
         """
         single, columns = BATCH_EVENTS[event["type"]]
-        size = next(len(event[name]) for name in columns if event.get(name) is not None)
+        size = batch_size(event) or 0
         if not size:
             return True
         column: list[Any] = []

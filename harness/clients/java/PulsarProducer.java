@@ -3,11 +3,13 @@
 // the cluster's network. It writes the history contract of harness/history.py:
 //
 //   meta    client settings, client version
-//   invokes the sends due (at most 256), before any of them: mids, keys, partitions (the
-//           partition the router chooses), topic; with a rate, due and every (send i was
-//           due at due + i * every, wall clock like "t")
-//   oks     acknowledgements, a broker batch a line: mids, partitions, ledgers, entries,
-//           batches (MessageIdAdv), offsets null
+//   invokes the sends due (at most 256), before any of them: their mids as a run
+//           (mid_prefix, mids_from, count), keys, partitions (the partition the router
+//           chooses; one "partition" for the line when all share it), topic; with a rate,
+//           due and every (send i was due at due + i * every, wall clock like "t")
+//   oks     acknowledgements, a broker batch (one entry) a line: the mids and the batch
+//           indexes (MessageIdAdv's) as runs, and the entry's partition, ledger and entry
+//           as the line's own fields
 //   fail    mid, error (the message provably never reached a broker)
 //   info    mid, error (outcome unknown: timeout, connection lost)
 //   stall   mid, partition, seconds (the sendAsync call itself blocked the caller > 50 ms)
@@ -42,38 +44,54 @@ public class PulsarProducer {
     // more than its sends (and, measured, a 230-byte line per 100-byte record).
     static final class Acks {
         final String qtopic;
-        // the mids and batch indexes held; their partition, ledger and entry are one (a line
-        // is one entry), written size times when the line is
-        final StringBuilder mids = new StringBuilder(), batches = new StringBuilder();
+        // the acknowledgements held, all of one entry: the mids and the batch indexes as runs
+        // (harness/history.py's RUNS: from send number k0, from index b0) while each is one
+        // more than the last (one producer on a topic of one partition), else as lists (a
+        // partitioned topic's entry holds every N-th send)
         int size;
         long firstNs;
         int part;
-        long ledger, entry;
+        long ledger, entry, k0, lastK;
+        int b0, lastBi;
+        boolean midsRun, batchesRun;
+        final StringBuilder mids = new StringBuilder(), batches = new StringBuilder();
 
-        // the quoted mid of send k is midPrefix + k + '"'
-        final String midPrefix;
+        // the quoted mid prefix ("<client>-"), and the same without its closing quote
+        final String qprefix, open;
 
-        Acks(String qtopic, String midPrefix) {
+        Acks(String qtopic, String qprefix) {
             this.qtopic = qtopic;
-            this.midPrefix = midPrefix;
+            this.qprefix = qprefix;
+            this.open = qprefix.substring(0, qprefix.length() - 1);
         }
 
         synchronized void add(long k, MessageIdAdv a) {
             int p = Math.max(a.getPartitionIndex(), 0);
             long le = a.getLedgerId(), en = a.getEntryId();
+            int bi = a.getBatchIndex();
             if (size > 0 && (en != entry || le != ledger || p != part)) flush();
             if (size == 0) {
                 firstNs = System.nanoTime();
                 part = p;
                 ledger = le;
                 entry = en;
+                k0 = k;
+                b0 = bi;
+                midsRun = batchesRun = true;
             } else {
-                mids.append(',');
-                batches.append(',');
+                if (midsRun && k != lastK + 1) {  // the run ends: its mids as a list from here
+                    midsRun = false;
+                    for (long j = k0; j <= lastK; j++) mids.append(j == k0 ? "" : ",").append(open).append(j).append('"');
+                }
+                if (!midsRun) mids.append(',').append(open).append(k).append('"');
+                if (batchesRun && bi != lastBi + 1) {
+                    batchesRun = false;
+                    for (int j = b0; j <= lastBi; j++) batches.append(j == b0 ? "" : ",").append(j);
+                }
+                if (!batchesRun) batches.append(',').append(bi);
             }
-            mids.append(midPrefix).append(k).append('"');
-            int bi = a.getBatchIndex();
-            batches.append(bi);
+            lastK = k;
+            lastBi = bi;
             size++;
             if (bi < 0 || size >= 4096) flush();
         }
@@ -84,28 +102,19 @@ public class PulsarProducer {
 
         synchronized void flush() {
             if (size == 0) return;
-            StringBuilder b = new StringBuilder(64 + mids.length() + batches.length() + 24 * size);
-            b.append(",\"topic\":").append(qtopic).append(",\"mids\":[").append(mids).append("],\"partitions\":");
-            repeat(b, Integer.toString(part), size);
-            b.append(",\"ledgers\":");
-            repeat(b, Long.toString(ledger), size);
-            b.append(",\"entries\":");
-            repeat(b, Long.toString(entry), size);
-            b.append(",\"batches\":[").append(batches).append("],\"offsets\":null");
+            // the entry's position as the line's own fields (a batch field holds for every record)
+            StringBuilder b = new StringBuilder(160 + mids.length() + batches.length());
+            b.append(",\"topic\":").append(qtopic).append(",\"partition\":").append(part)
+                    .append(",\"ledger\":").append(ledger).append(",\"entry\":").append(entry)
+                    .append(",\"offset\":null,\"count\":").append(size);
+            if (midsRun) b.append(",\"mid_prefix\":").append(qprefix).append(",\"mids_from\":").append(k0);
+            else b.append(",\"mids\":[").append(mids).append(']');
+            if (batchesRun) b.append(",\"batches_from\":").append(b0);
+            else b.append(",\"batches\":[").append(batches).append(']');
             record("oks", b.toString());
             mids.setLength(0);
             batches.setLength(0);
             size = 0;
-        }
-
-        // a JSON list of n copies of value
-        static void repeat(StringBuilder b, String value, int n) {
-            b.append('[');
-            for (int i = 0; i < n; i++) {
-                if (i > 0) b.append(',');
-                b.append(value);
-            }
-            b.append(']');
         }
     }
 
@@ -208,8 +217,7 @@ public class PulsarProducer {
         int nparts = Math.max(partitions, 1);
         String qtopic = q(w.topic);
         String qprefix = q(w.client + "-");
-        String midPrefix = qprefix.substring(0, qprefix.length() - 1);
-        Acks acks = new Acks(qtopic, midPrefix);
+        Acks acks = new Acks(qtopic, qprefix);
         ScheduledExecutorService tick = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "oks-flush");
             t.setDaemon(true);
@@ -229,19 +237,19 @@ public class PulsarProducer {
                 due = Math.min(BATCH, Math.max(1, (long) ((System.nanoTime() - start) / 1e9 * w.rate) + 1 - n));
             }
             if (w.count >= 0) due = Math.min(due, w.count - n);
-            StringBuilder mids = new StringBuilder(16 * (int) due);
             StringBuilder keys = new StringBuilder(w.keys > 0 ? 8 * (int) due : 0);
-            StringBuilder parts = new StringBuilder(3 * (int) due);
-            String[] numbers = new String[(int) due]; // send k's number (k + 1), formatted once
+            // one partition for all (a fixed one, or a topic of one): the line's own field
+            boolean onePart = w.partition >= 0 || nparts == 1;
+            StringBuilder parts = new StringBuilder(onePart ? 0 : 3 * (int) due);
             for (int i = 0; i < due; i++) {
                 String sep = i == 0 ? "" : ",";
-                numbers[i] = Long.toString(n + i + 1);
-                mids.append(sep).append(midPrefix).append(numbers[i]).append('"');
                 if (w.keys > 0) keys.append(sep).append("\"k").append((n + i) % w.keys).append('"');
-                parts.append(sep).append(w.partition >= 0 ? w.partition : (int) ((n + i) % nparts));
+                if (!onePart) parts.append(sep).append((int) ((n + i) % nparts));
             }
-            record("invokes", ",\"topic\":" + qtopic + ",\"mids\":[" + mids + "],\"keys\":"
-                    + (w.keys > 0 ? "[" + keys + "]" : "null") + ",\"partitions\":[" + parts + "]"
+            // the sends' mids as a run: "<client>-<n + 1>" onwards
+            record("invokes", ",\"topic\":" + qtopic + ",\"mid_prefix\":" + qprefix + ",\"mids_from\":" + (n + 1)
+                    + ",\"count\":" + due + ",\"keys\":" + (w.keys > 0 ? "[" + keys + "]" : "null")
+                    + (onePart ? ",\"partition\":" + Math.max(w.partition, 0) : ",\"partitions\":[" + parts + "]")
                     + (w.rate > 0 ? ",\"due\":" + History.fixed6(wallStart + n / w.rate) + ",\"every\":"
                        + History.fixed6(1.0 / w.rate) : ""));
             for (int i = 0; i < due; i++) {
@@ -250,7 +258,7 @@ public class PulsarProducer {
                 int part = w.partition >= 0 ? w.partition : (int) (k % nparts);
                 if (nparts > 1) seqForRouter.set(k);
                 // the value: "<client>-<k + 1>|" then 'x' up to the size
-                String number = numbers[i];
+                String number = Long.toString(k + 1);
                 int headLength = valuePrefix.length + number.length() + 1;
                 byte[] value = new byte[Math.max(w.valueSize, headLength)];
                 System.arraycopy(valuePrefix, 0, value, 0, valuePrefix.length);

@@ -161,6 +161,26 @@ ODD_LINES = [
     '[1,2]', '3', '', '   ', '{this is not json', '{"type":"poll","mid":"s","partition":0,"offset":01}',
     '{"type":"poll","mid":"\u00e9\u4e2d","topic":"t","partition":true}',
     '{"type":"poll","mid":"u","topic":"t","partition":2,"offset":0,"phase":"recovery"}',
+    # runs (harness.history.RUNS): mids and batch indexes as a start and a count
+    '{"type":"invokes","client":"pj","topic":"t","partition":0,"mid_prefix":"pj-","mids_from":7,"count":3,'
+    '"keys":null}',
+    '{"type":"oks","client":"pj","topic":"t","partition":0,"ledger":6,"entry":2,"offset":null,'
+    '"mid_prefix":"pj-","mids_from":7,"batches_from":0,"count":3}',
+    '{"type":"oks","client":"pj","topic":"t","partition":1,"ledger":6,"entry":3,"mids":["pj-10","pj-11"],'
+    '"batches_from":-1,"count":2}',
+    '{"type":"polls","client":"c","topic":"t","phase":"run","partitions":[0,0],"ledgers":[1,1],"entries":[2,2],'
+    '"batches_from":4,"mid_prefix":"x","mids_from":0,"count":2}',
+    '{"type":"oks","client":"pj","topic":"t","mid_prefix":"pj-","mids_from":1}',  # a run without a count
+    '{"type":"oks","client":"pj","topic":"t","mids_from":1,"count":2}',  # no prefix
+    '{"type":"oks","client":"pj","topic":"t","mid_prefix":"p","mids_from":1,"mids":["a"],"count":1}',  # both
+    '{"type":"oks","client":"pj","topic":"t","partitions":[0,0],"mid_prefix":"p","mids_from":1,"count":3}',
+    '{"type":"oks","client":"pj","topic":"t","mid_prefix":"p","mids_from":1,"count":-1}',
+    '{"type":"oks","client":"pj","topic":"t","mid_prefix":"p","mids_from":1.5,"count":1}',
+    '{"type":"oks","client":"pj","topic":"t","mid_prefix":7,"mids_from":9223372036854775807,"count":1}',
+    '{"type":"invokes","client":"pj","topic":"t","mid_prefix":"p","mids_from":1,"batches_from":3,"count":2}',
+    '{"type":"oks","client":"pj","topic":"t","mid_prefix":"q","mids_from":9223372036854775807,"count":2}',
+    '{"type":"oks","client":"pj","topic":"t","count":0}',
+    '{"type":"ok","client":"pj","topic":"t","mid":"z","partition":0,"count":"x"}',
 ]
 
 
@@ -192,6 +212,10 @@ SKIPPED_LINES = [  # (line, counted as a line, skipped)
     ('{"type":"polls","partitions":[0],"offsets":[2],"mids":["d"],"tss":[1,2]}', True, True),
     ('{"type":"ok","mid":"e","partition":0,"offset":1.5}', True, True),  # a float offset
     ('{"type":"invoke","mid":"f","partitions":7}', True, True),  # a batch column that is no list
+    ('{"type":"oks","mid_prefix":"p","mids_from":1,"count":2}', True, False),  # a run
+    ('{"type":"oks","mid_prefix":"p","mids_from":1}', True, True),  # a run without a count
+    ('{"type":"oks","mids":["a"],"count":2}', True, True),  # a count that is not the lists' length
+    ('{"type":"oks","mid_prefix":"p","mids_from":"1","count":1}', True, True),  # a run start no integer
 ]
 
 
