@@ -26,7 +26,8 @@ image's classpath; compose/images/pulsar-perf/pom.xml) in a
 helper container of the broker image on the cluster's network, against the brokers' internal
 listeners (a multi-host service URL, as the harness's clients use), with an unbounded rate
 (``-r 10000000``), ``-m`` records and ``-n`` producers;
-other settings are pulsar-perf's defaults (batching on, 1 ms publish delay). ``--sizes``
+batches of at most 128 KB and a 30-s send timeout as the harness's producers have
+(SAME_SETTINGS), other settings pulsar-perf's defaults (batching on, 1 ms publish delay). ``--sizes``
 adds a size sweep (10 B to 100 KB, one producer; each step at most ``--sweep-mb`` MB).
 
 ``--reps N`` runs each row (not the sweep, not the fault row) N times, each on a fresh topic,
@@ -175,6 +176,12 @@ def parse_pulsar_perf_run(text: str, records: int, size: int) -> Figures:
     return Figures(records, records / took, records * size / MB / took, p50, p99, p999)
 
 
+#: pulsar-perf's settings where its defaults are not the client's, as the harness's producers
+#: run: a batch of at most 128 KB (the Java and C++ clients' default; pulsar-perf's is 4 MB,
+#: which at 1 KB makes batches of 1,000 records against the clients' 125) and a send timeout
+#: of 30 s (pulsar-perf's default is none). Client statistics are off on both sides.
+SAME_SETTINGS = ("-bb", "131072", "--send-timeout", "30")
+
 #: Each harness row sends up to this many times ``--records`` and is timed from its first
 #: send to its ``records``-th acknowledgement, while it still sends: pulsar-perf's own
 #: measure (``parse_pulsar_perf_run``: its DONE line comes at the ``-m``-th acknowledgement
@@ -264,7 +271,7 @@ class PulsarPerf:
         the Java and C++ clients have by default (64 MB); pulsar-perf's own default is none,
         and at 10 KB it ran out of direct memory (1 GiB) with its sends outrunning the acks."""
         out = self._run(["-r", "10000000", "-m", str(records), "-s", str(size), "-n", str(producers),
-                         "-ml", "64M",
+                         "-ml", "64M", *SAME_SETTINGS,
                          PulsarSystem.topic_name(topic)], f"-m {records} -s {size} -n {producers}")
         figures = parse_pulsar_perf_run(out, records, size)
         if producers > 1:

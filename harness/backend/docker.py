@@ -16,8 +16,8 @@ from typing import Any
 
 from ..errors import BackendError, ImageError
 
-__all__ = ["Engine", "Container", "LABEL_MANAGED", "LABEL_OWNER", "LABEL_CLUSTER", "LABEL_CONFIG",
-           "LABEL_INPUTS", "LABEL_ROLE"]
+__all__ = ["Engine", "Container", "tar_files", "LABEL_MANAGED", "LABEL_OWNER", "LABEL_CLUSTER",
+           "LABEL_CONFIG", "LABEL_INPUTS", "LABEL_ROLE"]
 
 # Every label the harness puts on containers, networks and images (compose/*.yaml spell the
 # first four too).
@@ -131,13 +131,7 @@ class Container:
     def get_files(self, path: str) -> Iterator[tuple[str, bytes]]:
         """(member name, content) of each regular file under ``path``; works on a stopped container."""
         stream, _ = self._call("copy files from", self._obj().get_archive, path)
-        buf = io.BytesIO(b"".join(stream))
-        with tarfile.open(fileobj=buf) as tar:
-            for member in tar:
-                if member.isfile():
-                    fh = tar.extractfile(member)
-                    if fh is not None:
-                        yield member.name, fh.read()
+        yield from tar_files(b"".join(stream))
 
     def put_file(self, path: str, content: bytes) -> None:
         """Writes one file into the container (its directory must exist)."""
@@ -153,6 +147,16 @@ class Container:
 
     def stats(self) -> dict[str, Any]:
         return dict(self._call("stats of", self._obj().stats, stream=False))
+
+
+def tar_files(data: bytes) -> Iterator[tuple[str, bytes]]:
+    """(member name, content) of each regular file of a tar archive."""
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar:
+            if member.isfile():
+                fh = tar.extractfile(member)
+                if fh is not None:
+                    yield member.name, fh.read()
 
 
 class Engine:

@@ -249,8 +249,7 @@ class SshProcess:
     def get_files(self, path: str) -> Iterator[tuple[str, bytes]]:
         """(member name, content) of each regular file under ``path``, as a container's
         archive names them (from the last part of ``path``)."""
-        import io
-        import tarfile
+        from .docker import tar_files
 
         parent, _, base = path.rstrip("/").rpartition("/")
         command = f"tar -C {shlex.quote(parent or '/')} -cf - {shlex.quote(base)}"
@@ -259,12 +258,7 @@ class SshProcess:
         if stdout.channel.recv_exit_status() != 0:
             raise BackendError(f"copying {path} from {self.name} on {self.host.node.where} failed: "
                                f"{stderr.read().decode('utf-8', 'replace').strip()[-300:]}")
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            for member in tar:
-                if member.isfile():
-                    fh = tar.extractfile(member)
-                    if fh is not None:
-                        yield member.name, fh.read()
+        yield from tar_files(data)
 
     def put_file(self, path: str, content: bytes) -> None:
         """Writes one file on the host (its directory must exist)."""
