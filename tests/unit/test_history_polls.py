@@ -79,3 +79,33 @@ def test_read_events_skips_lines_no_writer_makes(tmp_path: pathlib.Path) -> None
     path = tmp_path / "h.jsonl"
     path.write_text("\n".join(lines) + "\n")
     assert [e["mid"] for e in read_events(path)] == ["a", "a"]
+
+
+def test_runs_expand_to_consecutive_mids_and_batch_indexes() -> None:
+    from harness.history import batch_size, expand_batch
+
+    oks = {"type": "oks", "client": "pj", "t": 1.0, "topic": "t", "partition": 0, "ledger": 6, "entry": 2,
+           "offset": None, "mid_prefix": "pj-", "mids_from": 7, "batches_from": 0, "count": 3}
+    assert batch_size(oks) == 3
+    assert [(e["type"], e["mid"], e["batch"], e["ledger"], e["entry"]) for e in expand_batch(oks)] == [
+        ("ok", "pj-7", 0, 6, 2), ("ok", "pj-8", 1, 6, 2), ("ok", "pj-9", 2, 6, 2)]
+    assert not {"mid_prefix", "mids_from", "batches_from", "count"} & set(expand_batch(oks)[0])
+    # a run beside lists: the lists are count long
+    mixed = {**oks, "mids_from": None, "mid_prefix": None, "mids": ["a", "b", "c"]}
+    assert [e["mid"] for e in expand_batch(mixed)] == ["a", "b", "c"]
+    # an invokes line has no batch field: its batches_from is not a run
+    invokes = {"type": "invokes", "client": "pj", "topic": "t", "mid_prefix": "q", "mids_from": 1,
+               "batches_from": 5, "count": 2}
+    assert [(e["mid"], e.get("batch")) for e in expand_batch(invokes)] == [("q1", None), ("q2", None)]
+
+
+def test_a_run_that_does_not_agree_gives_nothing() -> None:
+    from harness.history import batch_size, expand_batch
+
+    run = {"type": "oks", "mid_prefix": "p", "mids_from": 1, "count": 2}
+    for bad in ({**run, "count": None}, {**run, "mid_prefix": None}, {**run, "mids": ["a", "b"]},
+                {**run, "count": -1}, {**run, "count": True}, {**run, "mids_from": 1.0},
+                {**run, "partitions": [0, 0, 0]}, {**run, "mids_from": (1 << 63) - 1}):
+        assert batch_size(bad) is None and expand_batch(bad) == [], bad
+    assert batch_size({**run, "mids_from": (1 << 63) - 2}) == 2  # its last mid still a 64-bit integer
+    assert batch_size({"type": "oks", "count": 0}) == 0 and expand_batch({"type": "oks", "count": 0}) == []
