@@ -137,13 +137,11 @@ def cmd_nodes_prepare(args: argparse.Namespace) -> int:
     """``harness nodes prepare NODES.yaml``: sends each host what it needs to play its node
     (harness.backend.prepare); idempotent."""
     from .backend.prepare import prepare
-    from .backend.ssh import probe
     from .case import load_nodes
 
     nodes = load_nodes(args.nodes)
     for line in prepare(_engine(), nodes):
         print(line)
-    probe(nodes)  # the prepared Java answers on every host
     print(f"{nodes.path}: {len(nodes.nodes)} hosts prepared for {nodes.cluster.system} {nodes.version}")
     return 0
 

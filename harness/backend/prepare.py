@@ -28,7 +28,7 @@ from ..clusters import NodesFile
 from ..errors import BackendError
 from .docker import LABEL_MANAGED, Engine
 from .images import CACHE_DIR, ensure_images
-from .ssh import HOME, SshHost, hosts
+from .ssh import HOME, SshHost, check_host, hosts
 
 __all__ = ["bundle_for", "prepare", "SUPERVISOR"]
 
@@ -70,7 +70,9 @@ case "${1:-}" in
   pause) alive && group STOP; exit 0 ;;
   resume) alive && group CONT; exit 0 ;;
   signal) alive && group "$2"; exit 0 ;;
-  status) if alive; then echo running; else echo exited; fi ;;
+  status)
+    if ! alive; then echo exited
+    else case $(ps -o stat= -p "$(pid)") in T*) echo paused ;; *) echo running ;; esac; fi ;;
   pid) alive && pid ;;
   *) echo "usage: node start|kill|stop [seconds]|pause|resume|signal NAME|status|pid" >&2; exit 2 ;;
 esac
@@ -104,26 +106,19 @@ def bundle_for(engine: Engine, system: str, version: str) -> Path:
     return path
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
-
-
 def prepare(engine: Engine, nodes: NodesFile) -> list[str]:
     """Sends every host of ``nodes`` its bundle and the supervisor (:mod:`this module`);
     one line per host. A host that cannot be reached, or lacks a tool, is one CaseError
     before anything is sent to any host."""
     bundle = bundle_for(engine, nodes.cluster.system, nodes.version)
-    # a host is up to date when it has this bundle and this supervisor
-    digest = hashlib.sha256((_digest(bundle) + SUPERVISOR).encode()).hexdigest()[:16]
+    # a host is up to date when it has this bundle (named by its image) and this supervisor
+    digest = hashlib.sha256((bundle.name + SUPERVISOR).encode()).hexdigest()[:16]
     lines = []
     with hosts(nodes, runtime=False) as connected:
         for name, host in connected.items():
             t0 = time.monotonic()
             sent = _prepare_host(nodes, host, bundle, digest)
+            check_host(nodes, host)  # the prepared Java answers
             took = time.monotonic() - t0
             mib = bundle.stat().st_size / 2**20
             what = f"prepared ({mib:.0f} MiB sent, {took:.1f} s)" if sent else "already prepared"

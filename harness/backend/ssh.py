@@ -200,11 +200,7 @@ class SshProcess:
     @property
     def status(self) -> str:
         """running, paused or exited (as a container's)."""
-        state = self._node("status")
-        if state != "running":
-            return "exited"
-        _, out = self.host.run(f"ps -o stat= -p $({SUPERVISOR_PATH} pid)", timeout=30)
-        return "paused" if out.strip().startswith("T") else "running"
+        return self._node("status")
 
     @property
     def pid(self) -> int:
