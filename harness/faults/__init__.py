@@ -8,8 +8,8 @@ container's network namespace: no capability is needed in the container),
 ``diskfull``/``heal`` (the system makes the node's disks look full), ``corrupt`` (a bit flip
 or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`),
 ``snapshot``/``rollback`` (a down node's lazy disk copied aside, and put back), ``degrade``/``heal``
-(loss, a rate limit, and with the kernel's netem delay, jitter, duplication and reordering
-between chosen nodes: :mod:`harness.faults.degrade`).
+(loss, a rate limit, delay with jitter, duplication and reordering between chosen nodes:
+:mod:`harness.faults.degrade`).
 
 :class:`Nemesis` remembers what it did so that :meth:`Nemesis.heal_all` can
 undo it; every operation is idempotent, and ``heal_all`` is safe to call at
@@ -29,7 +29,7 @@ from ..backend.cluster import Cluster, Node
 from ..errors import BackendError, FaultError, HarnessError
 from ..history import Recorder
 from ..wait import wait_until
-from .degrade import Effects, in_netns, interface_of, loss_rules, shape, unshape
+from .degrade import Effects, Shaping, in_netns, interface_of, loss_rules, shape, unshape
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,13 @@ class Nemesis:
         self.set_disk_full: Callable[[Node, bool], dict[str, Any]] | None = None
         #: nodes whose disks a ``diskfull`` made look full, not healed since
         self.full: set[str] = set()
-        #: nodes whose outgoing traffic a ``degrade`` shapes: node -> its interface
-        self.shaped: dict[str, str] = {}
+        #: nodes whose outgoing traffic a ``degrade`` shapes: node -> its shaping
+        self.shaped: dict[str, Shaping] = {}
+        #: what each node's delayers did (packets held, duplicated...), for the next heal's entry
+        self.delayed: dict[str, dict[str, Any]] = {}
+        #: the seed of the delayers' draws (each ``degrade`` adds its count)
+        self.seed = 0
+        self._degrades = 0
         #: the target of each ``degrade`` -> the nodes it shaped (a heal of it unshapes them)
         self.shaped_for: dict[str, set[str]] = {}
 
@@ -98,7 +103,7 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.down[node.name] = None
         self.partitioned.discard(node.name)  # its network namespace died with it
-        self.shaped.pop(node.name, None)
+        self._drop_shaping(node.name, pid=None)
         if node.disk is None:
             self.full.discard(node.name)  # a diskfull rule dies with its JVM (a full disk stays full)
 
@@ -150,7 +155,7 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.down[node.name] = None
         self.partitioned.discard(node.name)
-        self.shaped.pop(node.name, None)
+        self._drop_shaping(node.name, pid=None)
         if node.disk is None:
             self.full.discard(node.name)
 
@@ -281,27 +286,43 @@ class Nemesis:
             senders = ([(node, [p.container.ip() for p in live])] if direction in ("both", "out") else []) \
                 + ([(p, [node.container.ip()]) for p in live] if direction in ("both", "in") else [])
             for sender, ips in senders:
-                iface = self.shaped.get(sender.name) or interface_of(sender.container.pid,
-                                                                      sender.container.ip())
-                unshape(sender.container.pid, iface)
-                self.shaped[sender.name] = iface  # first: a heal unshapes it even if this fails
+                pid = sender.container.pid
+                old = self.shaped.get(sender.name)
+                self._drop_shaping(sender.name, pid=pid)
+                shaping = Shaping(old.iface if old else interface_of(pid, sender.container.ip()))
+                self.shaped[sender.name] = shaping  # first: a heal unshapes it even if this fails
                 self.shaped_for.setdefault(node.name, set()).add(sender.name)
-                shape(sender.container.pid, iface, ips, effects)
+                self._degrades += 1
+                shape(pid, shaping, ips, effects, seed=self.seed + self._degrades)
                 shaped.append(sender.name)
         return {"shaped": shaped} if shaped else {}
 
+    def _drop_shaping(self, name: str, pid: int | None) -> None:
+        """Ends the shaping of node ``name`` (``pid`` None: its network namespace died with
+        it, only the delayer is left to stop); keeps what its delayer did for the next heal."""
+        shaping = self.shaped.pop(name, None)
+        if shaping is None:
+            return
+        counts = unshape(pid, shaping)
+        if counts:
+            self.delayed[name] = counts
+
     def _unshape(self, names: Iterable[str]) -> None:
-        """Removes the shaping of the nodes ``names`` that are running (a dead node's went with
-        its network namespace)."""
+        """Removes the shaping of the nodes ``names`` (of a dead node only its delayer: the
+        rest went with its network namespace)."""
         names = [name for name in names if name in self.shaped]
         if not names:
             return
         by_name = {n.name: n for n in self.cluster.nodes()}
         for name in names:
             n = by_name.get(name)
-            if n is not None and n.container.status in ("running", "paused"):
-                unshape(n.container.pid, self.shaped[name])
-            self.shaped.pop(name)
+            live = n is not None and n.container.status in ("running", "paused")
+            self._drop_shaping(name, pid=n.container.pid if live and n is not None else None)
+
+    def _delayed(self) -> dict[str, Any]:
+        """What the stopped delayers did, for a heal's timeline entry (then forgotten)."""
+        done, self.delayed = self.delayed, {}
+        return {"delayed": done} if done else {}
 
     def heal(self, node: Node | None = None) -> None:
         """Removes network faults (of ``node``, or of every node) and resumes paused nodes."""
@@ -315,7 +336,7 @@ class Nemesis:
             self.partitioned.discard(n.name)
             self._unshape({n.name} | self.shaped_for.pop(n.name, set()))
             self._unfill(n)
-        self._record("heal", node)
+        self._record("heal", node, **self._delayed())
 
     def heal_all(self, *, start_down: bool = True, start_removed: bool = False) -> list[str]:
         """Undoes everything: resume, unpartition, and (by default) start stopped nodes;
@@ -345,9 +366,13 @@ class Nemesis:
                     n.container.start()
             except HarnessError as exc:  # a backend or fault error, or a heal's wait timing out
                 problems.append(f"{n.name}: {exc}")
+        for name in list(self.shaped):  # a node gone from the cluster: its delayer still stops
+            try:
+                self._drop_shaping(name, pid=None)
+            except (OSError, subprocess.SubprocessError) as exc:
+                problems.append(f"{name}: stopping its delayer: {exc}")
         self.paused.clear()
         self.partitioned.clear()
-        self.shaped.clear()
         self.shaped_for.clear()
         self.full.clear()
         if start_down:
@@ -355,8 +380,9 @@ class Nemesis:
         if start_removed:
             self.removed.clear()
         if self.timeline is not None:
+            detail = {**({"problems": problems} if problems else {}), **self._delayed()}
             self.timeline.record("fault", action="heal-all", node=None, role=None,
-                                 detail={"problems": problems} if problems else None)
+                                 detail=detail or None)
         return problems
 
 

@@ -1,5 +1,5 @@
-"""A degraded network between chosen nodes: loss, a rate limit, and where the kernel has its
-``netem`` queueing discipline, delay with jitter, duplication and reordering.
+"""A degraded network between chosen nodes: loss, a rate limit, delay with jitter,
+duplication and reordering.
 
 Everything runs from the host inside a node's network namespace (``nsenter``), as the
 partitions do, so the containers need no capability:
@@ -7,30 +7,43 @@ partitions do, so the containers need no capability:
 - loss: iptables rules in the node's ``CHAOS`` chain (the partitions' chain), each dropping
   packets to one peer at random (``-m statistic --mode random``), so a heal that flushes the
   chain ends it;
-- the rest shapes what the node sends to the chosen peers: an HTB root on the node's
-  interface whose default class is unlimited and whose class ``1:2`` carries the rate limit,
-  with a ``netem`` qdisc under it for delay, jitter, duplication and reordering, and one u32
-  filter per peer address steering its packets there. A heal deletes the root qdisc.
+- a rate limit: an HTB root on the sender's interface whose default class is unlimited and
+  whose class ``1:2`` carries the limit, with one u32 filter per peer address steering its
+  packets there. A heal deletes the root qdisc;
+- delay, jitter, duplication and reordering: a queue in user space
+  (:mod:`harness.faults.delayer`). A rule in the sender's ``CHAOSQ`` chain (after ``CHAOS``,
+  so a partition or a loss drops first) steers what it sends the peers to a process on the
+  host that holds each packet as netem would. The kernels here lack netem
+  (``CONFIG_NET_SCH_NETEM``), and one way for every kernel keeps one way tested. A heal
+  flushes the chain and stops the process, which reports what it did.
 
-An effect "in" to a node is shaped on each peer's side (the peer's packets to the node): a
-queueing discipline acts on what leaves an interface.
+An effect "in" to a node is applied on each peer's side (the peer's packets to the node):
+a queueing discipline and the output hook act on what leaves a node.
 """
 
 from __future__ import annotations
 
+import json
+import select
 import shutil
 import subprocess
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import FaultError
 
-__all__ = ["Effects", "shape", "unshape", "interface_of", "loss_rules", "in_netns", "nsenter_path",
-           "NETEM_MISSING"]
+__all__ = ["Effects", "Shaping", "shape", "unshape", "interface_of", "loss_rules", "in_netns",
+           "nsenter_path", "queue_rules", "QUEUE_CHAIN", "MARK", "QUEUE"]
 
-#: what the error says when the kernel lacks netem
-NETEM_MISSING = ("delay, jitter, duplication and reordering need the kernel's netem queueing "
-                 "discipline (sch_netem), which this machine's kernel lacks "
-                 "(CONFIG_NET_SCH_NETEM); loss and rate work without it")
+#: the mark of the duplicates a delayer sends itself, which the steering rule lets pass
+MARK = 0x0C4A05
+#: a delayer's queue number (queues are per network namespace: one per sender node)
+QUEUE = 7
+#: the chain of the rules that steer packets to a delayer (hooked after the partitions' chain)
+QUEUE_CHAIN = "CHAOSQ"
+#: how long a delayer may take to hold its queue, or to stop and report
+_DELAYER_WAIT_S = 15
 #: the unlimited classes' rate: more than any container link carries here
 _UNLIMITED = "100gbit"
 
@@ -48,14 +61,15 @@ class Effects:
     rate_bps: float | None = None
 
     @property
-    def needs_netem(self) -> bool:
+    def queues(self) -> bool:
+        """Whether it needs the queue in user space (delay, jitter, duplication, reordering)."""
         return any(v is not None for v in (self.delay_ms, self.jitter_ms, self.duplicate_pct,
                                            self.reorder_pct))
 
     @property
     def shapes(self) -> bool:
-        """Whether it needs a queueing discipline (anything but loss)."""
-        return self.needs_netem or self.rate_bps is not None
+        """Whether it acts on what the sender sends (anything but loss)."""
+        return self.queues or self.rate_bps is not None
 
     def as_dict(self) -> dict[str, float]:
         return {k: v for k, v in (("loss_pct", self.loss_pct), ("delay_ms", self.delay_ms),
@@ -63,17 +77,25 @@ class Effects:
                                   ("reorder_pct", self.reorder_pct), ("rate_bps", self.rate_bps))
                 if v is not None}
 
-    def netem_args(self) -> list[str]:
+    def delayer_args(self) -> list[str]:
+        """The arguments of :mod:`harness.faults.delayer` for these effects."""
         args: list[str] = []
-        if self.delay_ms is not None:
-            args += ["delay", f"{self.delay_ms:g}ms"]
-            if self.jitter_ms:
-                args += [f"{self.jitter_ms:g}ms"]
-        if self.duplicate_pct is not None:
-            args += ["duplicate", f"{self.duplicate_pct:g}%"]
-        if self.reorder_pct is not None:
-            args += ["reorder", f"{self.reorder_pct:g}%"]
+        for flag, value in (("--delay-ms", self.delay_ms), ("--jitter-ms", self.jitter_ms),
+                            ("--duplicate-pct", self.duplicate_pct), ("--reorder-pct", self.reorder_pct)):
+            if value is not None:
+                args += [flag, f"{value:g}"]
         return args
+
+
+@dataclass
+class Shaping:
+    """What shapes one sender's packets: its interface (a rate limit's qdisc is on it) and the
+    delayer process, if the effects queue."""
+
+    iface: str
+    delayer: subprocess.Popen[str] | None = None
+    #: what the delayers of this sender did, once stopped (for the heal's timeline entry)
+    counts: dict[str, Any] = field(default_factory=dict)
 
 
 def nsenter_path() -> str:
@@ -92,8 +114,6 @@ def in_netns(pid: int, tool: list[str], *, check: bool = True) -> subprocess.Com
         raise FaultError(f"{tool[0]} is not installed on the host: run bin/setup") from exc
     if check and out.returncode != 0:
         err = out.stderr.strip()
-        if "netem" in tool and "unknown" in err.lower():
-            raise FaultError(NETEM_MISSING)
         raise FaultError(f"{' '.join(tool)} in netns of pid {pid} failed: {err[:300]}")
     return out
 
@@ -108,27 +128,103 @@ def interface_of(pid: int, ip: str) -> str:
     raise FaultError(f"no interface holds {ip} in the netns of pid {pid}")
 
 
-def shape(pid: int, iface: str, peer_ips: list[str], effects: Effects) -> None:
-    """Shapes what the namespace of ``pid`` sends to ``peer_ips`` on ``iface`` (rate, netem)."""
+def shape(pid: int, shaping: Shaping, peer_ips: list[str], effects: Effects, seed: int = 0) -> None:
+    """Shapes what the namespace of ``pid`` sends to ``peer_ips``: a rate limit on its
+    interface, a delayer for the rest."""
+    iface = shaping.iface
+
     def tc(*args: str) -> None:
         in_netns(pid, ["tc", *args])
 
-    tc("qdisc", "replace", "dev", iface, "root", "handle", "1:", "htb", "default", "1")
-    tc("class", "replace", "dev", iface, "parent", "1:", "classid", "1:1", "htb", "rate", _UNLIMITED)
-    rate = f"{int(effects.rate_bps)}bit" if effects.rate_bps is not None else _UNLIMITED
-    tc("class", "replace", "dev", iface, "parent", "1:", "classid", "1:2", "htb", "rate", rate,
-       "ceil", rate)
-    if effects.needs_netem:
-        tc("qdisc", "replace", "dev", iface, "parent", "1:2", "handle", "20:", "netem",
-           *effects.netem_args())
-    for ip in peer_ips:
-        tc("filter", "add", "dev", iface, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-           "match", "ip", "dst", f"{ip}/32", "flowid", "1:2")
+    if effects.rate_bps is not None:
+        rate = f"{int(effects.rate_bps)}bit"
+        tc("qdisc", "replace", "dev", iface, "root", "handle", "1:", "htb", "default", "1")
+        tc("class", "replace", "dev", iface, "parent", "1:", "classid", "1:1", "htb", "rate", _UNLIMITED)
+        tc("class", "replace", "dev", iface, "parent", "1:", "classid", "1:2", "htb", "rate", rate,
+           "ceil", rate)
+        for ip in peer_ips:
+            tc("filter", "add", "dev", iface, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+               "match", "ip", "dst", f"{ip}/32", "flowid", "1:2")
+    if effects.queues:
+        shaping.delayer = _start_delayer(pid, effects, seed)
+        _ensure_queue_chain(pid)
+        for rule in queue_rules(peer_ips):
+            in_netns(pid, ["iptables", "-w", "5", *rule])
 
 
-def unshape(pid: int, iface: str) -> None:
-    """Removes the shaping of ``iface`` (nothing to remove is no error)."""
-    in_netns(pid, ["tc", "qdisc", "del", "dev", iface, "root"], check=False)
+def unshape(pid: int | None, shaping: Shaping) -> dict[str, Any]:
+    """Removes the shaping (nothing to remove is no error; ``pid`` None: the node's namespace
+    is gone, only its delayer is left to stop); returns what the delayer did."""
+    if pid is not None:
+        in_netns(pid, ["tc", "qdisc", "del", "dev", shaping.iface, "root"], check=False)
+        in_netns(pid, ["iptables", "-w", "5", "-F", QUEUE_CHAIN], check=False)
+    if shaping.delayer is not None:
+        shaping.counts = _stop_delayer(shaping.delayer)
+        shaping.delayer = None
+    return shaping.counts
+
+
+def queue_rules(peer_ips: list[str]) -> list[list[str]]:
+    """The iptables rules (for the ``CHAOSQ`` chain) that steer what a node sends the peers to
+    its delayer; its own duplicates carry :data:`~harness.faults.delayer.MARK` and pass. With
+    ``--queue-bypass`` packets pass unharmed when no delayer holds the queue."""
+    return [["-A", QUEUE_CHAIN, "-d", ip, "-m", "mark", "!", "--mark", hex(MARK), "-j", "NFQUEUE",
+             "--queue-num", str(QUEUE), "--queue-bypass"] for ip in peer_ips]
+
+
+def _ensure_queue_chain(pid: int) -> None:
+    def ipt(*args: str) -> int:
+        return in_netns(pid, ["iptables", "-w", "5", *args], check=False).returncode
+
+    if ipt("-L", QUEUE_CHAIN, "-n") != 0:
+        in_netns(pid, ["iptables", "-w", "5", "-N", QUEUE_CHAIN])
+    if ipt("-C", "OUTPUT", "-j", QUEUE_CHAIN) != 0:
+        in_netns(pid, ["iptables", "-w", "5", "-A", "OUTPUT", "-j", QUEUE_CHAIN])
+
+
+def _start_delayer(pid: int, effects: Effects, seed: int) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "harness.faults.delayer", "--pid", str(pid), "--seed", str(seed),
+           *effects.delayer_args()]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    line = _read_line(proc, _DELAYER_WAIT_S)
+    if line.strip() != "ready":
+        proc.kill()
+        proc.wait(timeout=10)
+        try:
+            why = json.loads(line).get("error", line)
+        except ValueError:
+            why = line.strip() or f"exited with {proc.returncode}"
+        raise FaultError(f"the delayer for pid {pid} did not start: {why} (NetfilterQueue and "
+                         "libnetfilter-queue come with bin/setup)")
+    return proc
+
+
+def _stop_delayer(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=_DELAYER_WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+        return {"error": "the delayer did not stop within 15 s and was killed"}
+    for line in reversed((out or "").splitlines()):
+        try:
+            counts = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(counts, dict):
+            return counts
+    return {"error": f"the delayer exited with {proc.returncode} and no report"}
+
+
+def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The first line the process prints, or "" when it prints none within ``timeout``."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline() if ready else ""
 
 
 def loss_rules(matches: list[tuple[str, str]], probability: float) -> list[list[str]]:

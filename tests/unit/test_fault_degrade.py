@@ -8,7 +8,7 @@ import pytest
 
 from harness.case import FaultArgs, load_case_text
 from harness.errors import CaseError
-from harness.faults.degrade import Effects, loss_rules
+from harness.faults.degrade import MARK, QUEUE, Effects, loss_rules, queue_rules
 
 HEAD = "system: kafka\ncluster: kafka-zk\nsteps:\n  - produce: {count: 10}\n"
 
@@ -49,13 +49,17 @@ def test_a_bad_degrade_is_one_error_naming_line_and_field(step: str, fragment: s
     assert info.value.line == 5 and fragment in str(info.value), str(info.value)
 
 
-def test_effects_become_netem_arguments_and_loss_rules() -> None:
+def test_effects_become_delayer_arguments_steering_rules_and_loss_rules() -> None:
     effects = Effects(delay_ms=100, jitter_ms=20, duplicate_pct=1, reorder_pct=5, rate_bps=1e6)
-    assert effects.needs_netem and effects.shapes
-    assert effects.netem_args() == ["delay", "100ms", "20ms", "duplicate", "1%", "reorder", "5%"]
+    assert effects.queues and effects.shapes
+    assert effects.delayer_args() == ["--delay-ms", "100", "--jitter-ms", "20", "--duplicate-pct", "1",
+                                      "--reorder-pct", "5"]
     only_loss = Effects(loss_pct=30)
-    assert not only_loss.needs_netem and not only_loss.shapes  # iptables alone, no qdisc
-    assert Effects(rate_bps=1e6).shapes and not Effects(rate_bps=1e6).needs_netem
+    assert not only_loss.queues and not only_loss.shapes  # iptables alone, no qdisc
+    assert Effects(rate_bps=1e6).shapes and not Effects(rate_bps=1e6).queues
+    assert queue_rules(["10.0.0.2"]) == [["-A", "CHAOSQ", "-d", "10.0.0.2", "-m", "mark", "!", "--mark",
+                                          hex(MARK), "-j", "NFQUEUE", "--queue-num", str(QUEUE),
+                                          "--queue-bypass"]]
     rules = loss_rules([("-s", "10.0.0.2"), ("-d", "10.0.0.2")], 0.3)
     assert rules[0] == ["-A", "CHAOS", "-s", "10.0.0.2", "-m", "statistic", "--mode", "random",
                         "--probability", "0.300000", "-j", "DROP"]
