@@ -450,6 +450,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                        "the timeline's powerloss faults, bytes_lost)",
     "powerlosses": "power losses applied (the timeline's powerloss faults)",
     "chaos-faults": "faults the chaos steps applied (not skipped)",
+    "delayed-packets": "packets the degrade steps' queues held back (delay, jitter) before sending them "
+                       "(the timeline's heal entries, delayed)",
     "lock-loops": "nodes whose metadata lock flapped in a loop during the run (apache/pulsar#17759: "
                   "the result's recovery.lock_loops)",
     "sessions-lost": "nodes whose metadata session was declared lost during the run (Pulsar's "

@@ -106,6 +106,24 @@ def _chaos_faults(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(applied))
 
 
+def _delayed_packets(result: RunResult, run_dir: Path | None) -> Measured:
+    """The packets the degrade steps' queues held, summed over the heal entries' ``delayed``
+    (each queue's report when it stopped)."""
+    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
+    if timeline is None or not timeline.is_file():
+        return Measured(None, "no timeline")
+    held: dict[str, int] = {}
+    for event in read_events(timeline, expand=False):
+        detail = event.get("detail") if event["type"] == "fault" else None
+        delayed = detail.get("delayed") if isinstance(detail, dict) else None
+        for node, counts in (delayed.items() if isinstance(delayed, dict) else ()):
+            if isinstance(counts, dict) and _is_int(counts.get("held")):
+                held[str(node)] = held.get(str(node), 0) + counts["held"]
+    if not held:
+        return Measured(None, "no queue reported (no degrade with a delay was healed)")
+    return Measured(sum(held.values()), ", ".join(f"{n}: {c}" for n, c in sorted(held.items())))
+
+
 def _history(run_dir: Path | None) -> list[Path] | None:
     return history_files(run_dir) if run_dir is not None and (run_dir / "history").is_dir() else None
 
@@ -203,6 +221,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "powerloss-bytes": _powerloss_bytes,
     "powerlosses": _powerlosses,
     "chaos-faults": _chaos_faults,
+    "delayed-packets": _delayed_packets,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
     "fenced-writes": _fenced_writes,

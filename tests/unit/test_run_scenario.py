@@ -161,6 +161,21 @@ def test_a_chaos_step_that_applied_no_fault_is_not_as_expected(tmp_path: Path) -
     assert _judged(CHAOS, tmp_path, steps=chaos(2)).as_expected
 
 
+def test_delayed_packets_are_counted_from_the_heal_entries_of_the_timeline(tmp_path: Path) -> None:
+    assert measure("delayed-packets", RunResult("r"), tmp_path).count is None  # no timeline
+    lines = [{"type": "fault", "t": 1.0, "action": "degrade", "node": "kafka-1",
+              "detail": {"effects": {"delay_ms": 150}, "shaped": ["kafka-1"]}},
+             {"type": "fault", "t": 2.0, "action": "heal", "node": None,
+              "detail": {"delayed": {"kafka-1": {"packets": 900, "held": 800, "at_once": 100}}}},
+             {"type": "fault", "t": 3.0, "action": "heal-all", "node": None,
+              "detail": {"delayed": {"kafka-2": {"held": 40}, "kafka-3": {"error": "no report"}}}}]
+    (tmp_path / "timeline.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = measure("delayed-packets", RunResult("r"), tmp_path)
+    assert got.count == 840 and got.note == "kafka-1: 800, kafka-2: 40"
+    (tmp_path / "timeline.jsonl").write_text(json.dumps(lines[0]) + "\n")
+    assert measure("delayed-packets", RunResult("r"), tmp_path).count is None  # never healed
+
+
 def test_stalls_are_counted_from_the_history(tmp_path: Path) -> None:
     _txn_history(tmp_path)
     assert measure("stalls", RunResult("r"), tmp_path).count == 1
@@ -195,6 +210,8 @@ HEAD = "system: kafka\ncluster: kafka-zk\n"
      "expect: {scenario: {held-transactions-aborted: 1}}\n", 5,
      "the recovery read is read_uncommitted"),
     (HEAD + "steps: [{produce: {count: 1}}]\nexpect: {scenario: {stalls: 1}}\n", 4, "no step can stall"),
+    (HEAD + "steps: [{degrade: {node: leader, loss: 5%}}]\nexpect: {scenario: {delayed-packets: 1}}\n", 4,
+     "no degrade step with a delay"),
 ])
 def test_a_scenario_the_steps_cannot_make_or_that_cannot_fail_is_refused(text: str, line: int,
                                                                         fragment: str) -> None:
