@@ -167,7 +167,7 @@ TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"}
 #: the ``fault`` action that restores each lasting fault of a node (``heal-all`` restores
 #: them all; other faults, e.g. a bundle ``unload``, are instantaneous)
 RESTORED_BY = {"kill9": "start", "stop": "start", "powerloss": "start", "pause": "resume",
-               "partition": "heal", "diskfull": "heal", "degrade": "heal"}
+               "partition": "heal", "diskfull": "heal", "degrade": "heal", "clock": "heal"}
 
 _MID_SEP = b"|"
 _MID_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"

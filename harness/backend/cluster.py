@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..clusters import BOOKIE_PREFIX, DISKS, ClusterDef, NodeDef, get_cluster
 from ..errors import BackendError
+from .clock import CLOCKS, CLOCKS_DIR, FakeClock, compose_override, drop_clocks
 from .compose import compose
 from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
 from .images import ensure_images, image_tag
@@ -82,6 +83,8 @@ class Node:
     container: Container
     #: the node's lazy disk (a cluster made with ``disk="lazy"``), else None
     disk: LazyDisk | None = None
+    #: the node's own wall clock (a cluster made with ``clock="fake"``), else None
+    clock: FakeClock | None = None
 
     @property
     def name(self) -> str:
@@ -100,7 +103,8 @@ class Cluster:
     """A cluster definition bound to a version, broker settings and an owner.
 
     ``broker_config``: the brokers' settings; on Pulsar a key ``bookie.K`` sets the bookies'
-    setting ``K`` instead. ``disk``: what each node's ``/data`` lies on (:data:`DISKS`)."""
+    setting ``K`` instead. ``disk``: what each node's ``/data`` lies on (:data:`DISKS`).
+    ``clock``: ``fake`` gives each node a wall clock of its own (:mod:`harness.backend.clock`)."""
 
     engine: Engine
     spec: ClusterDef
@@ -108,11 +112,12 @@ class Cluster:
     broker_config: Mapping[str, str] = field(default_factory=dict)
     owner: str = field(default_factory=this_owner)
     disk: str = "plain"
+    clock: str = "real"
 
     @classmethod
     def named(cls, engine: Engine, name: str, version: str | None = None,
               broker_config: Mapping[str, str] | None = None, owner: str | None = None,
-              disk: str = "plain") -> Cluster:
+              disk: str = "plain", clock: str = "real") -> Cluster:
         spec = get_cluster(name)
         version = version or spec.default_version
         if version not in spec.versions:
@@ -120,7 +125,9 @@ class Cluster:
                                f"(supported: {', '.join(spec.versions)})")
         if disk not in DISKS:
             raise BackendError(f"unknown disk {disk!r} (disks: {', '.join(DISKS)})")
-        return cls(engine, spec, version, dict(broker_config or {}), owner or this_owner(), disk)
+        if clock not in CLOCKS:
+            raise BackendError(f"unknown clock {clock!r} (clocks: {', '.join(CLOCKS)})")
+        return cls(engine, spec, version, dict(broker_config or {}), owner or this_owner(), disk, clock)
 
     @property
     def project(self) -> str:
@@ -131,6 +138,8 @@ class Cluster:
         conf: dict[str, object] = {"v": self.version, "cfg": sorted(self.broker_config.items())}
         if self.disk != "plain":
             conf["disk"] = self.disk
+        if self.clock != "real":
+            conf["clock"] = self.clock
         return hashlib.sha256(json.dumps(conf).encode()).hexdigest()[:12]
 
     def _disk_home(self, node: str) -> Path:
@@ -187,6 +196,9 @@ class Cluster:
         if self.disk == "lazy" and not all(LazyDisk(self._disk_home(n.name)).alive()
                                            for n in self.spec.nodes):
             return "mismatch"  # a disk's process is gone: its node has no /data
+        if self.clock == "fake" and not all(FakeClock(CLOCKS_DIR / self.project / n.name).path.is_file()
+                                            for n in self.spec.nodes):
+            return "mismatch"  # an offset file is gone: its node's clock cannot be moved
         return "reusable"
 
     def up(self, *, reuse: bool = True) -> bool:
@@ -208,6 +220,8 @@ class Cluster:
                  self.spec.system, self.version)
         try:
             overrides = self._disks()
+            if self.clock == "fake":
+                overrides.append(compose_override(CLOCKS_DIR / self.project, self.spec.node_names))
             compose(self.project, self.spec.compose_file, ["up", "-d", "--no-color"], self._env(),
                     overrides=overrides)
         except BackendError:
@@ -224,6 +238,7 @@ class Cluster:
             pass  # the label sweep below is the guarantee
         self.engine.remove_labelled({LABEL_CLUSTER: self.spec.name})
         self._drop_disks()  # idempotent; a plain cluster has none
+        drop_clocks(CLOCKS_DIR / self.project)
 
     def nodes(self) -> list[Node]:
         by_service = {c.service: c for c in self.containers()}
@@ -231,8 +246,9 @@ class Cluster:
         if missing:
             raise BackendError(f"cluster {self.spec.name} is not up: no container for "
                                f"{', '.join(missing)} (harness cluster up {self.spec.name})")
-        lazy = self.disk == "lazy"
-        return [Node(n, by_service[n.name], LazyDisk(self._disk_home(n.name)) if lazy else None)
+        lazy, fake = self.disk == "lazy", self.clock == "fake"
+        return [Node(n, by_service[n.name], LazyDisk(self._disk_home(n.name)) if lazy else None,
+                     FakeClock(CLOCKS_DIR / self.project / n.name) if fake else None)
                 for n in self.spec.nodes]
 
     def node(self, name: str) -> Node:

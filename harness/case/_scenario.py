@@ -49,6 +49,8 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str,
         gaps["powerloss-bytes"] = gaps["powerlosses"] = gaps["powerloss-cut"]
     if disk != "lazy":
         gaps["powerloss-bytes"] = "the nodes' disks are plain (a lazy disk counts what a power loss drops)"
+    if not any(s.action == "clock" for s in steps):
+        gaps["clock-faults"] = "no clock step"
     if not any(s.action == "degrade" and isinstance(s.args, FaultArgs)
                and {"delay_ms", "jitter_ms"} & set(s.args.effects) for s in steps):
         gaps["delayed-packets"] = "no degrade step with a delay"

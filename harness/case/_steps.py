@@ -447,6 +447,48 @@ def _degrade(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     return args
 
 
+def _signed(reader: Callable[[Node, str], float]) -> Callable[[Node, str], float]:
+    """``reader`` of a value that may carry a sign: ``+10m``, ``-30s``, ``-5%``, ``-2``."""
+    def read(node: Node, field: str) -> float:
+        value = node.value
+        if isinstance(value, str) and value.strip()[:1] in ("+", "-"):
+            text = value.strip()
+            return (-1.0 if text[0] == "-" else 1.0) * reader(Node(text[1:], node.line), field)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return -reader(Node(-value, node.line), field)
+        return reader(node, field)
+    return read
+
+
+def _clock(node: Node, field: str, ctx: StepContext) -> FaultArgs:
+    """``clock: {node: leader, jump: +10m}``, ``{node: X, drift: 5%, for: 30s}`` (``-5%``:
+    slow), ``{node: X, strobe: 10s, period: 1s, for: 20s}``: the node's own wall clock."""
+    f = Fields(node, field, ("node", "partition", "jump", "drift", "strobe", "period", "for"))
+    given = [k for k in ("jump", "drift", "strobe") if f.has(k)]
+    if len(given) != 1:
+        raise error(node, field, "give one of jump (+10m, -30s), drift (5%, -5%) or strobe (a duration)"
+                    + (f", not {' and '.join(given)}" if given else ""))
+    spec: dict[str, float] = {}
+    if f.has("jump"):
+        spec["jump_s"] = f.need("jump", _signed(duration))
+    if f.has("drift"):
+        spec["drift"] = f.need("drift", _signed(_percent)) / 100
+    if f.has("strobe"):
+        spec["strobe_s"] = f.need("strobe", _signed(duration))
+        spec["period_s"] = f.get("period", duration, 1.0)
+        if spec["period_s"] < 1:
+            raise error(f.at("period"), f.sub("period"), "a strobe's period is at least 1s (the node "
+                                                         "reads its clock's offset once a second)")
+    elif f.has("period"):
+        raise error(f.at("period"), f.sub("period"), "period belongs to a strobe")
+    if f.has("for"):
+        if f.has("jump"):
+            raise error(f.at("for"), f.sub("for"), "a jump is at once: for belongs to a drift or a strobe "
+                                                   "(a heal sets the clock back)")
+        spec["for_s"] = f.need("for", duration)
+    return FaultArgs(ctx.selector_in(f), clock=MappingProxyType(spec))
+
+
 def _heal(node: Node, field: str, ctx: StepContext) -> HealArgs:
     if node.value is None or node.value == "all":
         return HealArgs()
@@ -705,6 +747,7 @@ _PARSERS: dict[str, _Parser] = {
     "corrupt": _corrupt,
     "partition": _partition_fault,
     "degrade": _degrade,
+    "clock": _clock,
     "heal": _heal,
     "inject": _inject,
     "unload": _unload,

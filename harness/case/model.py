@@ -129,6 +129,9 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("rollback", "node", frozenset(), None, records="the bytes put back",
               absent="rollback puts back a node's lazy disk as its last snapshot (set disk: lazy)",
               lazy_disk=True),
+    FaultSpec("clock", "node", _EVERY_SYSTEM, RESTORED_BY["clock"],
+              records="the node's clock offset after the fault (offset_s); at the heal, the offset it "
+                      "had and the steps a drift or a strobe made (clocks)"),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 
@@ -356,6 +359,9 @@ class FaultArgs:
     #: a lazy disk's fault: ``torn`` (powerloss); ``file`` (a kind), ``how`` and ``offset``
     #: (corrupt)
     disk: Mapping[str, Any] = field(default_factory=_no_params)
+    #: a clock fault: one of ``jump_s``, ``drift`` (a fraction) or ``strobe_s`` (with
+    #: ``period_s``); ``for_s`` bounds a drift or a strobe
+    clock: Mapping[str, float] = field(default_factory=_no_params)
 
 
 @dataclass(frozen=True)
@@ -450,6 +456,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                        "the timeline's powerloss faults, bytes_lost)",
     "powerlosses": "power losses applied (the timeline's powerloss faults)",
     "chaos-faults": "faults the chaos steps applied (not skipped)",
+    "clock-faults": "clock faults applied: jumps, drifts and strobes of nodes' wall clocks (the "
+                    "timeline's clock faults)",
     "delayed-packets": "packets the degrade steps' queues held back (delay, jitter) before sending them "
                        "(the timeline's heal entries, delayed)",
     "lock-loops": "nodes whose metadata lock flapped in a loop during the run (apache/pulsar#17759: "
@@ -568,6 +576,13 @@ class Case:
     outside_ci: frozenset[str] = frozenset()
     #: ``ci: false`` at the top: every item of the case is left to the full matrix
     in_ci: bool = True
+
+    @property
+    def clock(self) -> str:
+        """``fake`` when a step moves a node's wall clock (the cluster then gives each node a
+        clock of its own: :mod:`harness.backend.clock`), else ``real``: a case without clock
+        faults does not pay for them."""
+        return "fake" if any(s.action == "clock" for s in self.steps) else "real"
 
     @property
     def cluster_def(self) -> ClusterDef:

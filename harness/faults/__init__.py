@@ -9,7 +9,8 @@ container's network namespace: no capability is needed in the container),
 or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`),
 ``snapshot``/``rollback`` (a down node's lazy disk copied aside, and put back), ``degrade``/``heal``
 (loss, a rate limit, delay with jitter, duplication and reordering between chosen nodes:
-:mod:`harness.faults.degrade`).
+:mod:`harness.faults.degrade`), ``clock``/``heal`` (a jump, a drift or a strobe of a node's own
+wall clock: :mod:`harness.faults.clock`).
 
 :class:`Nemesis` remembers what it did so that :meth:`Nemesis.heal_all` can
 undo it; every operation is idempotent, and ``heal_all`` is safe to call at
@@ -29,11 +30,12 @@ from ..backend.cluster import Cluster, Node
 from ..errors import BackendError, FaultError, HarnessError
 from ..history import Recorder
 from ..wait import wait_until
+from .clock import ClockDriver, ClockPlan
 from .degrade import Effects, Shaping, in_netns, interface_of, loss_rules, shape, unshape
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Nemesis", "FAULTS", "DIRECTIONS", "Effects"]
+__all__ = ["Nemesis", "FAULTS", "DIRECTIONS", "Effects", "ClockPlan"]
 
 DIRECTIONS = ("both", "in", "out")
 FREEZE_ATTEMPTS = 5
@@ -63,6 +65,8 @@ class Nemesis:
         self.shaped: dict[str, Shaping] = {}
         #: what each node's delayers did (packets held, duplicated...), for the next heal's entry
         self.delayed: dict[str, dict[str, Any]] = {}
+        #: nodes whose wall clock a ``clock`` fault moved -> the drift or strobe moving it, if any
+        self.clocked: dict[str, ClockDriver | None] = {}
         #: the seed of the delayers' draws (each ``degrade`` adds its count)
         self.seed = 0
         self._degrades = 0
@@ -324,9 +328,39 @@ class Nemesis:
         done, self.delayed = self.delayed, {}
         return {"delayed": done} if done else {}
 
+    # -- clock faults ------------------------------------------------------------------
+    def clock(self, node: Node, plan: ClockPlan) -> dict[str, Any]:
+        """Moves ``node``'s own wall clock (a cluster with fake clocks): a jump at once, or a
+        drift or a strobe in a thread until its ``for_s`` or a heal; a later clock fault on the
+        node replaces a drift or a strobe. Returns the offset, for the timeline."""
+        if node.clock is None:
+            raise FaultError(f"clock: {node.name} has the host's clock (a case with a clock step makes "
+                             "its cluster with clocks of their own)")
+        driver = self.clocked.pop(node.name, None)
+        if driver is not None:
+            driver.stop()
+        if plan.jump_s is not None:
+            node.clock.set(node.clock.offset() + plan.jump_s)
+            self.clocked[node.name] = None
+        else:
+            self.clocked[node.name] = ClockDriver(node.clock, plan).start()
+        return {"offset_s": round(node.clock.offset(), 3)}
+
+    def _reset_clock(self, node: Node) -> dict[str, Any]:
+        """Sets ``node``'s clock back to the real time; returns what it was (none: untouched)."""
+        if node.name not in self.clocked or node.clock is None:
+            return {}
+        driver = self.clocked.pop(node.name)
+        done = driver.stop() if driver is not None else {}
+        was = node.clock.offset()
+        node.clock.set(0.0)
+        return {node.name: {"offset_s": round(was, 3), **done}}
+
     def heal(self, node: Node | None = None) -> None:
-        """Removes network faults (of ``node``, or of every node) and resumes paused nodes."""
+        """Removes network and clock faults (of ``node``, or of every node) and resumes paused
+        nodes."""
         nodes = [node] if node is not None else self.cluster.nodes()
+        clocks: dict[str, Any] = {}
         for n in nodes:
             if n.container.status == "paused":
                 n.container.unpause()
@@ -336,7 +370,9 @@ class Nemesis:
             self.partitioned.discard(n.name)
             self._unshape({n.name} | self.shaped_for.pop(n.name, set()))
             self._unfill(n)
-        self._record("heal", node, **self._delayed())
+            clocks.update(self._reset_clock(n))
+        detail: dict[str, Any] = {**self._delayed(), **({"clocks": clocks} if clocks else {})}
+        self._record("heal", node, None, **detail)
 
     def heal_all(self, *, start_down: bool = True, start_removed: bool = False) -> list[str]:
         """Undoes everything: resume, unpartition, and (by default) start stopped nodes;
@@ -350,8 +386,10 @@ class Nemesis:
             nodes = self.cluster.nodes()
         except BackendError as exc:
             return [str(exc)]
+        clocks: dict[str, Any] = {}
         for n in nodes:
             try:
+                clocks.update(self._reset_clock(n))  # a clock is the node's file: down or up
                 status = n.container.status
                 if status == "paused":
                     n.container.unpause()
@@ -380,7 +418,8 @@ class Nemesis:
         if start_removed:
             self.removed.clear()
         if self.timeline is not None:
-            detail = {**({"problems": problems} if problems else {}), **self._delayed()}
+            detail = {**({"problems": problems} if problems else {}), **self._delayed(),
+                      **({"clocks": clocks} if clocks else {})}
             self.timeline.record("fault", action="heal-all", node=None, role=None,
                                  detail=detail or None)
         return problems
@@ -428,6 +467,7 @@ FAULTS: dict[str, Fault] = {
     "resume": Nemesis.resume,
     "partition": Nemesis.partition,
     "degrade": Nemesis.degrade,
+    "clock": Nemesis.clock,
     "diskfull": Nemesis.diskfull,
     "heal": Nemesis.heal,
 }

@@ -106,6 +106,18 @@ def _chaos_faults(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(applied))
 
 
+def _clock_faults(result: RunResult, run_dir: Path | None) -> Measured:
+    """The clock faults the timeline records, and the offsets they left."""
+    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
+    if timeline is None or not timeline.is_file():
+        return Measured(None, "no timeline")
+    moved = [e for e in read_events(timeline, expand=False)
+             if e["type"] == "fault" and e.get("action") == "clock"]
+    shown = [f"{e.get('node')} {e['detail']['offset_s']:+g} s" for e in moved
+             if isinstance(e.get("detail"), dict) and isinstance(e["detail"].get("offset_s"), (int, float))]
+    return Measured(len(moved), ", ".join(shown) if shown else "none applied")
+
+
 def _delayed_packets(result: RunResult, run_dir: Path | None) -> Measured:
     """The packets the degrade steps' queues held, summed over the heal entries' ``delayed``
     (each queue's report when it stopped)."""
@@ -221,6 +233,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "powerloss-bytes": _powerloss_bytes,
     "powerlosses": _powerlosses,
     "chaos-faults": _chaos_faults,
+    "clock-faults": _clock_faults,
     "delayed-packets": _delayed_packets,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,

@@ -39,7 +39,7 @@ def setup(ctx: RunContext) -> None:
     for name in remove_leftovers(engine):
         log.info("removed leftovers of a dead run: cluster %s", name)
     cluster = ctx.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config,
-                                         owner=ctx.owner, disk=case.disk)
+                                         owner=ctx.owner, disk=case.disk, clock=case.clock)
     log.info("cluster %s (%s %s)", case.cluster, case.system, cluster.version)
     reused = cluster.up()
     system = ctx.system = open_system(cluster)

@@ -28,7 +28,7 @@ from ..case import (
     UnloadArgs,
 )
 from ..errors import HarnessError
-from ..faults import Effects
+from ..faults import ClockPlan, Effects
 from ..result import StepRecord
 from ..systems.base import Controlled, PowerLoss, Removable, Subscribable, Unloadable
 from .awaits import await_condition, leader_now
@@ -99,7 +99,7 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
         ctx.leader_before_fault[p] = leader_now(ctx, p)
     peers = [ctx.the_resolver.resolve(args.peer)] if args.peer else None
     apply_fault(ctx, action, node, str(args.target), peers=peers, direction=args.direction,
-                effects=args.effects, disk=args.disk)
+                effects=args.effects, disk=args.disk, clock=args.clock)
     if ctx.injector is not None:
         ctx.injector.note_fault(action, node)
     return {"node": node.name, "role": str(args.target)}
@@ -107,7 +107,8 @@ def _fault(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 
 def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
                 peers: list[Node] | None = None, direction: str = "both",
-                effects: Mapping[str, float] | None = None, disk: Mapping[str, Any] | None = None) -> None:
+                effects: Mapping[str, float] | None = None, disk: Mapping[str, Any] | None = None,
+                clock: Mapping[str, float] | None = None) -> None:
     """Applies fault ``action`` to ``node`` (a ``powerloss`` cuts the case's topic only, or on
     a lazy disk every file of the node, ``disk["torn"]``: its last write torn; a ``partition``
     cuts ``node`` off from ``peers``, None: from every other node; a ``degrade`` applies
@@ -133,6 +134,8 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
         params["peers"], params["direction"] = peers, direction
     if action == "degrade":
         params["effects"] = Effects(**dict(effects or {}))
+    if action == "clock":
+        params["plan"] = ClockPlan(**dict(clock or {}))
     ctx.the_nemesis.apply(action, node, role=role, **params)
     ctx.the_resolver.last_target = node.name
     log.info("%s %s (%s)", action, node.name, role)
