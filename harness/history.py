@@ -167,7 +167,8 @@ TIMELINE_TYPES = frozenset({"fault", "inject", "leader", "step", "mark", "meta"}
 #: the ``fault`` action that restores each lasting fault of a node (``heal-all`` restores
 #: them all; other faults, e.g. a bundle ``unload``, are instantaneous)
 RESTORED_BY = {"kill9": "start", "stop": "start", "powerloss": "start", "pause": "resume",
-               "partition": "heal", "diskfull": "heal", "degrade": "heal", "clock": "heal"}
+               "partition": "heal", "diskfull": "heal", "degrade": "heal", "clock": "heal",
+               "readonly": "heal"}
 
 _MID_SEP = b"|"
 _MID_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"

@@ -120,6 +120,9 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
                       "that writes fail with ENOSPC",
               absent="diskfull makes a bookie's disks look full, or any node's lazy disk full "
                      "(disk: lazy)", lazy_disk=True),
+    FaultSpec("readonly", "node", frozenset(), RESTORED_BY["readonly"],
+              records="that writes fail with EROFS",
+              absent="readonly makes a node's lazy disk read-only (set disk: lazy)", lazy_disk=True),
     FaultSpec("corrupt", "node", frozenset(), None,
               records="the file, how (bitflip: the offset and the byte before and after; truncate: "
                       "the size and the length cut to)",

@@ -5,7 +5,8 @@ out for good: nothing starts it again during the run), ``stop`` (SIGTERM, then
 SIGKILL after a grace period), ``start``, ``pause``/``resume`` (cgroup
 freezer), ``partition``/``heal`` (iptables run from the host inside the
 container's network namespace: no capability is needed in the container),
-``diskfull``/``heal`` (the system makes the node's disks look full), ``corrupt`` (a bit flip
+``diskfull``/``heal`` (the system makes the node's disks look full), ``readonly``/``heal`` (a
+lazy disk's writes fail with EROFS), ``corrupt`` (a bit flip
 or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`),
 ``snapshot``/``rollback`` (a down node's lazy disk copied aside, and put back), ``degrade``/``heal``
 (loss, a rate limit, delay with jitter, duplication and reordering between chosen nodes:
@@ -230,6 +231,15 @@ class Nemesis:
             raise FaultError(f"diskfull: the {self.cluster.spec.name} cluster has no disk-full fault")
         self.full.add(node.name)  # first: a heal unloads the rule even if the wait failed
         return self.set_disk_full(node, True)
+
+    def readonly(self, node: Node) -> dict[str, Any]:
+        """Makes ``node``'s lazy disk read-only: every write fails with EROFS (as a file system
+        the kernel remounted read-only after an error), until ``heal``."""
+        if node.disk is None:
+            raise FaultError(f"readonly: {node.name} has no lazy disk (set disk: lazy)")
+        node.disk.set_mode("readonly")
+        self.full.add(node.name)
+        return {"disk": "lazy: writes fail with EROFS"}
 
     def _unfill(self, node: Node) -> None:
         if node.name in self.full and node.disk is not None:
@@ -469,6 +479,7 @@ FAULTS: dict[str, Fault] = {
     "degrade": Nemesis.degrade,
     "clock": Nemesis.clock,
     "diskfull": Nemesis.diskfull,
+    "readonly": Nemesis.readonly,
     "heal": Nemesis.heal,
 }
 
