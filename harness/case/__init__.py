@@ -29,6 +29,7 @@ from .model import (
                     HealArgs,
                     InjectArgs,
                     ProduceArgs,
+                    ReassignArgs,
                     ReleaseArgs,
                     Selector,
                     Step,
@@ -47,5 +48,5 @@ __all__ = [
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "CopyArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "ReleaseArgs", "SubscribeArgs", "Expect",
+    "ReleaseArgs", "SubscribeArgs", "ReassignArgs", "Expect",
 ]

@@ -56,6 +56,7 @@ from .model import (
     HealArgs,
     InjectArgs,
     ProduceArgs,
+    ReassignArgs,
     ReleaseArgs,
     Selector,
     Step,
@@ -495,6 +496,23 @@ def _heal(node: Node, field: str, ctx: StepContext) -> HealArgs:
     return HealArgs(ctx.selector(node, field))
 
 
+def _reassign(node: Node, field: str, ctx: StepContext) -> ReassignArgs:
+    """``reassign: {partition: 0, to: [kafka-2, kafka-3], timeout: 2m}``: the partition's new
+    replicas, the first its preferred leader."""
+    if ctx.system != "kafka":
+        raise error(node, field, f"reassign applies to kafka cases only (this is a {ctx.system} case)")
+    f = Fields(node, field, ("partition", "to", "timeout"))
+    to_node = f.need("to", lambda n, _fld: n)
+    if not isinstance(to_node.value, list) or not to_node.value:
+        raise error(to_node, f.sub("to"), f"expected a list of brokers, got {show(to_node.value)}")
+    to = tuple(ctx.selector(item, f"{f.sub('to')}[{i}]") for i, item in enumerate(to_node.value))
+    texts = [str(sel) for sel in to]
+    if len(set(texts)) != len(texts):
+        raise error(to_node, f.sub("to"), f"a broker is named twice: {', '.join(texts)}")
+    return ReassignArgs(to=to, partition=f.get("partition", ctx.partition, 0),
+                        timeout_s=f.get("timeout", duration, 120.0))
+
+
 def _unload(node: Node, field: str, ctx: StepContext) -> UnloadArgs:
     """``unload: {partition: 1, to: broker-2}``; empty: partition 0 to the other broker."""
     if ctx.system != "pulsar":
@@ -751,6 +769,7 @@ _PARSERS: dict[str, _Parser] = {
     "heal": _heal,
     "inject": _inject,
     "unload": _unload,
+    "reassign": _reassign,
     "subscribe": _subscribe,
     "chaos": _chaos,
     "release": _release,

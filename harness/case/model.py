@@ -26,7 +26,8 @@ __all__ = [
     "ISOLATION_LEVELS", "SUBSCRIPTION_TYPES", "SUBSCRIBE_POSITIONS", "VERDICTS",
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
-    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
+    "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ReassignArgs",
+    "ChaosArgs",
     "SubscribeArgs", "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS",
     "DRIVERS",
 ]
@@ -141,8 +142,8 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.selects == "node")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "subscribe",
-                                                                     "chaos", "release")
+ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "reassign",
+                                                                     "subscribe", "chaos", "release")
 #: Where a ``subscribe`` step starts its subscription.
 SUBSCRIBE_POSITIONS = ("latest", "earliest")
 #: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
@@ -403,6 +404,17 @@ class UnloadArgs:
 
 
 @dataclass(frozen=True)
+class ReassignArgs:
+    """``reassign`` (kafka): moves the replicas of ``partition`` to the brokers ``to`` (in
+    order: the first is the preferred leader) under whatever load runs, and waits until the
+    reassignment is complete."""
+
+    to: tuple[Selector, ...]
+    partition: int = 0
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
 class SubscribeArgs:
     """``subscribe`` (pulsar): creates the durable subscription ``group`` on every partition
     of the case topic through the admin API, with no consumer, at ``position`` (``latest``:
@@ -427,7 +439,7 @@ class ChaosArgs:
 
 
 StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
-            | SubscribeArgs | ChaosArgs | ReleaseArgs)
+            | ReassignArgs | SubscribeArgs | ChaosArgs | ReleaseArgs)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ..case import (
     HealArgs,
     InjectArgs,
     ProduceArgs,
+    ReassignArgs,
     ReleaseArgs,
     Step,
     SubscribeArgs,
@@ -30,7 +31,7 @@ from ..case import (
 from ..errors import HarnessError
 from ..faults import ClockPlan, Effects
 from ..result import StepRecord
-from ..systems.base import Controlled, PowerLoss, Removable, Subscribable, Unloadable
+from ..systems.base import Controlled, PowerLoss, Reassignable, Removable, Subscribable, Unloadable
 from .awaits import await_condition, leader_now
 from .context import RunContext
 
@@ -194,6 +195,25 @@ def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return detail
 
 
+def _reassign(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    """Moves the partition's replicas to other brokers (Kafka's reassignment) and waits until
+    it is complete."""
+    assert isinstance(args, ReassignArgs)
+    system = ctx.the_system
+    if not isinstance(system, Reassignable):
+        raise HarnessError(f"{system.name} has no partition reassignment")
+    nodes = [ctx.the_resolver.resolve(sel) for sel in args.to]
+    names = [n.name for n in nodes]
+    if len(set(names)) != len(names):
+        raise HarnessError(f"reassign: the brokers {', '.join(map(str, args.to))} name {', '.join(names)}: "
+                           "a broker twice")
+    detail = system.reassign(ctx.topic, args.partition, nodes, timeout=ctx.remaining(args.timeout_s))
+    ctx.events.record("fault", action="reassign", node=nodes[0].name, role="replicas", detail=detail)
+    log.info("reassign partition %d: %s -> %s (%ss)", args.partition, detail["replicas_before"],
+             detail["replicas"], detail["seconds"])
+    return detail
+
+
 def _subscribe(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Creates a durable subscription with no consumer (the admin API); records its cursor."""
     assert isinstance(args, SubscribeArgs)
@@ -220,6 +240,7 @@ STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     HealArgs: _heal,
     InjectArgs: _inject,
     UnloadArgs: _unload,
+    ReassignArgs: _reassign,
     SubscribeArgs: _subscribe,
     ChaosArgs: _chaos,
     ReleaseArgs: _release,

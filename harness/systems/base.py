@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
-           "ProducerClient", "ReadyRemedy", "Removable", "Stats", "Subscribable", "System", "Unloadable"]
+           "ProducerClient", "ReadyRemedy",
+           "Reassignable", "Removable", "Stats", "Subscribable", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -255,6 +256,14 @@ class LeaderServes(Protocol):
 class Unloadable(Protocol):
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
                timeout: float = 60) -> Node: ...
+
+
+@runtime_checkable
+class Reassignable(Protocol):
+    """A system whose partitions' replicas can be moved between brokers (``reassign``)."""
+
+    def reassign(self, topic: str, partition: int, replicas: list[Node], *,
+                 timeout: float = 120) -> dict[str, Any]: ...
 
 
 @runtime_checkable

@@ -471,6 +471,51 @@ class KafkaSystem:
                 return ControllerState(int(leader.group(1)), int(epoch.group(1)) if epoch else None)
         raise AdminError("could not read the KRaft quorum leader from any running node")
 
+    # -- membership ----------------------------------------------------------------------
+    def reassign(self, topic: str, partition: int, replicas: list[Node], *,
+                 timeout: float = 120) -> dict[str, Any]:
+        """Moves the replicas of ``topic``-``partition`` to ``replicas`` with Kafka's own
+        reassignment tool, run in a running broker, and waits until the partition's replica
+        list is exactly the new one (the tool's plan complete: the new replicas caught up and
+        the old ones removed). Returns the replicas before and after and the seconds taken."""
+        ids = [self.broker_id(n) for n in replicas]
+        before = self.partition_state(topic, partition)
+        runner = next((n for n in self.brokers() if n.container.status == "running"), None)
+        if runner is None:
+            raise AdminError("reassign: no broker is running to run the reassignment tool")
+        plan = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition,
+                                                         "replicas": ids}]})
+        tool, target = self._reassign_tool()
+        t0 = time.monotonic()
+        code, out = runner.container.exec(["sh", "-c", (
+            f"printf '%s' '{plan}' > /tmp/reassign.json && exec java -Xmx128m -cp '/opt/kafka/libs/*' "
+            f"{tool} {target} --reassignment-json-file /tmp/reassign.json --execute")])
+        if code != 0 or "Successfully started" not in out:
+            raise AdminError(f"reassign {topic}-{partition} to {ids}: the tool on {runner.name} said: "
+                             + " | ".join(out.strip().splitlines()[-3:])[:600])
+        def complete() -> PartitionState | None:
+            state = self.partition_state(topic, partition)
+            return state if state.replicas == tuple(ids) and set(state.isr) == set(ids) else None
+
+        done = wait_until(complete, timeout=timeout,
+                          what=f"the reassignment of {topic}-{partition} to brokers {ids}")
+        assert done is not None  # wait_until returns a truthy value or raises
+        return {"partition": partition, "replicas_before": list(before.replicas), "replicas": ids,
+                "isr": list(done.isr), "leader": done.leader, "seconds": round(time.monotonic() - t0, 3)}
+
+    def _reassign_tool(self) -> tuple[str, str]:
+        """The reassignment tool's class for this version, and how it reaches the cluster."""
+        version = tuple(int(x) for x in re.findall(r"\d+", self.cluster.version)[:2])
+        bootstrap = ",".join(f"{n.name}:9094" for n in self.spec.nodes_of("broker"))
+        if version >= (3, 7):
+            return ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+                    f"--bootstrap-server {bootstrap}")
+        if version >= (2, 5):
+            return "kafka.admin.ReassignPartitionsCommand", f"--bootstrap-server {bootstrap}"
+        if self.spec.mode != "zk":
+            raise AdminError(f"reassign on Kafka {self.cluster.version} needs ZooKeeper mode")
+        return "kafka.admin.ReassignPartitionsCommand", "--zookeeper zk:2181"
+
     # -- the System protocol (harness.systems.base) --------------------------------------
     def create_case_topic(self, topic: str, spec: TopicSpec) -> list[Mark]:
         config = {"unclean.leader.election.enable": str(spec.unclean_leader_election).lower(),

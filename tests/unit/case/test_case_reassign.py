@@ -1,0 +1,36 @@
+"""The ``reassign`` step (kafka): how a case states a partition's new replicas."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.case import ReassignArgs, load_case_text
+from harness.errors import CaseError
+
+HEAD = "system: kafka\ncluster: kafka-kraft\ntopic: {partitions: 2, replication_factor: 2}\nsteps:\n"
+
+
+def test_a_reassign_step_names_the_new_replicas_in_order() -> None:
+    case = load_case_text(HEAD + "  - reassign: {partition: 1, to: [kafka-3, follower], timeout: 30s}\n", "c.yaml")
+    args = case.steps[0].args
+    assert isinstance(args, ReassignArgs)
+    assert [str(s.node or s.role) for s in args.to] == ["kafka-3", "follower"]
+    assert args.partition == 1 and args.timeout_s == 30.0
+    default = load_case_text(HEAD + "  - reassign: {to: [kafka-1, kafka-2, kafka-3]}\n", "c.yaml").steps[0].args
+    assert isinstance(default, ReassignArgs) and default.partition == 0 and default.timeout_s == 120.0
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), [
+    (HEAD + "  - reassign: {to: kafka-2}\n", 5, "steps[0].reassign.to: expected a list of brokers"),
+    (HEAD + "  - reassign: {to: []}\n", 5, "expected a list of brokers"),
+    (HEAD + "  - reassign: {partition: 0}\n", 5, "steps[0].reassign.to: missing required key"),
+    (HEAD + "  - reassign:\n      to: [kafka-2, kafka-2]\n", 6, "a broker is named twice"),
+    (HEAD + "  - reassign: {to: [kafka-9]}\n", 5, "steps[0].reassign.to[0]: unknown role 'kafka-9'"),
+    (HEAD + "  - reassign: {to: [kafka-2], partition: 5}\n", 5, "partition 5"),
+    ("system: pulsar\ncluster: pulsar\nsteps:\n  - reassign: {to: [broker-1]}\n", 4,
+     "reassign applies to kafka cases only (this is a pulsar case)"),
+])
+def test_a_bad_reassign_is_one_error_naming_line_and_field(text: str, line: int, fragment: str) -> None:
+    with pytest.raises(CaseError) as info:
+        load_case_text(text, "c.yaml")
+    assert info.value.line == line and fragment in str(info.value), str(info.value)
