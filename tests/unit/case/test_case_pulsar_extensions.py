@@ -30,9 +30,11 @@ steps:
     assert produce.driver == "java" and dict(produce.settings) == {
         "max_pending_messages": 2000, "memory_limit_bytes": 209715200, "block_if_queue_full": True}
     assert consume.subscription_type == "Key_Shared" and consume.group == "ks"
-    assert unload == UnloadArgs(partition=3, to=unload.to) and unload.to.node == "broker-2"
+    assert isinstance(unload, UnloadArgs) and isinstance(role, UnloadArgs)
+    assert unload == UnloadArgs(partition=3, to=unload.to) and unload.to is not None
+    assert unload.to.node == "broker-2"
     assert bare == UnloadArgs()
-    assert role.to.role == "non-owner"
+    assert role.to is not None and role.to.role == "non-owner"
 
 
 def test_defaults() -> None:

@@ -11,12 +11,14 @@ HEAD = "system: kafka\ncluster: kafka-kraft\ntopic: {partitions: 2, replication_
 
 
 def test_a_reassign_step_names_the_new_replicas_in_order() -> None:
-    case = load_case_text(HEAD + "  - reassign: {partition: 1, to: [kafka-3, follower], timeout: 30s}\n", "c.yaml")
+    case = load_case_text(HEAD + "  - reassign: {partition: 1, to: [kafka-3, follower], timeout: 30s}\n",
+                          "c.yaml")
     args = case.steps[0].args
     assert isinstance(args, ReassignArgs)
     assert [str(s.node or s.role) for s in args.to] == ["kafka-3", "follower"]
     assert args.partition == 1 and args.timeout_s == 30.0
-    default = load_case_text(HEAD + "  - reassign: {to: [kafka-1, kafka-2, kafka-3]}\n", "c.yaml").steps[0].args
+    default = load_case_text(HEAD + "  - reassign: {to: [kafka-1, kafka-2, kafka-3]}\n",
+                             "c.yaml").steps[0].args
     assert isinstance(default, ReassignArgs) and default.partition == 0 and default.timeout_s == 120.0
 
 
