@@ -630,6 +630,15 @@ class LazyDisk:
         self._ask({"op": "forget"})  # what was pending belonged to the files replaced
         return sum(p.stat().st_size for p in self.data.rglob("*") if p.is_file())
 
+    def wipe(self) -> int:
+        """Empties the backing directory (a node down), as a new disk in its place; returns the
+        bytes removed."""
+        gone = sum(p.stat().st_size for p in self.data.rglob("*") if p.is_file() and not p.is_symlink())
+        for child in self.data.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        self._ask({"op": "forget"})  # what was pending belonged to the files removed
+        return gone
+
     def destroy(self) -> None:
         """Unmounts the disk, stops its process and removes its directory (idempotent)."""
         if self.home.exists():  # a dead disk's mount is not "a mount" to ismount, and blocks rmtree

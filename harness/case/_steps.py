@@ -337,10 +337,16 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     if missing:
         raise error(node, field, f"{missing} (use kill9)")
     args = FaultArgs(ctx.selector(node, field))
-    if field.endswith(".remove") and not (args.target.role in ("bookie", "non-auditor-bookie") or (
-            args.target.node or "").startswith("bookie-")):
-        raise error(node, field, f"{args.target} is not a bookie (remove takes a bookie out for good: "
+    action = field.rsplit(".", 1)[-1]
+    bookie = (args.target.role in ("bookie", "non-auditor-bookie")
+              or (args.target.node or "").startswith("bookie-"))
+    if action in ("remove", "replace") and not bookie:
+        what = ("takes a bookie out for good" if action == "remove"
+                else "puts a new bookie at a bookie's address")
+        raise error(node, field, f"{args.target} is not a bookie ({action} {what}: "
                                  "bookie, non-auditor-bookie or bookie-N)")
+    if action == "replace" and ctx.disk != "lazy":
+        raise error(node, field, "replace empties a bookie's lazy disk (set disk: lazy)")
     return args
 
 

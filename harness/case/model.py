@@ -136,6 +136,10 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("clock", "node", _EVERY_SYSTEM, RESTORED_BY["clock"],
               records="the node's clock offset after the fault (offset_s); at the heal, the offset it "
                       "had and the steps a drift or a strobe made (clocks)"),
+    FaultSpec("replace", "node", frozenset({"pulsar"}), None,
+              records="the bytes wiped, what the cluster forgot of the old node (a bookie's cookie), "
+                      "what the start waited for",
+              absent="replace puts a new Pulsar bookie with an empty lazy disk at a bookie's address"),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 

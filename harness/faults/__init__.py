@@ -8,7 +8,8 @@ container's network namespace: no capability is needed in the container),
 ``diskfull``/``heal`` (the system makes the node's disks look full), ``readonly``/``heal`` (a
 lazy disk's writes fail with EROFS), ``corrupt`` (a bit flip
 or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`),
-``snapshot``/``rollback`` (a down node's lazy disk copied aside, and put back), ``degrade``/``heal``
+``snapshot``/``rollback`` (a down node's lazy disk copied aside, and put back), ``replace`` (a
+node replaced by a new one with an empty lazy disk at the same address), ``degrade``/``heal``
 (loss, a rate limit, delay with jitter, duplication and reordering between chosen nodes:
 :mod:`harness.faults.degrade`), ``clock``/``heal`` (a jump, a drift or a strobe of a node's own
 wall clock: :mod:`harness.faults.clock`).
@@ -141,6 +142,24 @@ class Nemesis:
         """Puts ``node``'s lazy disk back as its last ``snapshot`` (the node down), as a disk
         restored from an old image: everything written since is gone."""
         return {"bytes": self._at_rest(node, "rollback").rollback("case")}
+
+    def replace(self, node: Node, forget: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
+        """Replaces ``node`` by a new node with an empty disk at the same address: kill -9 (if
+        it runs), its lazy disk emptied, ``forget`` (the system's: what the cluster keeps of
+        the old node, a bookie's cookie), then the new node started. Returns what was
+        removed, for the timeline."""
+        if node.disk is None:
+            raise FaultError(f"replace: {node.name} has no lazy disk (set disk: lazy)")
+        if node.container.status in ("running", "paused"):
+            self.kill9(node)
+            wait_until(lambda: node.container.status not in ("running", "paused"), timeout=30,
+                       what=f"{node.name} dead after kill -9")
+        detail: dict[str, Any] = {"bytes_wiped": node.disk.wipe()}
+        detail.update(forget(node))
+        started = self.start(node)
+        if started:
+            detail.update(started)
+        return detail
 
     @staticmethod
     def _at_rest(node: Node, what: str) -> Any:
@@ -471,6 +490,7 @@ FAULTS: dict[str, Fault] = {
     "corrupt": Nemesis.corrupt,
     "snapshot": Nemesis.snapshot,
     "rollback": Nemesis.rollback,
+    "replace": Nemesis.replace,
     "stop": Nemesis.stop,
     "start": Nemesis.start,
     "pause": Nemesis.pause,

@@ -31,7 +31,15 @@ from ..case import (
 from ..errors import HarnessError
 from ..faults import ClockPlan, Effects
 from ..result import StepRecord
-from ..systems.base import Controlled, PowerLoss, Reassignable, Removable, Subscribable, Unloadable
+from ..systems.base import (
+    Controlled,
+    PowerLoss,
+    Reassignable,
+    Removable,
+    Replaceable,
+    Subscribable,
+    Unloadable,
+)
 from .awaits import await_condition, leader_now
 from .context import RunContext
 
@@ -131,6 +139,11 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
         params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
     if action == "corrupt":
         params.update(disk, prefer=ctx.topic)
+    if action == "replace":
+        system = ctx.the_system
+        if not isinstance(system, Replaceable):
+            raise HarnessError(f"replace: {system.name} has no node that can be replaced with an empty disk")
+        params["forget"] = system.forget_node
     if action in ("partition", "degrade"):
         params["peers"], params["direction"] = peers, direction
     if action == "degrade":

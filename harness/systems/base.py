@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
            "ProducerClient", "ReadyRemedy",
-           "Reassignable", "Removable", "Stats", "Subscribable", "System", "Unloadable"]
+           "Reassignable", "Removable", "Replaceable", "Stats", "Subscribable", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -276,6 +276,18 @@ class Removable(Protocol):
 
     def removable(self, node: Node) -> bool:
         """Whether ``node`` may be removed for good."""
+        ...
+
+
+@runtime_checkable
+class Replaceable(Protocol):
+    """A system some of whose nodes can be replaced by a new node with an empty disk at the
+    same address (the ``replace`` fault)."""
+
+    def forget_node(self, node: Node) -> dict[str, Any]:
+        """Removes what the cluster keeps of ``node``'s old self so that a new one with an
+        empty disk may join under its name (a bookie's cookie); returns what it removed.
+        Raises FaultError for a node that cannot be replaced."""
         ...
 
 

@@ -515,6 +515,24 @@ class PulsarSystem:
         return [n.name for n in self.spec.nodes_of("bookie")
                 if f"{n.name}:{_BOOKIE_PORT}" not in live and n.name not in self.removed]
 
+    def forget_node(self, node: Node) -> dict[str, Any]:
+        """A bookie replaced by a new one with an empty disk at the same address: its cookie
+        (``/ledgers/cookies/<bookie id>``) is removed, as an operator does after
+        decommissioning it, or the new bookie refuses to start (its directories have no
+        cookie and ZooKeeper has the old one)."""
+        if node.kind != "bookie":
+            raise FaultError(f"replace: {node.name} is a {node.kind}; only a bookie is replaced "
+                             "with an empty disk at its address")
+        path = f"/ledgers/cookies/{node.name}:{_BOOKIE_PORT}"
+
+        def delete(zk: Any) -> bool:
+            if zk.exists(path):
+                zk.delete(path)
+                return True
+            return False
+
+        return {"cookie_removed": path if self._zk(delete, path) else None}
+
     def removable(self, node: Node) -> bool:
         """Bookies only: BookKeeper re-replicates a lost bookie's ledgers (AutoRecovery)."""
         return node.kind == "bookie"

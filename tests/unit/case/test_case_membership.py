@@ -1,4 +1,4 @@
-"""The ``reassign`` step (kafka): how a case states a partition's new replicas."""
+"""Membership steps: ``reassign`` (kafka) and ``replace`` (a pulsar bookie): how a case states them."""
 
 from __future__ import annotations
 
@@ -36,3 +36,20 @@ def test_a_bad_reassign_is_one_error_naming_line_and_field(text: str, line: int,
     with pytest.raises(CaseError) as info:
         load_case_text(text, "c.yaml")
     assert info.value.line == line and fragment in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("system: pulsar\ncluster: pulsar\nsteps:\n  - replace: bookie-2\n",
+     "replace empties a bookie's lazy disk (set disk: lazy)"),
+    ("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: broker-1\n",
+     "broker-1 is not a bookie (replace puts a new bookie at a bookie's address"),
+    ("system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: kafka-1\n",
+     "replace puts a new Pulsar bookie with an empty lazy disk at a bookie's address; kafka has none"),
+])
+def test_a_replace_is_of_a_pulsar_bookie_on_a_lazy_disk(text: str, fragment: str) -> None:
+    with pytest.raises(CaseError) as info:
+        load_case_text(text, "c.yaml")
+    assert fragment in str(info.value), str(info.value)
+    ok = load_case_text("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: bookie\n",
+                        "c.yaml")
+    assert ok.steps[0].action == "replace"
