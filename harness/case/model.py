@@ -114,14 +114,14 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("resume", "node", _EVERY_SYSTEM, None),
     FaultSpec("partition", "pair", _EVERY_SYSTEM, RESTORED_BY["partition"], chaos=True,
               records="the peers cut from and the direction"),
-    FaultSpec("degrade", "pair", _EVERY_SYSTEM, RESTORED_BY["degrade"],
+    FaultSpec("degrade", "pair", _EVERY_SYSTEM, RESTORED_BY["degrade"], chaos=True,
               records="the peers, the direction, the effects and the nodes whose sending was shaped"),
-    FaultSpec("diskfull", "node", frozenset({"pulsar"}), RESTORED_BY["diskfull"],
+    FaultSpec("diskfull", "node", frozenset({"pulsar"}), RESTORED_BY["diskfull"], chaos=True,
               records="seconds until the node registered read-only (registered_s); on a lazy disk, "
                       "that writes fail with ENOSPC",
               absent="diskfull makes a bookie's disks look full, or any node's lazy disk full "
                      "(disk: lazy)", lazy_disk=True),
-    FaultSpec("readonly", "node", frozenset(), RESTORED_BY["readonly"],
+    FaultSpec("readonly", "node", frozenset(), RESTORED_BY["readonly"], chaos=True,
               records="that writes fail with EROFS",
               absent="readonly makes a node's lazy disk read-only (set disk: lazy)", lazy_disk=True),
     FaultSpec("corrupt", "node", frozenset(), None,
@@ -133,7 +133,7 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("rollback", "node", frozenset(), None, records="the bytes put back",
               absent="rollback puts back a node's lazy disk as its last snapshot (set disk: lazy)",
               lazy_disk=True),
-    FaultSpec("clock", "node", _EVERY_SYSTEM, RESTORED_BY["clock"],
+    FaultSpec("clock", "node", _EVERY_SYSTEM, RESTORED_BY["clock"], chaos=True,
               records="the node's clock offset after the fault (offset_s); at the heal, the offset it "
                       "had and the steps a drift or a strobe made (clocks)"),
     FaultSpec("replace", "node", frozenset({"pulsar"}), None,
@@ -601,7 +601,8 @@ class Case:
         """``fake`` when a step moves a node's wall clock (the cluster then gives each node a
         clock of its own: :mod:`harness.backend.clock`), else ``real``: a case without clock
         faults does not pay for them."""
-        return "fake" if any(s.action == "clock" for s in self.steps) else "real"
+        return "fake" if any(s.action == "clock" or isinstance(s.args, ChaosArgs) and "clock" in s.args.faults
+                             for s in self.steps) else "real"
 
     @property
     def cluster_def(self) -> ClusterDef:

@@ -1,11 +1,12 @@
 """The ``chaos`` step: random faults from a seed, one at a time, each healed before the next.
 
 The schedule is drawn in full before the first fault (:func:`plan`): when each fault
-starts (seconds after the step began), which fault, on which selector, for how long. The
-same seed, duration, fault list, targets and bounds give the same schedule, so
-``harness run CASE --seed N`` replays it: the same faults on the same roles at the same
-times. Which node a role names is decided when the fault starts, from the cluster's
-state then, and is recorded beside the plan.
+starts (seconds after the step began), which fault, on which selector, for how long, and
+for a fault with parameters what it does (:func:`draw_params`: a degraded link's effects, a
+clock's jump or strobe). The same seed, duration, fault list, targets and bounds give the
+same schedule, so ``harness run CASE --seed N`` replays it: the same faults on the same
+roles at the same times. Which node a role names is decided when the fault starts, from
+the cluster's state then, and is recorded beside the plan.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..case import ChaosArgs, Selector
@@ -22,7 +23,7 @@ from ..errors import HarnessError
 from .context import RunContext
 from .recovery import fatal_line
 
-__all__ = ["Planned", "plan", "run_chaos", "step_seed"]
+__all__ = ["Planned", "draw_params", "plan", "run_chaos", "step_seed"]
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,31 @@ class Planned:
     fault: str
     target: str  # the selector as the case wrote it
     hold_s: float
+    #: what the fault does, for a fault with parameters (degrade: effects; clock: the plan)
+    params: dict[str, float] = field(default_factory=dict)
 
+
+def draw_params(rng: random.Random, fault: str) -> dict[str, float]:
+    """A drawn fault's parameters: a ``degrade`` is one of four mixes (delay with jitter; loss;
+    a rate limit; delay with duplication and reordering) toward every other node, a
+    ``clock`` a jump of 30 s to 10 min either way or a strobe of 5 to 60 s every second;
+    the other faults have none (and draw nothing, so schedules of those alone stay as
+    they were)."""
+    if fault == "degrade":
+        mix = rng.randrange(4)
+        if mix == 0:
+            return {"delay_ms": round(rng.uniform(50, 300)), "jitter_ms": round(rng.uniform(0, 100))}
+        if mix == 1:
+            return {"loss_pct": round(rng.uniform(5, 30), 1)}
+        if mix == 2:
+            return {"rate_bps": rng.choice((1e6, 4e6, 16e6))}
+        return {"delay_ms": round(rng.uniform(20, 150)), "duplicate_pct": 5.0, "reorder_pct": 10.0}
+    if fault == "clock":
+        sign = rng.choice((-1, 1))
+        if rng.random() < 0.5:
+            return {"jump_s": sign * round(rng.uniform(30, 600))}
+        return {"strobe_s": sign * round(rng.uniform(5, 60)), "period_s": 1.0}
+    return {}
 
 def step_seed(run_seed: int, step_index: int) -> int:
     """The seed of the chaos step at ``step_index`` of a run seeded ``run_seed`` (a case's
@@ -53,7 +78,8 @@ def plan(seed: int, duration_s: float, faults: tuple[str, ...], targets: tuple[s
         hold = rng.uniform(*hold_s)
         if t + hold > duration_s:
             return out
-        out.append(Planned(round(t, 3), rng.choice(faults), rng.choice(targets), round(hold, 3)))
+        fault, target = rng.choice(faults), rng.choice(targets)
+        out.append(Planned(round(t, 3), fault, target, round(hold, 3), draw_params(rng, fault)))
         t += hold
 
 
@@ -71,7 +97,7 @@ def run_chaos(ctx: RunContext, index: int, args: ChaosArgs) -> dict[str, Any]:
         _sleep_until(ctx, t0 + p.at_s)
         entry: dict[str, Any] = {**asdict(p), "started_s": round(time.monotonic() - t0, 3)}
         try:
-            node = _apply(ctx, p.fault, targets[p.target])
+            node = _apply(ctx, p.fault, targets[p.target], p.params)
         except HarnessError as exc:  # e.g. no leader to aim at while the cluster is in flux
             entry["skipped"] = str(exc)[:300]
             log.info("chaos: %s on %s skipped: %s", p.fault, p.target, exc)
@@ -120,11 +146,12 @@ def _sleep_until(ctx: RunContext, deadline: float) -> None:
         time.sleep(min(left, ctx.remaining(left)))
 
 
-def _apply(ctx: RunContext, fault: str, target: Selector) -> str:
+def _apply(ctx: RunContext, fault: str, target: Selector, params: dict[str, float]) -> str:
     from .steps import apply_fault
 
     node = ctx.the_resolver.resolve(target)
-    apply_fault(ctx, fault, node, f"chaos:{target}")
+    apply_fault(ctx, fault, node, f"chaos:{target}", effects=params if fault == "degrade" else None,
+                clock=params if fault == "clock" else None)
     return node.name
 
 

@@ -105,3 +105,33 @@ def test_controller_change_is_a_kafka_await_without_argument() -> None:
     with pytest.raises(CaseError, match="controller_change applies to kafka cases only"):
         load_case_text(HEAD.format(system="pulsar", cluster="pulsar")
                        + "  - await: {controller_change: {}}\n")
+
+
+def test_a_drawn_degrade_or_clock_carries_its_drawn_parameters_and_the_rest_draw_none() -> None:
+    args = ("kill9", "degrade", "clock"), ("leader", "follower"), (1.0, 3.0), (1.0, 2.0)
+    first = plan(11, 600, *args)
+    assert first == plan(11, 600, *args)
+    kinds = {p.fault for p in first}
+    assert kinds == set(args[0])
+    for p in first:
+        if p.fault == "kill9":
+            assert p.params == {}
+        elif p.fault == "degrade":
+            assert set(p.params) in ({"delay_ms", "jitter_ms"}, {"loss_pct"}, {"rate_bps"},
+                                     {"delay_ms", "duplicate_pct", "reorder_pct"})
+        else:
+            assert set(p.params) in ({"jump_s"}, {"strobe_s", "period_s"})
+            assert 5 <= abs(p.params.get("jump_s", p.params.get("strobe_s", 0))) <= 600
+    # a schedule of faults without parameters is drawn as before parameters existed
+    old = plan(7, 120, ("kill9", "pause", "partition"), ("leader",), (5.0, 15.0), (3.0, 10.0))
+    assert all(p.params == {} for p in old)
+
+
+def test_a_chaos_step_that_draws_clock_faults_gives_the_cluster_clocks_of_its_own() -> None:
+    def clock(step: str) -> str:
+        return load_case_text(HEAD.format(system="kafka", cluster="kafka-zk") + step).clock
+
+    assert clock("  - chaos: {duration: 1m, faults: [kill9, clock, degrade]}\n") == "fake"
+    assert clock("  - chaos: {duration: 1m, faults: [kill9, degrade]}\n") == "real"
+    with pytest.raises(CaseError, match="readonly makes a node's lazy disk read-only"):
+        _case("  - chaos: {duration: 1m, faults: [readonly]}\n")
