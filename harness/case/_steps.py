@@ -42,6 +42,7 @@ from .model import (
     DIRECTIONS,
     DRIVERS,
     FAULTS,
+    GROUP_SIZES,
     ISOLATION_LEVELS,
     MAX_SEED,
     NODE_FAULTS,
@@ -55,6 +56,7 @@ from .model import (
     FaultArgs,
     HealArgs,
     InjectArgs,
+    NodeGroup,
     ProduceArgs,
     ReassignArgs,
     ReleaseArgs,
@@ -727,10 +729,20 @@ def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
                 raise error(n, fld, missing)
         return tuple(dict.fromkeys(out))
 
-    def target_list(n: Node, fld: str) -> tuple[Selector, ...]:
+    def target(item: Node, fld: str) -> Selector | NodeGroup:
+        if not (isinstance(item.value, dict) and "group" in item.value):
+            return ctx.selector(item, fld)
+        g = Fields(item, fld, ("group", "of"))
+        kinds = tuple(dict.fromkeys(n.kind for n in ctx.cluster.nodes))
+        kind = g.need("of", choice(*kinds, kind="node kind"))
+        return NodeGroup(g.need("group", choice(*GROUP_SIZES, kind="group")), kind,
+                         tuple(n.name for n in ctx.cluster.nodes_of(kind)))
+
+    def target_list(n: Node, fld: str) -> tuple[Selector | NodeGroup, ...]:
         if not isinstance(n.value, list) or not n.value:
-            raise error(n, fld, f"expected a non-empty list of roles or node names; got {show(n.value)}")
-        return tuple(ctx.selector(item, f"{fld}[{i}]") for i, item in enumerate(n.value))
+            raise error(n, fld, "expected a non-empty list of roles, node names or groups; "
+                                f"got {show(n.value)}")
+        return tuple(target(item, f"{fld}[{i}]") for i, item in enumerate(n.value))
 
     def bounds(n: Node, fld: str) -> tuple[float, float]:
         if not isinstance(n.value, list) or len(n.value) != 2:

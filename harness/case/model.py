@@ -28,7 +28,7 @@ __all__ = [
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ReassignArgs",
     "ChaosArgs",
-    "SubscribeArgs", "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS",
+    "SubscribeArgs", "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS", "NodeGroup", "GROUP_SIZES",
     "DRIVERS",
 ]
 
@@ -270,6 +270,30 @@ class Selector:
         return self.role or self.node or ""
 
 
+#: how many nodes of a kind a chaos group names: one, fewer than half, more than half, all
+GROUP_SIZES = ("one", "minority", "majority", "all")
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """A ``chaos`` target naming several nodes of one kind at once (Jepsen's targets):
+    ``size`` of :data:`GROUP_SIZES` among ``nodes`` (the cluster's nodes of ``kind``). Which
+    ones is drawn in the schedule from its seed."""
+
+    size: str
+    kind: str
+    nodes: tuple[str, ...]
+
+    def count(self) -> int:
+        """How many nodes the group names: a minority is at most (n - 1) // 2 (at least one),
+        a majority n // 2 + 1."""
+        n = len(self.nodes)
+        return {"one": 1, "minority": max(1, (n - 1) // 2), "majority": n // 2 + 1, "all": n}[self.size]
+
+    def __str__(self) -> str:
+        return f"{self.size} of {self.kind}s"
+
+
 @dataclass(frozen=True)
 class TxnArgs:
     """``produce.transactions`` (kafka): ``size`` records per transaction; ``abort`` the share
@@ -436,7 +460,7 @@ class ChaosArgs:
 
     duration_s: float
     faults: tuple[str, ...]
-    targets: tuple[Selector, ...]
+    targets: tuple[Selector | NodeGroup, ...]
     gap_s: tuple[float, float] = (5.0, 15.0)
     hold_s: tuple[float, float] = (3.0, 10.0)
     seed: int | None = None

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..case import ChaosArgs, Selector
-from ..case.model import FAULTS
+from ..case.model import FAULTS, NodeGroup
 from ..errors import HarnessError
 from .context import RunContext
 from .recovery import fatal_line
@@ -37,6 +38,8 @@ class Planned:
     hold_s: float
     #: what the fault does, for a fault with parameters (degrade: effects; clock: the plan)
     params: dict[str, float] = field(default_factory=dict)
+    #: the nodes a group target drew (empty: the target is a selector, resolved at the start)
+    nodes: tuple[str, ...] = ()
 
 
 def draw_params(rng: random.Random, fault: str) -> dict[str, float]:
@@ -68,9 +71,13 @@ def step_seed(run_seed: int, step_index: int) -> int:
 
 
 def plan(seed: int, duration_s: float, faults: tuple[str, ...], targets: tuple[str, ...],
-         gap_s: tuple[float, float], hold_s: tuple[float, float]) -> list[Planned]:
-    """The schedule: a gap, a fault held for a while, a gap, ... until ``duration_s``."""
+         gap_s: tuple[float, float], hold_s: tuple[float, float],
+         groups: Mapping[str, NodeGroup] | None = None) -> list[Planned]:
+    """The schedule: a gap, a fault held for a while, a gap, ... until ``duration_s``. A
+    target that names a group (``groups``) draws its nodes (sorted) after the fault's
+    parameters; the others draw nothing more, so their schedules stay as they were."""
     rng = random.Random(seed)
+    groups = groups or {}
     out: list[Planned] = []
     t = 0.0
     while True:
@@ -79,7 +86,10 @@ def plan(seed: int, duration_s: float, faults: tuple[str, ...], targets: tuple[s
         if t + hold > duration_s:
             return out
         fault, target = rng.choice(faults), rng.choice(targets)
-        out.append(Planned(round(t, 3), fault, target, round(hold, 3), draw_params(rng, fault)))
+        params = draw_params(rng, fault)
+        group = groups.get(target)
+        nodes = tuple(sorted(rng.sample(group.nodes, group.count()))) if group is not None else ()
+        out.append(Planned(round(t, 3), fault, target, round(hold, 3), params, nodes))
         t += hold
 
 
@@ -88,7 +98,8 @@ def run_chaos(ctx: RunContext, index: int, args: ChaosArgs) -> dict[str, Any]:
     (also on an error: the run's cleanup heals everything too)."""
     seed = args.seed if args.seed is not None else step_seed(ctx.seed, index)
     targets = {str(t): t for t in args.targets}
-    schedule = plan(seed, args.duration_s, args.faults, tuple(targets), args.gap_s, args.hold_s)
+    groups = {name: t for name, t in targets.items() if isinstance(t, NodeGroup)}
+    schedule = plan(seed, args.duration_s, args.faults, tuple(targets), args.gap_s, args.hold_s, groups)
     ctx.events.record("chaos", seed=seed, schedule=[asdict(p) for p in schedule])
     log.info("chaos: seed %d, %d faults over %gs", seed, len(schedule), args.duration_s)
     t0 = time.monotonic()
@@ -96,23 +107,29 @@ def run_chaos(ctx: RunContext, index: int, args: ChaosArgs) -> dict[str, Any]:
     for p in schedule:
         _sleep_until(ctx, t0 + p.at_s)
         entry: dict[str, Any] = {**asdict(p), "started_s": round(time.monotonic() - t0, 3)}
+        hit: list[str] = []
         try:
-            node = _apply(ctx, p.fault, targets[p.target], p.params)
+            for aim in p.nodes or (targets[p.target],):
+                hit.append(_apply(ctx, p.fault, aim, p.params))
         except HarnessError as exc:  # e.g. no leader to aim at while the cluster is in flux
             entry["skipped"] = str(exc)[:300]
             log.info("chaos: %s on %s skipped: %s", p.fault, p.target, exc)
+            for name in hit:  # a group's nodes already faulted are healed
+                _heal(ctx, p.fault, name)
             done.append(entry)
             continue
-        entry["node"] = node
+        entry["node"] = ", ".join(hit)
+        entry["nodes"] = hit
         _sleep_until(ctx, time.monotonic() + p.hold_s)
-        _heal(ctx, p.fault, node)
+        for name in hit:
+            _heal(ctx, p.fault, name)
         entry["healed_s"] = round(time.monotonic() - t0, 3)
         done.append(entry)
     _sleep_until(ctx, t0 + args.duration_s)
     applied = sum(1 for e in done if "node" in e)
     out = {"seed": seed, "planned": len(schedule), "applied": applied,
            "skipped": len(done) - applied, "schedule": done}
-    restarted = _restart_exited(ctx, sorted({e["node"] for e in done if "node" in e}))
+    restarted = _restart_exited(ctx, sorted({n for e in done for n in e.get("nodes", ())}))
     if restarted:
         out["restarted"] = restarted
     return out
@@ -146,10 +163,12 @@ def _sleep_until(ctx: RunContext, deadline: float) -> None:
         time.sleep(min(left, ctx.remaining(left)))
 
 
-def _apply(ctx: RunContext, fault: str, target: Selector, params: dict[str, float]) -> str:
+def _apply(ctx: RunContext, fault: str, target: Selector | NodeGroup | str, params: dict[str, float]) -> str:
     from .steps import apply_fault
 
-    node = ctx.the_resolver.resolve(target)
+    if isinstance(target, NodeGroup):
+        raise HarnessError(f"chaos: the group {target} drew no nodes")  # plan() draws them
+    node = ctx.the_cluster.node(target) if isinstance(target, str) else ctx.the_resolver.resolve(target)
     apply_fault(ctx, fault, node, f"chaos:{target}", effects=params if fault == "degrade" else None,
                 clock=params if fault == "clock" else None)
     return node.name

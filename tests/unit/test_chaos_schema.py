@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.case import MAX_SEED, ChaosArgs, Selector, load_case_text
+from harness.case.model import NodeGroup
 from harness.errors import CaseError
 from harness.report.text import format_result
 from harness.result import RunResult
@@ -135,3 +136,33 @@ def test_a_chaos_step_that_draws_clock_faults_gives_the_cluster_clocks_of_its_ow
     assert clock("  - chaos: {duration: 1m, faults: [kill9, degrade]}\n") == "real"
     with pytest.raises(CaseError, match="readonly makes a node's lazy disk read-only"):
         _case("  - chaos: {duration: 1m, faults: [readonly]}\n")
+
+
+def test_a_group_target_names_a_share_of_a_kind_of_node_drawn_in_the_schedule() -> None:
+    args = _case("  - chaos:\n      duration: 5m\n      targets: [leader, {group: majority, of: broker}]\n")
+    group = args.targets[1]
+    assert isinstance(group, NodeGroup) and str(group) == "majority of brokers"
+    assert group.nodes == ("kafka-1", "kafka-2", "kafka-3") and group.count() == 2
+    assert [NodeGroup(size, "broker", ("a", "b", "c", "d", "e")).count()
+            for size in ("one", "minority", "majority", "all")] == [1, 2, 3, 5]
+    assert NodeGroup("minority", "bookie", ("a", "b")).count() == 1  # never none
+    targets = tuple(str(t) for t in args.targets)
+    groups = {str(group): group}
+    schedule = plan(3, 600, ("kill9", "pause"), targets, (1.0, 3.0), (1.0, 2.0), groups)
+    assert schedule == plan(3, 600, ("kill9", "pause"), targets, (1.0, 3.0), (1.0, 2.0), groups)
+    drawn = [p.nodes for p in schedule if p.target == "majority of brokers"]
+    assert drawn and all(len(n) == 2 and set(n) <= set(group.nodes) and list(n) == sorted(n) for n in drawn)
+    assert len(set(drawn)) > 1  # different majorities
+    assert all(p.nodes == () for p in schedule if p.target == "leader")
+
+
+@pytest.mark.parametrize(("step", "message"), [
+    ("  - chaos: {duration: 1m, targets: [{group: most, of: broker}]}\n", "unknown group 'most'"),
+    ("  - chaos: {duration: 1m, targets: [{group: all, of: bookie}]}\n", "unknown node kind 'bookie'"),
+    ("  - chaos: {duration: 1m, targets: [{group: all}]}\n",
+     "steps[1].chaos.targets[0].of: missing required key"),
+])
+def test_a_bad_group_names_the_field(step: str, message: str) -> None:
+    with pytest.raises(CaseError) as raised:
+        _case(step)
+    assert message in str(raised.value), str(raised.value)
