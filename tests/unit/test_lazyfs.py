@@ -249,3 +249,66 @@ def test_snapshot_and_rollback_steps_take_a_node_that_is_down(disk: LazyDisk) ->
     _write(disk.mount / "log", b"newer", sync=True)
     nemesis.apply("rollback", node)
     assert (disk.mount / "log").read_bytes() == b"old"
+
+
+def test_readonly_refuses_writes_with_erofs_across_a_kill_until_heal(disk: LazyDisk) -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from harness.backend.cluster import Cluster, Node
+    from harness.faults import Nemesis
+
+    class Container:
+        status = "running"
+
+        def kill(self, signal: str) -> None:
+            self.status = "exited"
+
+    node = cast(Node, SimpleNamespace(name="bookie-1", container=Container(), disk=disk))
+    nemesis = Nemesis(cast(Cluster, SimpleNamespace(nodes=lambda: [node])), None)
+    nemesis.apply("readonly", node, role="bookie")
+    with pytest.raises(OSError) as refused:
+        _write(disk.mount / "journal", b"x", sync=False)
+    assert refused.value.errno == errno.EROFS
+    nemesis.apply("kill9", node)
+    with pytest.raises(OSError):
+        _write(disk.mount / "journal", b"x", sync=False)
+    nemesis.apply("heal", node)
+    _write(disk.mount / "journal", b"x", sync=False)
+    assert not nemesis.full
+
+
+def test_replace_kills_the_node_empties_its_disk_forgets_it_and_starts_a_new_one(disk: LazyDisk) -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from harness.backend.cluster import Cluster, Node
+    from harness.faults import Nemesis
+
+    calls: list[str] = []
+
+    class Container:
+        status = "running"
+
+        def kill(self, signal: str) -> None:
+            calls.append(f"kill {signal}")
+            self.status = "exited"
+
+        def start(self) -> None:
+            calls.append("start")
+            self.status = "running"
+
+    container = Container()
+    node = cast(Node, SimpleNamespace(name="bookie-2", container=container, disk=disk))
+    nemesis = Nemesis(cast(Cluster, SimpleNamespace(nodes=lambda: [node])), None)
+    (disk.mount / "bookkeeper" / "ledgers").mkdir(parents=True)
+    _write(disk.mount / "bookkeeper" / "ledgers" / "0.log", b"e" * 5000, sync=True)
+
+    def forget(n: Node) -> dict[str, object]:
+        calls.append(f"forget {n.name}, disk empty: {not any(disk.mount.iterdir())}")
+        return {"cookie_removed": "/ledgers/cookies/bookie-2:3181"}
+
+    detail = nemesis.replace(node, forget)
+    assert calls == ["kill KILL", "forget bookie-2, disk empty: True", "start"]
+    assert detail == {"bytes_wiped": 5000, "cookie_removed": "/ledgers/cookies/bookie-2:3181"}
+    assert not nemesis.down and container.status == "running"
