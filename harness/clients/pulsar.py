@@ -62,6 +62,31 @@ def client_for(service_url: str) -> Any:
                          connection_timeout_ms=5000, logger=_LOG, stats_interval_in_seconds=0)
 
 
+#: errors of a producer's creation that a moment later may not recur: the topic was being
+#: loaded or moved (its broker answered the lookup before it could serve it)
+_CONNECT_RETRIABLE = ("ConnectError", "ServiceUnitNotReady", "LookupError")
+#: how long a producer's creation is tried again on them
+CONNECT_RETRY_S = 20.0
+
+
+def create_producer(client: Any, topic: str, history: HistoryWriter | None = None, **kwargs: Any) -> Any:
+    """``client.create_producer`` tried again for :data:`CONNECT_RETRY_S` on the errors of a
+    topic being loaded or moved (a producer created right after an unload met ConnectError
+    on Pulsar 3.3.2), every half second; the attempts are recorded when there were more than
+    one. Other errors, and the last of these, are raised."""
+    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
+
+    attempts = 0
+    for attempt in Retrying(retry=retry_if_exception(lambda e: type(e).__name__ in _CONNECT_RETRIABLE),
+                            stop=stop_after_delay(CONNECT_RETRY_S), wait=wait_fixed(0.5), reraise=True):
+        with attempt:
+            attempts += 1
+            producer = client.create_producer(topic, **kwargs)
+    if attempts > 1 and history is not None:
+        history.record("meta", connect_attempts=attempts, topic=topic)
+    return producer
+
+
 def _position(msg_id: Any) -> dict[str, Any]:
     return {"partition": max(msg_id.partition(), 0), "ledger": msg_id.ledger_id(),
             "entry": msg_id.entry_id(), "batch": msg_id.batch_index(), "offset": None}
@@ -91,7 +116,7 @@ class PulsarProducerClient:
         history.record("meta", system="pulsar", producer=kwargs,
                        not_applied={"memory_limit_bytes": spec.memory_limit_bytes}
                        if spec.memory_limit_bytes is not None else None)
-        self.producer = self.client.create_producer(self.topic, **kwargs)
+        self.producer = create_producer(self.client, self.topic, history, **kwargs)
         self._kwargs = kwargs
         #: partition -> a producer of that partition alone (a workload's ``partition``)
         self._partition_producers: dict[int, Any] = {}
@@ -123,7 +148,8 @@ class PulsarProducerClient:
         if producer is None:
             # a name of its own: the topic's producer holds its name on every partition
             kwargs = {**self._kwargs, "producer_name": f"{self._kwargs.get('producer_name')}-p{partition}"}
-            producer = self.client.create_producer(f"{self.topic}-partition-{partition}", **kwargs)
+            producer = create_producer(self.client, f"{self.topic}-partition-{partition}", self.history,
+                                       **kwargs)
             self._partition_producers[partition] = producer
         return producer
 

@@ -22,7 +22,7 @@ from ..case import ChaosArgs, Selector
 from ..case.model import FAULTS, NodeGroup
 from ..errors import HarnessError
 from .context import RunContext
-from .recovery import fatal_line
+from .halts import fatal_line
 
 __all__ = ["Planned", "draw_params", "plan", "run_chaos", "step_seed"]
 

@@ -22,8 +22,9 @@ from ..errors import HarnessError, WaitTimeout, WorkloadError
 from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy, Removable
 from ..wait import wait_until
 from .context import RunContext
+from .halts import finish_halts, last_fatal
 
-__all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "fatal_line", "heal_quietly",
+__all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "heal_quietly",
            "recover", "record_repair", "repair_name", "wait_remedied", "wait_unsticking"]
 
 log = logging.getLogger(__name__)
@@ -220,10 +221,12 @@ def _wait_converged(ctx: RunContext, timeout: float) -> None:
     own: "log truncation is not allowed") while every partition has a leader, until then:
     the partitions are read from their leaders, and the story says which broker stayed down."""
     topic, spec, system = ctx.topic, ctx.case.topic, ctx.the_system
+    halted: set[str] = set()
 
     def whole_or_settled() -> list[str] | bool:
         if system.converged(topic, spec.partitions, spec.replication_factor):
             return True
+        halted.update(finish_halts(ctx, halted))
         exited = [n.name for n in system.brokers() if n.container.status == "exited"]
         return exited if exited and _all_led(ctx) else False
 
@@ -233,7 +236,7 @@ def _wait_converged(ctx: RunContext, timeout: float) -> None:
     if outcome is True:
         return
     note = (f"{', '.join(outcome)} exited on its own after the heal started it, and stayed "
-            f"down{_last_fatal(ctx, outcome)}; every partition had a leader, and was read from it")
+            f"down{last_fatal(ctx, outcome)}; every partition had a leader, and was read from it")
     ctx.recovery.observations.append(note)
     ctx.events.mark("broker exited in recovery", {"nodes": outcome})
     log.warning("recovery: %s", note)
@@ -245,22 +248,6 @@ def _all_led(ctx: RunContext) -> bool:
                    for p in range(ctx.case.topic.partitions))
     except HarnessError:
         return False
-
-
-def fatal_line(ctx: RunContext, nodes: list[str]) -> str:
-    """``kafka-1: ... FATAL ...``: the last FATAL or ERROR line of the first node's log
-    that has one, else empty."""
-    for name, text in ctx.the_cluster.node_logs(nodes, tail=40):
-        lines = [line for line in text.splitlines() if " FATAL " in line or " ERROR " in line]
-        if lines:
-            return f"{name}: {lines[-1].strip()[:300]}"
-    return ""
-
-
-def _last_fatal(ctx: RunContext, nodes: list[str]) -> str:
-    """`` (kafka-1: FATAL ...)`` (:func:`fatal_line`), or empty."""
-    line = fatal_line(ctx, nodes)
-    return f" ({line})" if line else ""
 
 
 def collect(ctx: RunContext) -> None:
