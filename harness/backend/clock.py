@@ -12,6 +12,10 @@ every node with Debian's libfaketime preloaded, bound read-only from the host:
   the JVM's timed waits, ZooKeeper's session ticks) keeps the real time, as a node's would
   when NTP or an operator steps its wall clock.
 
+- ``FAKETIME_FORCE_MONOTONIC_FIX=0``: libfaketime turns this fix on by itself for this
+  glibc, and with it every timed wait of a JVM goes wrong (a 5 ms park returns at once, a
+  5 ms sleep takes 15): the brokers burned their CPU and could not form a quorum.
+
 A privileged container that sets its clock sets the host's, so the harness never does.
 The offset is written from the host (a new file renamed over the old one: libfaketime
 never reads half a write). A node whose clock is real has no such directory, and pays
@@ -89,6 +93,7 @@ def compose_override(project_home: Path, nodes: Iterable[str]) -> Path:
                             "FAKETIME_TIMESTAMP_FILE": f"{_IN_NODE_DIR}/{_FILE}",
                             "FAKETIME_CACHE_DURATION": "1",
                             "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+                            "FAKETIME_FORCE_MONOTONIC_FIX": "0",
                             "FAKETIME_DONT_RESET": "1"}}
     override = project_home / "compose.clock.json"
     override.write_text(json.dumps({"services": services}, indent=1))  # JSON is YAML

@@ -252,5 +252,5 @@ def test_degrade_limits_the_rate_drops_packets_and_heals(kafka: KafkaSystem, nem
     after = _transfer_s(a, b, size=1000)
     print(f"1 KB {a.name} -> {b.name}: delayed 300 +- 50 ms {delayed:.2f} s, healed {after:.2f} s; "
           f"delayer {shaping.counts}")
-    assert delayed >= 0.25 and after < 0.25
+    assert delayed - after >= 0.25 and after < 2.0  # nc itself takes a second (-q 1)
     assert shaping.counts["held"] > 0 and shaping.delayer is None and not shaping.counts.get("error")

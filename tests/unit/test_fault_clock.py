@@ -106,3 +106,41 @@ def test_the_compose_override_preloads_libfaketime_with_the_nodes_offset_file(tm
     assert node["environment"]["FAKETIME_TIMESTAMP_FILE"] == "/chaos-clock/offset"
     assert f"{tmp_path / 'kafka-1'}:/chaos-clock" in node["volumes"]
     assert (tmp_path / "kafka-1" / "offset").read_text() == "+0.000\n"
+
+
+_WAITS = """
+import java.util.concurrent.locks.LockSupport;
+public class W { public static void main(String[] a) throws Exception {
+  long t0 = System.nanoTime(); for (int i = 0; i < 20; i++) LockSupport.parkNanos(5_000_000L);
+  long t1 = System.nanoTime(); for (int i = 0; i < 20; i++) Thread.sleep(5);
+  long t2 = System.nanoTime();
+  System.out.println((t1 - t0) / 1000000 + " " + (t2 - t1) / 1000000 + " " + System.currentTimeMillis()); } }
+"""
+
+
+def test_a_jvm_under_the_nodes_clock_settings_reads_the_offset_and_keeps_timed_waits(
+        tmp_path: Path) -> None:
+    """The settings each node gets, on the host's JVM: 20 parks and 20 sleeps of 5 ms take
+    about 100 ms each (libfaketime's monotonic fix made the parks return at once and the
+    sleeps take three times as long), and the wall clock is the offset ahead."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    from harness.backend import clock as clock_module
+
+    java = shutil.which("java")
+    if java is None or not clock_module.LIBFAKETIME.is_file():
+        pytest.fail("java and libfaketime are needed: run bin/setup")
+    node = json.loads(compose_override(tmp_path, ["n"]).read_text())["services"]["n"]
+    env = {**os.environ, **node["environment"], "LD_PRELOAD": str(clock_module.LIBFAKETIME),
+           "FAKETIME_TIMESTAMP_FILE": str(tmp_path / "n" / "offset")}
+    FakeClock(tmp_path / "n").set(3600.0)
+    (tmp_path / "W.java").write_text(_WAITS)
+    out = subprocess.run([java, str(tmp_path / "W.java")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr[-1000:]
+    park_ms, sleep_ms, now_ms = (int(x) for x in out.stdout.split())
+    assert 90 <= park_ms <= 200 and 90 <= sleep_ms <= 200, out.stdout
+    assert abs(now_ms / 1000 - time.time() - 3600) < 10
