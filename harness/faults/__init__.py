@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import subprocess
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
@@ -459,6 +460,9 @@ def _plain(value: Any) -> Any:
         return value.name
     if isinstance(value, Effects):
         return value.as_dict()
+    if isinstance(value, ClockPlan):
+        return {k: v for k, v in asdict(value).items() if v is not None and not (k == "period_s" and
+                                                                                value.strobe_s is None)}
     if isinstance(value, (list, tuple, set)):
         return [_plain(v) for v in value]
     return value
