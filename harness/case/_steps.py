@@ -36,6 +36,7 @@ from ._yaml import Node
 from .model import (
     ACTIONS,
     CHAOS_FAULTS,
+    CHAOS_ORDERS,
     CONDITIONS,
     DEFAULT_AWAIT_TIMEOUT_S,
     DEFAULT_INJECT_TIMEOUT_S,
@@ -714,7 +715,7 @@ _CHAOS_DEFAULT_FAULTS = ("kill9", "pause", "partition")
 def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
     """``chaos: {duration: 2m, faults: [kill9, pause], targets: [leader], gap: [5s, 15s],
     hold: [3s, 10s], seed: 7}``: only ``duration`` is required."""
-    f = Fields(node, field, ("duration", "faults", "targets", "gap", "hold", "seed"))
+    f = Fields(node, field, ("duration", "faults", "targets", "gap", "hold", "seed", "order"))
     duration_s = f.need("duration", duration)
 
     def fault_list(n: Node, fld: str) -> tuple[str, ...]:
@@ -765,7 +766,8 @@ def _chaos(node: Node, field: str, ctx: StepContext) -> ChaosArgs:
                       tuple(Selector(role=r) for r in PROFILES[ctx.system].chaos_targets)),
         gap_s=f.get("gap", bounds, (5.0, 15.0)),
         hold_s=f.get("hold", bounds, (3.0, 10.0)),
-        seed=f.get("seed", seed, None))
+        seed=f.get("seed", seed, None),
+        order=f.get("order", choice(*CHAOS_ORDERS, kind="order"), "random"))
     if args.gap_s[0] + args.hold_s[0] > duration_s:
         raise error(node, field, f"duration {duration_s:g}s is shorter than the shortest gap and "
                                  f"hold ({args.gap_s[0]:g}s + {args.hold_s[0]:g}s): no fault fits")

@@ -152,6 +152,8 @@ ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", 
 SUBSCRIBE_POSITIONS = ("latest", "earliest")
 #: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
 MAX_SEED = 2**53
+#: How a ``chaos`` step picks each fault from its list.
+CHAOS_ORDERS = ("random", "rotate")
 #: The faults a ``chaos`` step draws from (each healed before the next: start, resume, heal).
 CHAOS_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.chaos)
 CONDITIONS = ("leader_change", "isr_size", "time", "log", "injection", "workload",
@@ -464,6 +466,9 @@ class ChaosArgs:
     gap_s: tuple[float, float] = (5.0, 15.0)
     hold_s: tuple[float, float] = (3.0, 10.0)
     seed: int | None = None
+    #: ``random``: each fault drawn from ``faults``; ``rotate``: ``faults`` in turn, so each
+    #: kind comes back at a steady pace (Jepsen's rotating nemesis packages)
+    order: str = "random"
 
 
 StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs

@@ -72,10 +72,12 @@ def step_seed(run_seed: int, step_index: int) -> int:
 
 def plan(seed: int, duration_s: float, faults: tuple[str, ...], targets: tuple[str, ...],
          gap_s: tuple[float, float], hold_s: tuple[float, float],
-         groups: Mapping[str, NodeGroup] | None = None) -> list[Planned]:
+         groups: Mapping[str, NodeGroup] | None = None, order: str = "random") -> list[Planned]:
     """The schedule: a gap, a fault held for a while, a gap, ... until ``duration_s``. A
     target that names a group (``groups``) draws its nodes (sorted) after the fault's
-    parameters; the others draw nothing more, so their schedules stay as they were."""
+    parameters; the others draw nothing more, so their schedules stay as they were.
+    ``order`` ``rotate``: the faults in turn; times, targets and parameters are still drawn
+    from the seed."""
     rng = random.Random(seed)
     groups = groups or {}
     out: list[Planned] = []
@@ -86,6 +88,8 @@ def plan(seed: int, duration_s: float, faults: tuple[str, ...], targets: tuple[s
         if t + hold > duration_s:
             return out
         fault, target = rng.choice(faults), rng.choice(targets)
+        if order == "rotate":
+            fault = faults[len(out) % len(faults)]
         params = draw_params(rng, fault)
         group = groups.get(target)
         nodes = tuple(sorted(rng.sample(group.nodes, group.count()))) if group is not None else ()
@@ -99,7 +103,8 @@ def run_chaos(ctx: RunContext, index: int, args: ChaosArgs) -> dict[str, Any]:
     seed = args.seed if args.seed is not None else step_seed(ctx.seed, index)
     targets = {str(t): t for t in args.targets}
     groups = {name: t for name, t in targets.items() if isinstance(t, NodeGroup)}
-    schedule = plan(seed, args.duration_s, args.faults, tuple(targets), args.gap_s, args.hold_s, groups)
+    schedule = plan(seed, args.duration_s, args.faults, tuple(targets), args.gap_s, args.hold_s, groups,
+                    args.order)
     ctx.events.record("chaos", seed=seed, schedule=[asdict(p) for p in schedule])
     log.info("chaos: seed %d, %d faults over %gs", seed, len(schedule), args.duration_s)
     t0 = time.monotonic()

@@ -166,3 +166,14 @@ def test_a_bad_group_names_the_field(step: str, message: str) -> None:
     with pytest.raises(CaseError) as raised:
         _case(step)
     assert message in str(raised.value), str(raised.value)
+
+
+def test_rotate_takes_the_faults_in_turn_and_still_draws_times_and_targets() -> None:
+    faults, targets = ("kill9", "pause", "partition"), ("leader", "follower")
+    rotated = plan(5, 600, faults, targets, (1.0, 3.0), (1.0, 2.0), order="rotate")
+    assert [p.fault for p in rotated] == [faults[i % 3] for i in range(len(rotated))]
+    drawn = plan(5, 600, faults, targets, (1.0, 3.0), (1.0, 2.0))  # faults without parameters:
+    assert [(p.at_s, p.target, p.hold_s) for p in rotated] == [(p.at_s, p.target, p.hold_s) for p in drawn]
+    assert _case("  - chaos: {duration: 1m, order: rotate}\n").order == "rotate"
+    with pytest.raises(CaseError, match="unknown order 'cycle'"):
+        _case("  - chaos: {duration: 1m, order: cycle}\n")
