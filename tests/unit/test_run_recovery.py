@@ -223,9 +223,12 @@ class HaltingSystem(FakeSystem):
         return SimpleNamespace(ref=2, node="kafka-2" if self.led else None)
 
 
+_HALTED = ("[t] INFO [Kafka Server 1], starting\n[t] FATAL [ReplicaFetcherThread-0-2], Exiting because "
+           "log truncation is not allowed for partition t-0\n[t] INFO [Kafka Server 1], shutting down")
+
+
 def _logs(names: list[str] | None = None, tail: int = 20) -> list[tuple[str, str]]:
-    return [("kafka-1", "[t] INFO started\n[t] FATAL [ReplicaFetcherThread-0-2], Exiting because "
-                        "log truncation is not allowed for partition t-0\n[t] INFO shut down")]
+    return [(n, _HALTED) for n in ("kafka-1",) if names is None or n in names]
 
 
 def test_a_broker_that_halts_after_the_heal_is_recorded_and_the_leaders_are_read() -> None:
@@ -238,6 +241,27 @@ def test_a_broker_that_halts_after_the_heal_is_recorded_and_the_leaders_are_read
     assert note.startswith("kafka-1 exited on its own after the heal started it, and stayed down")
     assert "log truncation is not allowed" in note
     assert run.timeline.marks[-1]["label"] == "broker exited in recovery"
+
+
+def test_a_broker_whose_halt_hung_is_killed_once_then_read_around() -> None:
+    """0.10.2.2 in the matrix: kafka-1 logged its halt, began its shutdown, and never exited."""
+    system = HaltingSystem()
+    system._nodes[0].container.status = "running"
+    killed: list[str] = []
+
+    def kill(signal: str) -> None:
+        killed.append(signal)
+        system._nodes[0].container.status = "exited"
+
+    system._nodes[0].container.kill = kill
+    run = _run(system)
+    run.cluster = SimpleNamespace(node_logs=_logs, node=lambda name: system._nodes[int(name[-1]) - 1])
+    recovery._wait_converged(run, 30.0)
+    assert killed == ["KILL"]
+    assert run.recovery.observations[0].startswith('kafka-1 logged "Exiting because log truncation is not '
+                                                   'allowed" and its exit hung')
+    assert run.recovery.observations[-1].startswith("kafka-1 exited on its own after the heal started it")
+    assert [m["label"] for m in run.timeline.marks] == ["halted broker killed", "broker exited in recovery"]
 
 
 def test_a_halted_broker_with_a_leaderless_partition_still_times_out() -> None:
