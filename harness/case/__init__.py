@@ -32,6 +32,7 @@ from .model import (
                     ReassignArgs,
                     ReleaseArgs,
                     Selector,
+                    SplitArgs,
                     Step,
                     StepArgs,
                     SubscribeArgs,
@@ -48,5 +49,5 @@ __all__ = [
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "CopyArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "ReleaseArgs", "SubscribeArgs", "ReassignArgs", "Expect",
+    "ReleaseArgs", "SubscribeArgs", "ReassignArgs", "SplitArgs", "Expect",
 ]

@@ -62,6 +62,7 @@ from .model import (
     ReassignArgs,
     ReleaseArgs,
     Selector,
+    SplitArgs,
     Step,
     StepArgs,
     SubscribeArgs,
@@ -522,6 +523,17 @@ def _reassign(node: Node, field: str, ctx: StepContext) -> ReassignArgs:
                         timeout_s=f.get("timeout", duration, 120.0))
 
 
+def _split(node: Node, field: str, ctx: StepContext) -> SplitArgs:
+    """``split: {partition: 0, timeout: 90s}`` (or empty): the bundle of the partition."""
+    if ctx.system != "pulsar":
+        raise error(node, field, f"split applies to pulsar cases only (this is a {ctx.system} case)")
+    if node.value is None:
+        return SplitArgs()
+    f = Fields(node, field, ("partition", "timeout"))
+    return SplitArgs(partition=f.get("partition", ctx.partition, 0),
+                     timeout_s=f.get("timeout", duration, 90.0))
+
+
 def _unload(node: Node, field: str, ctx: StepContext) -> UnloadArgs:
     """``unload: {partition: 1, to: broker-2}``; empty: partition 0 to the other broker."""
     if ctx.system != "pulsar":
@@ -789,6 +801,7 @@ _PARSERS: dict[str, _Parser] = {
     "heal": _heal,
     "inject": _inject,
     "unload": _unload,
+    "split": _split,
     "reassign": _reassign,
     "subscribe": _subscribe,
     "chaos": _chaos,

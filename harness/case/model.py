@@ -27,7 +27,7 @@ __all__ = [
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ReassignArgs",
-    "ChaosArgs",
+    "SplitArgs", "ChaosArgs",
     "SubscribeArgs", "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS", "NodeGroup", "GROUP_SIZES",
     "DRIVERS",
 ]
@@ -146,7 +146,7 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.selects == "node")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "reassign",
+ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "split", "reassign",
                                                                      "subscribe", "chaos", "release")
 #: Where a ``subscribe`` step starts its subscription.
 SUBSCRIBE_POSITIONS = ("latest", "earliest")
@@ -434,6 +434,16 @@ class UnloadArgs:
 
 
 @dataclass(frozen=True)
+class SplitArgs:
+    """``split`` (pulsar): splits the namespace bundle holding ``partition`` in two and unloads
+    both halves (the admin API's ``split-bundle --unload``), under whatever load runs; waits
+    until the partition lies in a new bundle with an owner."""
+
+    partition: int = 0
+    timeout_s: float = 90.0
+
+
+@dataclass(frozen=True)
 class ReassignArgs:
     """``reassign`` (kafka): moves the replicas of ``partition`` to the brokers ``to`` (in
     order: the first is the preferred leader) under whatever load runs, and waits until the
@@ -472,7 +482,7 @@ class ChaosArgs:
 
 
 StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
-            | ReassignArgs | SubscribeArgs | ChaosArgs | ReleaseArgs)
+            | ReassignArgs | SplitArgs | SubscribeArgs | ChaosArgs | ReleaseArgs)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..case import (
     ProduceArgs,
     ReassignArgs,
     ReleaseArgs,
+    SplitArgs,
     Step,
     SubscribeArgs,
     UnloadArgs,
@@ -37,6 +38,7 @@ from ..systems.base import (
     Reassignable,
     Removable,
     Replaceable,
+    Splittable,
     Subscribable,
     Unloadable,
 )
@@ -227,6 +229,20 @@ def _reassign(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return detail
 
 
+def _split(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    """Splits the partition's namespace bundle (both halves unloaded) and waits for its owner."""
+    assert isinstance(args, SplitArgs)
+    system = ctx.the_system
+    if not isinstance(system, Splittable):
+        raise HarnessError(f"{system.name} has no bundles to split")
+    detail = system.split_bundle(ctx.topic, args.partition, timeout=ctx.remaining(args.timeout_s))
+    ctx.events.record("fault", action="split", node=detail["owner"], role="bundle", detail=detail)
+    ctx.the_watch.observe(args.partition, detail["owner"])
+    log.info("split bundle %s -> %s, owner %s (%ss)", detail["bundle_before"], detail["bundle"],
+             detail["owner"], detail["seconds"])
+    return detail
+
+
 def _subscribe(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Creates a durable subscription with no consumer (the admin API); records its cursor."""
     assert isinstance(args, SubscribeArgs)
@@ -254,6 +270,7 @@ STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     InjectArgs: _inject,
     UnloadArgs: _unload,
     ReassignArgs: _reassign,
+    SplitArgs: _split,
     SubscribeArgs: _subscribe,
     ChaosArgs: _chaos,
     ReleaseArgs: _release,

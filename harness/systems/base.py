@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
            "ProducerClient", "ReadyRemedy",
-           "Reassignable", "Removable", "Replaceable", "Stats", "Subscribable", "System", "Unloadable"]
+           "Reassignable", "Removable", "Replaceable", "Splittable", "Stats", "Subscribable", "System",
+           "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -256,6 +257,13 @@ class LeaderServes(Protocol):
 class Unloadable(Protocol):
     def unload(self, topic: str, partition: int | None = None, *, to: Node | str | None = None,
                timeout: float = 60) -> Node: ...
+
+
+@runtime_checkable
+class Splittable(Protocol):
+    """A system whose topics lie in namespace bundles that can be split (``split``)."""
+
+    def split_bundle(self, topic: str, partition: int, *, timeout: float = 90) -> dict[str, Any]: ...
 
 
 @runtime_checkable

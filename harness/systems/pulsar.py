@@ -730,6 +730,27 @@ class PulsarSystem:
         data = self._request("GET", f"/lookup/v2/topic/{self._topic_path(topic, partition)}/bundle")
         return str(data).strip().strip('"')
 
+    def split_bundle(self, topic: str, partition: int, *, timeout: float = 90) -> dict[str, Any]:
+        """Splits the bundle holding the partition in two and unloads both halves
+        (``PUT .../{bundle}/split?unload=true``), then waits until the partition lies in a
+        new bundle that a broker owns. Returns the bundles and the owners before and after."""
+        tn = self.topic_name(topic, partition)
+        namespace = namespace_of(tn)
+        before, owner_before = self.bundle(topic, partition), self.owner(topic, partition).name
+        t0 = time.monotonic()
+        self._request("PUT", f"/admin/v2/namespaces/{namespace}/{before}/split", query={"unload": "true"},
+                      timeout=min(60.0, timeout))
+
+        def moved() -> tuple[str, str] | None:
+            after = self.bundle(topic, partition)
+            return (after, self.owner(topic, partition, settle=0).name) if after != before else None
+
+        found = wait_until(moved, timeout=timeout, what=f"{tn}: in a new bundle after splitting {before}",
+                           logs=lambda: self.cluster.node_logs([n.name for n in self.brokers()]))
+        assert found is not None
+        return {"partition": partition, "bundle_before": before, "bundle": found[0],
+                "owner_before": owner_before, "owner": found[1], "seconds": round(time.monotonic() - t0, 3)}
+
     def create_subscription(self, topic: str, name: str, position: str = "latest") -> dict[str, Any]:
         """Creates the durable subscription ``name`` on every partition of ``topic`` through the
         admin API (``pulsar-admin topics create-subscription``), with no consumer, at

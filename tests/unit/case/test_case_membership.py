@@ -1,4 +1,5 @@
-"""Membership steps: ``reassign`` (kafka) and ``replace`` (a pulsar bookie): how a case states them."""
+"""Membership steps: ``reassign`` (kafka), ``replace`` (a pulsar bookie) and ``split`` (a pulsar
+bundle): how a case states them."""
 
 from __future__ import annotations
 
@@ -53,3 +54,16 @@ def test_a_replace_is_of_a_pulsar_bookie_on_a_lazy_disk(text: str, fragment: str
     ok = load_case_text("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: bookie\n",
                         "c.yaml")
     assert ok.steps[0].action == "replace"
+
+
+def test_a_split_names_the_partition_whose_bundle_splits() -> None:
+    from harness.case import SplitArgs
+
+    head = "system: pulsar\ncluster: pulsar\ntopic: {partitions: 2}\nsteps:\n"
+    assert load_case_text(head + "  - split:\n", "c.yaml").steps[0].args == SplitArgs()
+    args = load_case_text(head + "  - split: {partition: 1, timeout: 30s}\n", "c.yaml").steps[0].args
+    assert args == SplitArgs(partition=1, timeout_s=30.0)
+    with pytest.raises(CaseError, match="split applies to pulsar cases only"):
+        load_case_text(HEAD + "  - split:\n", "c.yaml")
+    with pytest.raises(CaseError, match="unknown key 'to'"):
+        load_case_text(head + "  - split: {to: broker-1}\n", "c.yaml")
