@@ -506,11 +506,17 @@ def _heal(node: Node, field: str, ctx: StepContext) -> HealArgs:
     return HealArgs(ctx.selector(node, field))
 
 
+def _step_of(system: str, node: Node, field: str, ctx: StepContext) -> None:
+    """A step only ``system``'s cases take: one error naming it on another system's case."""
+    if ctx.system != system:
+        step = field.rsplit(".", 1)[-1]
+        raise error(node, field, f"{step} applies to {system} cases only (this is a {ctx.system} case)")
+
+
 def _reassign(node: Node, field: str, ctx: StepContext) -> ReassignArgs:
     """``reassign: {partition: 0, to: [kafka-2, kafka-3], timeout: 2m}``: the partition's new
     replicas, the first its preferred leader."""
-    if ctx.system != "kafka":
-        raise error(node, field, f"reassign applies to kafka cases only (this is a {ctx.system} case)")
+    _step_of("kafka", node, field, ctx)
     f = Fields(node, field, ("partition", "to", "timeout"))
     to_node = f.need("to", lambda n, _fld: n)
     if not isinstance(to_node.value, list) or not to_node.value:
@@ -525,8 +531,7 @@ def _reassign(node: Node, field: str, ctx: StepContext) -> ReassignArgs:
 
 def _split(node: Node, field: str, ctx: StepContext) -> SplitArgs:
     """``split: {partition: 0, timeout: 90s}`` (or empty): the bundle of the partition."""
-    if ctx.system != "pulsar":
-        raise error(node, field, f"split applies to pulsar cases only (this is a {ctx.system} case)")
+    _step_of("pulsar", node, field, ctx)
     if node.value is None:
         return SplitArgs()
     f = Fields(node, field, ("partition", "timeout"))
@@ -536,8 +541,7 @@ def _split(node: Node, field: str, ctx: StepContext) -> SplitArgs:
 
 def _unload(node: Node, field: str, ctx: StepContext) -> UnloadArgs:
     """``unload: {partition: 1, to: broker-2}``; empty: partition 0 to the other broker."""
-    if ctx.system != "pulsar":
-        raise error(node, field, f"unload applies to pulsar cases only (this is a {ctx.system} case)")
+    _step_of("pulsar", node, field, ctx)
     if node.value is None:
         return UnloadArgs()
     f = Fields(node, field, ("partition", "to"))
@@ -552,8 +556,7 @@ def _unload(node: Node, field: str, ctx: StepContext) -> UnloadArgs:
 def _subscribe(node: Node, field: str, ctx: StepContext) -> SubscribeArgs:
     """``subscribe: {group: app, position: latest}``: a durable subscription made by the admin
     API, with no consumer."""
-    if ctx.system != "pulsar":
-        raise error(node, field, f"subscribe applies to pulsar cases only (this is a {ctx.system} case)")
+    _step_of("pulsar", node, field, ctx)
     if not isinstance(node.value, dict):
         raise error(node, field, f"expected {{group: NAME, position: latest|earliest}}, "
                                  f"got {show(node.value)}")

@@ -142,9 +142,7 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
     if action == "corrupt":
         params.update(disk, prefer=ctx.topic)
     if action == "replace":
-        system = ctx.the_system
-        if not isinstance(system, Replaceable):
-            raise HarnessError(f"replace: {system.name} has no node that can be replaced with an empty disk")
+        system = _able(ctx, Replaceable, "no node that can be replaced with an empty disk")
         params["forget"] = system.forget_node
     if action in ("partition", "degrade"):
         params["peers"], params["direction"] = peers, direction
@@ -191,9 +189,7 @@ def _inject(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Moves the partition's bundle to another broker (a graceful ownership transfer)."""
     assert isinstance(args, UnloadArgs)
-    system = ctx.the_system
-    if not isinstance(system, Unloadable):
-        raise HarnessError(f"{system.name} has no bundles to unload")
+    system = _able(ctx, Unloadable, "no bundles to unload")
     p = args.partition
     before = leader_now(ctx, p)
     ctx.leader_before_fault[p] = before
@@ -210,13 +206,20 @@ def _unload(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return detail
 
 
+def _able(ctx: RunContext, kind: Any, lacks: str) -> Any:
+    """The run's system when it is a ``kind`` (a runtime-checkable protocol of
+    harness.systems.base), or one error saying what it lacks."""
+    system = ctx.the_system
+    if not isinstance(system, kind):
+        raise HarnessError(f"{system.name} has {lacks}")
+    return system
+
+
 def _reassign(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Moves the partition's replicas to other brokers (Kafka's reassignment) and waits until
     it is complete."""
     assert isinstance(args, ReassignArgs)
-    system = ctx.the_system
-    if not isinstance(system, Reassignable):
-        raise HarnessError(f"{system.name} has no partition reassignment")
+    system = _able(ctx, Reassignable, "no partition reassignment")
     nodes = [ctx.the_resolver.resolve(sel) for sel in args.to]
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
@@ -232,9 +235,7 @@ def _reassign(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 def _split(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Splits the partition's namespace bundle (both halves unloaded) and waits for its owner."""
     assert isinstance(args, SplitArgs)
-    system = ctx.the_system
-    if not isinstance(system, Splittable):
-        raise HarnessError(f"{system.name} has no bundles to split")
+    system = _able(ctx, Splittable, "no bundles to split")
     detail = system.split_bundle(ctx.topic, args.partition, timeout=ctx.remaining(args.timeout_s))
     ctx.events.record("fault", action="split", node=detail["owner"], role="bundle", detail=detail)
     ctx.the_watch.observe(args.partition, detail["owner"])
@@ -246,9 +247,7 @@ def _split(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
 def _subscribe(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Creates a durable subscription with no consumer (the admin API); records its cursor."""
     assert isinstance(args, SubscribeArgs)
-    system = ctx.the_system
-    if not isinstance(system, Subscribable):
-        raise HarnessError(f"{system.name} has no admin-made subscriptions")
+    system = _able(ctx, Subscribable, "no admin-made subscriptions")
     cursors = system.create_subscription(ctx.topic, args.group, args.position)
     log.info("subscription %s created at %s: %s", args.group, args.position, cursors)
     return {"group": args.group, "position": args.position, "cursors": cursors}
