@@ -262,19 +262,24 @@ def cmd_explore(args: argparse.Namespace) -> int:
     import random
     import shlex
 
+    from .clusters import get_cluster
     from .explore import run_campaign
-    from .explore.schedule import case_text, draw
+    from .explore.schedule import case_text, draw, faults_of
 
     for name in ("runs", "probe_runs", "confirm_runs", "max_tries"):
         if getattr(args, name) < 1:
             raise HarnessError(f"--{name.replace('_', '-')} {getattr(args, name)}: give at least 1")
     if args.minutes <= 0:
         raise HarnessError(f"--minutes {args.minutes:g}: give a positive budget")
+    faults = None if args.faults is None else tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    if faults is not None:
+        faults_of(get_cluster(args.cluster).system, args.disk, faults)  # one clear error before any run
     if args.dry_run is not None:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
         seeds = random.Random(seed)
         for _ in range(args.dry_run):
-            print(case_text(draw(seeds.randrange(2**31), args.cluster, args.version, disk=args.disk)))
+            print(case_text(draw(seeds.randrange(2**31), args.cluster, args.version, disk=args.disk,
+                                 faults=faults)))
         return 0
     require_reachable(args.spark_master)
     camp = run_campaign(args.cluster, args.version, seed=args.seed, runs=args.runs, minutes=args.minutes,
@@ -282,7 +287,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         probe_runs=args.probe_runs, confirm_runs=args.confirm_runs,
                         max_tries=args.max_tries, other_versions=tuple(args.versions or ()),
                         command=shlex.join(["harness", "explore", *sys.argv[2:]]),
-                        spark_master=args.spark_master, disk=args.disk)
+                        spark_master=args.spark_master, disk=args.disk, faults=faults)
     if camp.finding is None:
         print(f"explore: nothing found in {len(camp.runs)} runs (seed {camp.seed})")
         return 0
@@ -396,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--disk", choices=("plain", "lazy"), default="plain",
                          help="lazy: the nodes' data on lazy disks, and power losses (every unsynced "
                               "byte lost) drawn on every system")
+    explore.add_argument("--faults", metavar="F,F,...",
+                         help="the faults to draw, of kill9, stop, pause, partition, powerloss (Kafka, or "
+                              "--disk lazy), degrade, clock (default: all but degrade and clock)")
     explore.add_argument("--runs", type=int, default=60, help="search runs at most (default 60)")
     explore.add_argument("--minutes", type=float, default=120, help="search budget (default 120)")
     explore.add_argument("--no-shrink", action="store_true", help="stop at the first finding")

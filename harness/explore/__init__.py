@@ -30,7 +30,7 @@ from ..case import load_case_text
 from ..clusters import REPORTS_DIR, ROOT, get_cluster
 from ..run import remove_own_clusters
 from .page import write_page
-from .schedule import PROMISED, Schedule, case_text, draw
+from .schedule import PROMISED, Schedule, case_text, draw, faults_of
 from .shrink import Try, shrink
 
 __all__ = ["Campaign", "ExploreRun", "run_campaign", "FOUND_DIR"]
@@ -75,6 +75,8 @@ class Campaign:
     confirmed: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     finished: str | None = None
+    #: the faults the campaign draws (``--faults``; the system's own by default)
+    faults: list[str] = field(default_factory=list)
 
 
 def _now() -> str:
@@ -86,17 +88,20 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
                  probe_runs: int = 2, confirm_runs: int = 10, max_tries: int = 30,
                  other_versions: tuple[str, ...] = (), command: str = "harness explore",
                  spark_master: str | None = None, found_dir: Path = FOUND_DIR,
-                 runner: Callable[..., Any] | None = None, disk: str = "plain") -> Campaign:
+                 runner: Callable[..., Any] | None = None, disk: str = "plain",
+                 faults: tuple[str, ...] | None = None) -> Campaign:
     """Runs a campaign (module doc); returns its record, also in ``campaign.json``.
-    ``runner`` (tests): called like :func:`harness.run.run_case`."""
+    ``faults``: what the draws choose from (:func:`.schedule.faults_of`). ``runner`` (tests):
+    called like :func:`harness.run.run_case`."""
     from ..run import run_case
 
     spec = get_cluster(cluster)
     version = version or spec.default_version
+    drawn = faults_of(spec.system, disk, faults)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     root = Path(reports_dir) / f"explore-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{seed}"
     (root / "cases").mkdir(parents=True)
-    camp = Campaign(cluster, version, seed, _now(), command)
+    camp = Campaign(cluster, version, seed, _now(), command, faults=list(drawn))
     run = runner or run_case
     deadline = time.monotonic() + minutes * 60
     seeds = random.Random(seed)
@@ -127,7 +132,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             if time.monotonic() > deadline:
                 log.info("explore: the %g-minute budget is spent", minutes)
                 break
-            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen), disk=disk)
+            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen), disk=disk, faults=drawn)
             done = one(s, "search")
             seen.update(f"point:{e.point}" if e.point else e.fault for e in s.episodes)
             seen.update(f"point:{p}" for p in done.points_hit)

@@ -4,12 +4,14 @@ A :class:`Schedule` is a base workload (records written before any fault, a back
 or not) and a few :class:`Episode` s, each one fault at a moment: at a crash-timing point
 (armed, awaited, then the node it holds or a role killed), or by role (kill -9, power loss,
 stop, pause, a partition), with the node started, resumed or healed again after a hold or
-left down. :func:`draw` makes one from a seed, the same one for the same seed, system,
-version and weights; :func:`case_text` writes it as a case file (YAML) that
-:func:`harness.case.load_case_text` validates like any other. The expectation is the
-system's promise for the drawn settings (acks=all, at least two in-sync replicas; a Pulsar
-write quorum acknowledged): nothing acknowledged lost, replicas and bookies that agree; what
-the settings allow (duplicates without idempotence, a reordered retry) is observed.
+left down, or by role with parameters (a degraded network toward every other node, a moved
+wall clock: only when the campaign asks for those faults). :func:`draw` makes one from a
+seed, the same one for the same seed, system, version and weights; :func:`case_text` writes
+it as a case file (YAML) that :func:`harness.case.load_case_text` validates like any other.
+The expectation is the system's promise for the drawn settings (acks=all, at least two
+in-sync replicas; a Pulsar write quorum acknowledged): nothing acknowledged lost, replicas
+and bookies that agree; what the settings allow (duplicates without idempotence, a reordered
+retry) is observed.
 
 At most one power loss per schedule: Kafka relies on replication, not fsync, so two power
 losses within its flush interval may lose acknowledged records without any bug.
@@ -25,11 +27,17 @@ from dataclasses import dataclass, field, replace
 from ..clusters import get_cluster
 from ..errors import HarnessError
 from ..points import POINTS, available_points
+from ..run.chaos import draw_params
 
-__all__ = ["Episode", "Schedule", "draw", "case_text", "PROMISED", "KINDS"]
+__all__ = ["Episode", "Schedule", "draw", "case_text", "faults_of", "PROMISED", "KINDS", "FAULTS"]
 
 #: what an episode does
-KINDS = ("point", "crash", "pause", "partition")
+KINDS = ("point", "crash", "pause", "partition", "degrade", "clock")
+#: every fault a campaign may draw (``faults_of``: a system's own, by default)
+FAULTS = ("kill9", "stop", "pause", "partition", "powerloss", "degrade", "clock")
+#: faults held then healed, with drawn parameters: a degraded network (one of four mixes
+#: toward every other node) and a moved wall clock (a jump or a strobe), as `chaos` draws them
+_WITH_PARAMS = ("degrade", "clock")
 #: the anomalies a schedule's case judges: what the system promises for the drawn settings
 PROMISED = {
     "kafka": ("lost-write", "inconsistent-offsets", "replica-divergence", "truncation-skip", "unexpected"),
@@ -106,6 +114,9 @@ class Episode:
     restart: bool = True
     point: str | None = None
     inflight: bool = False
+    #: (kind degrade, clock) the fault's drawn parameters, as :func:`harness.run.chaos.draw_params`
+    #: gives them (``delay_ms``, ``loss_pct``, ...; ``jump_s``, ``strobe_s``, ``period_s``)
+    params: tuple[tuple[str, float], ...] = ()
     #: (kind point) the role killed first, so that the point's state can happen: a leader
     #: change for a hold on the new leader's first fetch or a follower's truncation, an
     #: ownership change for a new owner's points, a bookie failure for an ensemble change;
@@ -118,7 +129,10 @@ class Episode:
     def label(self) -> str:
         where = ((f"kill9 {self.trigger}, " if self.trigger else "")
                  + (f"{self.point} then " if self.point else ""))
-        return f"{where}{self.fault} {self.target}" + ("" if self.restart else " (left down)")
+        step = _step_params(self.fault, dict(self.params), self.hold_s)
+        shown = {k: v for k, v in step.items() if k != "for"}
+        what = f" ({', '.join(f'{k} {v}' for k, v in shown.items())})" if shown else ""
+        return f"{where}{self.fault} {self.target}{what}" + ("" if self.restart else " (left down)")
 
 
 @dataclass(frozen=True)
@@ -154,14 +168,55 @@ def _weighted(rng: random.Random, options: list[str], seen: Mapping[str, int]) -
     return rng.choices(options, weights=weights)[0]
 
 
+def faults_of(system: str, disk: str = "plain", wanted: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The faults a campaign on ``system`` draws: ``wanted`` (each checked: ``powerloss`` needs
+    Kafka or a lazy disk), else the system's own (kill9, stop, pause, partition; Kafka's or a
+    lazy disk's power loss)."""
+    own = list(_PROFILES[system].faults)
+    if disk == "lazy" and "powerloss" not in own:
+        own.append("powerloss")
+    if wanted is None:
+        return tuple(own)
+    allowed = own + [f for f in _WITH_PARAMS if f not in own]
+    for f in wanted:
+        if f not in allowed:
+            why = (" (a power loss on Pulsar needs --disk lazy)" if f == "powerloss" else
+                   f" (known: {', '.join(FAULTS)})" if f not in FAULTS else "")
+            raise HarnessError(f"explore cannot draw fault {f!r} on {system}{why}")
+    if not wanted:
+        raise HarnessError("give at least one fault to draw")
+    return tuple(dict.fromkeys(wanted))
+
+
+def _step_params(fault: str, params: Mapping[str, float], hold_s: float) -> dict[str, object]:
+    """A drawn fault's parameters in the case syntax (cases/SCHEMA.md's degrade and clock)."""
+    out: dict[str, object] = {}
+    for key, value in params.items():
+        if key.endswith("_pct"):
+            out[key.removesuffix("_pct")] = f"{value:g}%"
+        elif key.endswith("_ms"):
+            out[key.removesuffix("_ms")] = f"{value:g}ms"
+        elif key == "rate_bps":
+            out["rate"] = f"{value / 1e6:g}mbit"
+        elif key in ("jump_s", "strobe_s"):
+            out[key.removesuffix("_s")] = f"{value:+g}s"
+        elif key == "period_s":
+            out["period"] = f"{value:g}s"
+    if fault == "clock" and "strobe" in out:
+        out["for"] = f"{hold_s:g}s"
+    return out
+
+
 def draw(seed: int, cluster: str, version: str | None = None, *,
-         seen: Mapping[str, int] | None = None, max_episodes: int = 3, disk: str = "plain") -> Schedule:
+         seen: Mapping[str, int] | None = None, max_episodes: int = 3, disk: str = "plain",
+         faults: tuple[str, ...] | None = None) -> Schedule:
     """The schedule of ``seed`` on ``cluster`` at ``version`` (the cluster's default if
     None). ``seen``: how often each point and fault was already drawn or hit in the
     campaign; the draw prefers the rarer ones (guided), and depends on it, so a replay
     passes the same ``seen`` (the campaign records it per run). ``disk`` ``lazy``: the
     nodes' disks forget what was not fsynced, and every system's schedules draw power
-    losses."""
+    losses. ``faults``: the faults to draw (:func:`faults_of`; default the system's own, so a
+    seed draws what it drew before degrade and clock could be asked for)."""
     spec = get_cluster(cluster)
     version = version or spec.default_version
     if version not in spec.versions:
@@ -172,24 +227,25 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     system = spec.system
     profile = _PROFILES[system]
     points = sorted(available_points(system, version) - _UNREACHABLE)
-    faults = list(profile.faults)
-    if disk == "lazy" and "powerloss" not in faults:
-        faults.append("powerloss")
+    drawn = list(faults_of(system, disk, faults))
     episodes: list[Episode] = []
     for _ in range(rng.randint(1, max_episodes)):
-        options = [f"point:{p}" for p in points] + faults
+        options = [f"point:{p}" for p in points] + drawn
         if any(e.fault == "powerloss" for e in episodes):
             options.remove("powerloss")
         pick = _weighted(rng, options, seen)
         hold = float(rng.choice((2, 5, 10, 20)))
         if pick.startswith("point:"):
-            crash = [f for f in ("kill9", "powerloss", "stop") if f in options]
+            crash = [f for f in ("kill9", "powerloss", "stop") if f in options] or ["kill9"]
             point = pick.split(":", 1)[1]
             episodes.append(Episode("point", rng.choice(crash), rng.choice(profile.point_roles), hold,
                                     rng.random() < 0.7, point=point, inflight=rng.random() < 0.5,
                                     trigger=_trigger(point, profile)))
         elif pick in ("pause", "partition"):
             episodes.append(Episode(pick, pick, rng.choice(profile.roles), hold))
+        elif pick in _WITH_PARAMS:
+            params = tuple(draw_params(rng, pick).items())
+            episodes.append(Episode(pick, pick, rng.choice(profile.roles), hold, params=params))
         else:
             episodes.append(Episode("crash", pick, rng.choice(profile.roles), hold, rng.random() < 0.7))
     # one node left down at most (with two down a replicated write cannot be acknowledged), by
@@ -227,6 +283,10 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
             steps.append({"await": {"injection": e.point, "timeout": "30s"}})
             if e.inflight and not e.trigger and _acked_at_hit(e.point):  # acknowledged before the fault
                 steps.append({"await": {"workload": f"inflight-{i}", "timeout": "30s"}})
+        if e.kind in _WITH_PARAMS:
+            step = {"node": e.target, **_step_params(e.fault, dict(e.params), e.hold_s)}
+            steps += [{e.fault: step}, {"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]
+            continue
         steps.append({e.fault: e.target})
         if e.kind == "partition":
             steps += [{"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]

@@ -119,3 +119,33 @@ def test_a_triggered_point_waits_for_its_record_before_the_failure_and_may_leave
     both_down = [c for c in smaller(s) if not c.episodes[0].trigger_restart]
     assert both_down and case_text(both_down[0]).count('"start"') == 0
     assert len(load_case_text(case_text(both_down[0]), "t.yaml").steps) == 8
+
+
+@pytest.mark.parametrize("cluster", ["kafka-kraft", "pulsar"])
+def test_asked_for_degrade_and_clock_are_drawn_with_parameters_and_healed(cluster: str) -> None:
+    faults = ("kill9", "pause", "degrade", "clock")
+    drawn = [draw(seed, cluster, None, faults=faults) for seed in range(60)]
+    episodes = [e for s in drawn for e in s.episodes]
+    for fault in ("degrade", "clock"):
+        assert any(e.fault == fault and e.params for e in episodes)
+    assert {e.fault for e in episodes} <= set(faults)  # a point's crash is a kill9 here
+    for s in drawn:
+        assert s == draw(s.seed, cluster, None, faults=faults)
+        case = load_case_text(case_text(s), "faults.yaml")
+        actions = [step.action for step in case.steps]
+        for e in s.episodes:
+            if e.kind in ("degrade", "clock"):  # the fault, its hold, a heal of all
+                i = actions.index(e.fault)
+                assert actions[i + 1:i + 3] == ["sleep", "heal"]
+        assert case.clock == ("fake" if any(e.fault == "clock" for e in s.episodes) else "real")
+    # the default draws what it drew before degrade and clock could be asked for
+    assert all(e.fault not in ("degrade", "clock") for seed in range(60)
+               for e in draw(seed, cluster, None).episodes)
+
+
+def test_a_fault_a_system_cannot_draw_is_one_error() -> None:
+    with pytest.raises(HarnessError, match="power loss on Pulsar needs --disk lazy"):
+        draw(1, "pulsar", None, faults=("kill9", "powerloss"))
+    with pytest.raises(HarnessError, match="cannot draw fault 'flood'"):
+        draw(1, "kafka-zk", None, faults=("flood",))
+    assert draw(1, "pulsar", None, faults=("powerloss",), disk="lazy").episodes
