@@ -54,6 +54,8 @@ def scenario_gaps(steps: tuple[Step, ...], system: str, isolation_level: str,
     if not any(s.action == "degrade" and isinstance(s.args, FaultArgs)
                and {"delay_ms", "jitter_ms"} & set(s.args.effects) for s in steps):
         gaps["delayed-packets"] = "no degrade step with a delay"
+    if not any(s.action == "replace" for s in steps):
+        gaps["wiped-bytes"] = "no replace step"
     if not any(isinstance(s.args, ConsumeArgs) for s in steps):
         gaps["polled"] = "no consume step"
     if not any(isinstance(s.args, ChaosArgs) for s in steps):

@@ -344,13 +344,22 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     action = field.rsplit(".", 1)[-1]
     bookie = (args.target.role in ("bookie", "non-auditor-bookie")
               or (args.target.node or "").startswith("bookie-"))
-    if action in ("remove", "replace") and not bookie:
-        what = ("takes a bookie out for good" if action == "remove"
-                else "puts a new bookie at a bookie's address")
-        raise error(node, field, f"{args.target} is not a bookie ({action} {what}: "
+    if action == "remove" and not bookie:
+        raise error(node, field, f"{args.target} is not a bookie (remove takes a bookie out for good: "
                                  "bookie, non-auditor-bookie or bookie-N)")
+    if action == "replace" and ctx.system == "pulsar" and not bookie:
+        raise error(node, field, f"{args.target} is not a bookie (replace puts a new bookie at a "
+                                 "bookie's address: bookie, non-auditor-bookie or bookie-N)")
+    if action == "replace" and ctx.system == "kafka":
+        if ctx.cluster.mode != "zk":
+            raise error(node, field, "replace puts a new broker at a broker's address in ZooKeeper mode "
+                                     "(cluster kafka-zk); in KRaft a combined node is a controller voter, "
+                                     "and a new broker's log directory has a new id (KIP-858): not built")
+        if args.target.node and not args.target.node.startswith("kafka-"):
+            raise error(node, field, f"{args.target} is not a broker (replace puts a new broker at a "
+                                     "broker's address: leader, follower, held or kafka-N)")
     if action == "replace" and ctx.disk != "lazy":
-        raise error(node, field, "replace empties a bookie's lazy disk (set disk: lazy)")
+        raise error(node, field, "replace empties the node's lazy disk (set disk: lazy)")
     return args
 
 

@@ -136,10 +136,11 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
     FaultSpec("clock", "node", _EVERY_SYSTEM, RESTORED_BY["clock"], chaos=True,
               records="the node's clock offset after the fault (offset_s); at the heal, the offset it "
                       "had and the steps a drift or a strobe made (clocks)"),
-    FaultSpec("replace", "node", frozenset({"pulsar"}), None,
+    FaultSpec("replace", "node", frozenset({"pulsar", "kafka"}), None,
               records="the bytes wiped, what the cluster forgot of the old node (a bookie's cookie), "
                       "what the start waited for",
-              absent="replace puts a new Pulsar bookie with an empty lazy disk at a bookie's address"),
+              absent="replace puts a new Pulsar bookie or Kafka broker (ZooKeeper mode) with an empty "
+                     "lazy disk at the old one's address"),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 
@@ -518,6 +519,8 @@ SCENARIO_FACTS: Mapping[str, str] = MappingProxyType({
                     "timeline's clock faults)",
     "delayed-packets": "packets the degrade steps' queues held back (delay, jitter) before sending them "
                        "(the timeline's heal entries, delayed)",
+    "wiped-bytes": "bytes the replace steps wiped: the old nodes' data, gone before the new nodes "
+                   "started empty (the timeline's replace faults, bytes_wiped)",
     "lock-loops": "nodes whose metadata lock flapped in a loop during the run (apache/pulsar#17759: "
                   "the result's recovery.lock_loops)",
     "sessions-lost": "nodes whose metadata session was declared lost during the run (Pulsar's "

@@ -10,6 +10,8 @@ connected. Subclasses give the source, the libraries and the program's propertie
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import threading
 import time
@@ -31,6 +33,14 @@ SOURCES = Path(__file__).with_name("java")
 RUN_MOUNT = "/run-dir"
 #: the history writer every program is compiled with
 HISTORY_SOURCE = "History.java"
+#: the programs' JVM options, unless $HARNESS_JAVA_OPTS gives others (see execute)
+JAVA_OPTS = "-Xmx1g -XX:+UseSerialGC"
+
+
+def java_opts() -> str:
+    """The workload JVMs' options: $HARNESS_JAVA_OPTS (shell words) or :data:`JAVA_OPTS`."""
+    given = os.environ.get("HARNESS_JAVA_OPTS", "").strip()
+    return shlex.join(shlex.split(given)) if given else JAVA_OPTS
 
 
 class JavaProgram:
@@ -98,7 +108,7 @@ class JavaProgram:
                   f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d {classes} "
                   f"-cp \"$(printf '%s:' {self.libs}.jar)\" {self.source} {HISTORY_SOURCE}"
                   f") 9>compile.lock && "
-                  f"exec java -Xmx1g -XX:+UseSerialGC -cp '{RUN_MOUNT}/java/{classes}:{self.libs}' {main} "
+                  f"exec java {java_opts()} -cp '{RUN_MOUNT}/java/{classes}:{self.libs}' {main} "
                   f"{RUN_MOUNT}/java/{self.name}.properties")
         container_name = f"chaos-{self.cluster.spec.system}-{self.name}-{uuid.uuid4().hex[:6]}"
         start = time.monotonic()

@@ -136,6 +136,21 @@ def _delayed_packets(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(sum(held.values()), ", ".join(f"{n}: {c}" for n, c in sorted(held.items())))
 
 
+def _wiped_bytes(result: RunResult, run_dir: Path | None) -> Measured:
+    """The bytes the timeline's ``replace`` faults wiped, summed."""
+    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
+    if timeline is None or not timeline.is_file():
+        return Measured(None, "no timeline")
+    wiped: dict[str, int] = {}
+    for e in read_events(timeline, expand=False):
+        detail = e.get("detail") if e["type"] == "fault" and e.get("action") == "replace" else None
+        if isinstance(detail, dict) and _is_int(detail.get("bytes_wiped")):
+            wiped[str(e.get("node"))] = wiped.get(str(e.get("node")), 0) + detail["bytes_wiped"]
+    if not wiped:
+        return Measured(None, "no replace was applied")
+    return Measured(sum(wiped.values()), ", ".join(f"{n}: {b:,}" for n, b in sorted(wiped.items())))
+
+
 def _history(run_dir: Path | None) -> list[Path] | None:
     return history_files(run_dir) if run_dir is not None and (run_dir / "history").is_dir() else None
 
@@ -235,6 +250,7 @@ MEASURES: dict[str, Callable[[RunResult, Path | None], Measured]] = {
     "chaos-faults": _chaos_faults,
     "clock-faults": _clock_faults,
     "delayed-packets": _delayed_packets,
+    "wiped-bytes": _wiped_bytes,
     "lock-loops": _lock_loops,
     "sessions-lost": _sessions_lost,
     "fenced-writes": _fenced_writes,

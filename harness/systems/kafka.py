@@ -361,6 +361,18 @@ class KafkaSystem:
 
         return wait_out_old_session(gone, node.name, path, OLD_SESSION_WAIT_S)
 
+    def forget_node(self, node: Node) -> dict[str, Any]:
+        """A broker replaced by a new machine with an empty disk and the same broker id, the
+        way Kafka's operations guide replaces a failed broker: the new broker takes over the
+        old one's replicas and copies them from their leaders. ZooKeeper mode only, and
+        nothing to remove: the old registration is ephemeral (the start waits out its
+        session). ZooKeeper and, in KRaft, a combined node (a controller voter, whose
+        metadata log is the quorum's state) are refused."""
+        if node.kind != "broker" or self.spec.mode != "zk":
+            raise FaultError(f"replace: {node.name} is a {node.kind} of a {self.spec.mode} cluster; only a "
+                             "broker of a ZooKeeper-mode cluster is replaced with an empty disk")
+        return {"broker_id": node.spec.node_id}
+
     def reuse_problem(self) -> str | None:
         """What makes this running cluster unfit for another case (None: fit).
 

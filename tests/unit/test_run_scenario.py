@@ -176,6 +176,22 @@ def test_delayed_packets_are_counted_from_the_heal_entries_of_the_timeline(tmp_p
     assert measure("delayed-packets", RunResult("r"), tmp_path).count is None  # never healed
 
 
+def test_wiped_bytes_are_counted_from_the_replace_faults_of_the_timeline(tmp_path: Path) -> None:
+    assert measure("wiped-bytes", RunResult("r"), tmp_path).count is None  # no timeline
+    lines = [{"type": "fault", "t": 1.0, "action": "kill9", "node": "kafka-2", "detail": {}},
+             {"type": "fault", "t": 2.0, "action": "replace", "node": "kafka-2",
+              "detail": {"bytes_wiped": 4_000_000, "broker_id": 2}},
+             {"type": "fault", "t": 3.0, "action": "replace", "node": "kafka-2",
+              "detail": {"bytes_wiped": 5}},
+             {"type": "fault", "t": 4.0, "action": "replace", "node": "kafka-3",
+              "detail": {"bytes_wiped": "x"}}]
+    (tmp_path / "timeline.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = measure("wiped-bytes", RunResult("r"), tmp_path)
+    assert got.count == 4_000_005 and got.note == "kafka-2: 4,000,005"
+    (tmp_path / "timeline.jsonl").write_text(json.dumps(lines[0]) + "\n")
+    assert measure("wiped-bytes", RunResult("r"), tmp_path).count is None  # no replace applied
+
+
 def test_stalls_are_counted_from_the_history(tmp_path: Path) -> None:
     _txn_history(tmp_path)
     assert measure("stalls", RunResult("r"), tmp_path).count == 1

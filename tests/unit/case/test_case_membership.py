@@ -1,5 +1,5 @@
-"""Membership steps: ``reassign`` (kafka), ``replace`` (a pulsar bookie) and ``split`` (a pulsar
-bundle): how a case states them."""
+"""Membership steps: ``reassign`` (kafka), ``replace`` (a pulsar bookie, a ZooKeeper-mode Kafka
+broker) and ``split`` (a pulsar bundle): how a case states them."""
 
 from __future__ import annotations
 
@@ -41,19 +41,26 @@ def test_a_bad_reassign_is_one_error_naming_line_and_field(text: str, line: int,
 
 @pytest.mark.parametrize(("text", "fragment"), [
     ("system: pulsar\ncluster: pulsar\nsteps:\n  - replace: bookie-2\n",
-     "replace empties a bookie's lazy disk (set disk: lazy)"),
+     "replace empties the node's lazy disk (set disk: lazy)"),
     ("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: broker-1\n",
      "broker-1 is not a bookie (replace puts a new bookie at a bookie's address"),
-    ("system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: kafka-1\n",
-     "replace puts a new Pulsar bookie with an empty lazy disk at a bookie's address; kafka has none"),
+    ("system: kafka\ncluster: kafka-zk\nsteps:\n  - replace: kafka-1\n",
+     "replace empties the node's lazy disk (set disk: lazy)"),
+    ("system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: zk\n",
+     "zk is not a broker (replace puts a new broker at a broker's address"),
+    ("system: kafka\ncluster: kafka-kraft\ndisk: lazy\nsteps:\n  - replace: follower\n",
+     "replace puts a new broker at a broker's address in ZooKeeper mode (cluster kafka-zk)"),
+    ("system: kafka\ncluster: kafka-kraft-split\ndisk: lazy\nsteps:\n  - replace: kafka-1\n",
+     "a new broker's log directory has a new id (KIP-858): not built"),
 ])
-def test_a_replace_is_of_a_pulsar_bookie_on_a_lazy_disk(text: str, fragment: str) -> None:
+def test_a_replace_is_of_a_bookie_or_a_zookeeper_mode_broker_on_a_lazy_disk(text: str, fragment: str) -> None:
     with pytest.raises(CaseError) as info:
         load_case_text(text, "c.yaml")
     assert fragment in str(info.value), str(info.value)
-    ok = load_case_text("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: bookie\n",
-                        "c.yaml")
-    assert ok.steps[0].action == "replace"
+    for ok in ("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: bookie\n",
+               "system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: follower\n",
+               "system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: kafka-2\n"):
+        assert load_case_text(ok, "c.yaml").steps[0].action == "replace"
 
 
 def test_a_split_names_the_partition_whose_bundle_splits() -> None:
