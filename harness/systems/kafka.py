@@ -678,13 +678,20 @@ class KafkaSystem:
 
     def replica_log_end(self, node: Node, topic: str, partition: int) -> int | None:
         """The log end offset of ``node``'s replica of the partition, from its newest segment
-        file; None when it has no replica there."""
-        code, out = node.container.exec(["ls", f"{LOG_DIR}/{topic}-{partition}"])
-        logs = sorted(name for name in out.split() if name.endswith(".log")) if code == 0 else []
-        if not logs:
-            return None
+        file; None when it has no replica there, or its files cannot be read. A node that is
+        down (a broker the recovery left down after its halt) is read from its stopped
+        container: a stopped container takes no exec."""
+        folder = f"{LOG_DIR}/{topic}-{partition}"
         try:
-            return tail_log_end(node.container.get_files(f"{LOG_DIR}/{topic}-{partition}/{logs[-1]}"))
+            if node.container.status == "running":
+                code, out = node.container.exec(["ls", folder])
+                names = out.split() if code == 0 else []
+            else:
+                names = [name.rsplit("/", 1)[-1] for name, _ in node.container.get_files(folder)]
+            logs = sorted(name for name in names if name.endswith(".log"))
+            if not logs:
+                return None
+            return tail_log_end(node.container.get_files(f"{folder}/{logs[-1]}"))
         except HarnessError:
             return None
 

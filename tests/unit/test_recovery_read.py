@@ -89,3 +89,39 @@ def test_a_high_watermark_that_never_gets_there_is_acknowledged_but_unreadable(
     with pytest.raises(WorkloadError, match=r"acknowledged but unreadable: t-0's high watermark stayed at "
                                             r"100 .* hold up to 101"):
         system.readable_ends("t", 1, timeout=0.0)
+
+
+class _Stopped:
+    """A stopped container: no exec (Docker answers 409), its files still readable."""
+
+    status = "exited"
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    def exec(self, cmd: list[str], **_: Any) -> tuple[int, str]:
+        from harness.errors import BackendError
+
+        raise BackendError(f"exec {cmd[0]} failed: 409 Conflict (container is not running)")
+
+    def get_files(self, path: str) -> Any:
+        base = path.rstrip("/").rsplit("/", 1)[-1]  # a folder's members under its name, a file alone
+        for name, data in self.files.items():
+            if name.startswith(base + "/"):
+                yield name, data
+            elif name.rsplit("/", 1)[-1] == base:
+                yield base, data
+
+
+def test_a_broker_left_down_is_read_from_its_stopped_container() -> None:
+    """A 0.10 broker the recovery killed after its halt (it is left down): its log end comes
+    from its files, and a read that fails is no log end, never an error of the run."""
+    segment = _batch(100, 0, [b'{"mid":"a"}'])
+    system = kafka_system.KafkaSystem.__new__(kafka_system.KafkaSystem)
+    node = SimpleNamespace(name="kafka-3", container=_Stopped({
+        "t-0/00000000000000000000.log": b"", "t-0/00000000000000000100.log": segment,
+        "t-0/00000000000000000100.index": b""}))
+    assert system.replica_log_end(node, "t", 0) == 101  # type: ignore[arg-type]
+    assert system.replica_log_end(node, "u", 0) is None  # type: ignore[arg-type]  # no replica there
+    node.container.status = "running"  # exec refused: no log end
+    assert system.replica_log_end(node, "t", 0) is None  # type: ignore[arg-type]
