@@ -48,8 +48,9 @@ class NodeDef:
     """One container of a cluster.
 
     ``kind``: zookeeper, broker (Kafka broker or combined KRaft node), controller
-    (KRaft controller-only node), bookie, pulsar-broker. ``host_port``: the port on 127.0.0.1 the harness
-    reaches it on.
+    (KRaft controller-only node), bookie, pulsar-broker. ``host_port`` (and ``admin_port``):
+    the port the harness reaches it on at ``address`` (loopback: a container's published
+    port).
     """
 
     name: str
@@ -57,6 +58,12 @@ class NodeDef:
     node_id: int
     host_port: int | None = None
     admin_port: int | None = None
+    address: str = "127.0.0.1"
+
+    @property
+    def endpoint(self) -> str:
+        """``address:host_port``, where the harness reaches the node's client port."""
+        return f"{self.address}:{self.host_port}"
 
 
 #: system -> the kind of node clients connect to, and the scheme of its bootstrap address
@@ -91,13 +98,14 @@ class ClusterDef:
 
     @property
     def bootstrap(self) -> str:
-        """Client bootstrap address (Kafka) or service URL (Pulsar) on loopback."""
+        """Client bootstrap address (Kafka) or service URL (Pulsar), where the harness reaches
+        the nodes (loopback for containers)."""
         kind, scheme = _CLIENT_NODES[self.system]
-        return scheme + ",".join(f"127.0.0.1:{n.host_port}" for n in self.nodes_of(kind))
+        return scheme + ",".join(n.endpoint for n in self.nodes_of(kind))
 
     @property
     def admin_urls(self) -> tuple[str, ...]:
-        return tuple(f"http://127.0.0.1:{n.admin_port}" for n in self.nodes_of("pulsar-broker"))
+        return tuple(f"http://{n.address}:{n.admin_port}" for n in self.nodes_of("pulsar-broker"))
 
 
 def _kafka_brokers(base_port: int) -> tuple[NodeDef, ...]:

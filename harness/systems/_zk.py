@@ -17,23 +17,23 @@ _LOG.addHandler(logging.NullHandler())
 _LOG.propagate = False
 
 
-def zk_port(spec: ClusterDef) -> int:
-    """The loopback port of the cluster's ZooKeeper node (``zk``)."""
-    port = spec.node("zk").host_port if "zk" in spec.node_names else None
-    if port is None:
-        raise AdminError(f"cluster {spec.name} has no ZooKeeper on loopback")
-    return port
+def zk_address(spec: ClusterDef) -> str:
+    """``address:port`` of the cluster's ZooKeeper node (``zk``) as the harness reaches it."""
+    node = spec.node("zk") if "zk" in spec.node_names else None
+    if node is None or node.host_port is None:
+        raise AdminError(f"cluster {spec.name} has no ZooKeeper the harness can reach")
+    return node.endpoint
 
 
-def zk_call(port: int, what: str, fn: Callable[[Any], T]) -> T:
-    """Runs ``fn(client)`` on a kazoo client connected to 127.0.0.1:``port``.
+def zk_call(address: str, what: str, fn: Callable[[Any], T]) -> T:
+    """Runs ``fn(client)`` on a kazoo client connected to ``address`` (``host:port``).
 
     A missing node or any client error becomes AdminError naming ``what``.
     """
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoNodeError
 
-    client = KazooClient(hosts=f"127.0.0.1:{port}", timeout=5, connection_retry={"max_tries": 2},
+    client = KazooClient(hosts=address, timeout=5, connection_retry={"max_tries": 2},
                          logger=_LOG)
     try:
         client.start(timeout=10)

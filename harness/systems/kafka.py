@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, FaultError, HarnessError, WaitTimeout, WorkloadError
 from ..wait import wait_until
-from ._zk import wait_out_old_session, zk_call, zk_port
+from ._zk import wait_out_old_session, zk_address, zk_call
 from .base import ConsumerClient, Leader, Mark, ProducerClient
 from .kafka_segments import (
     CHECKPOINTS,
@@ -207,7 +207,7 @@ class KafkaSystem:
                         or zk.exists(f"/brokers/topics/{n}")]
 
             try:
-                wait_until(lambda: not zk_call(zk_port(self.spec), "topic deletions", pending),
+                wait_until(lambda: not zk_call(zk_address(self.spec), "topic deletions", pending),
                            timeout=settle_s, interval=0.2, max_interval=1.0,
                            what=f"the controller to finish deleting {', '.join(names)}")
             except WaitTimeout:
@@ -341,7 +341,7 @@ class KafkaSystem:
             self.cluster.node(self.node_name(self.controller().broker)).container.kill("QUIT")
         except HarnessError:
             pass  # no controller known or it is not running: nothing to dump
-        zk_call(zk_port(self.spec), "/controller",
+        zk_call(zk_address(self.spec), "/controller",
                 lambda zk: zk.delete("/controller"))
 
     def before_start(self, node: Node) -> dict[str, Any] | None:
@@ -354,10 +354,10 @@ class KafkaSystem:
         if self.spec.mode != "zk" or node.spec.kind != "broker":
             return None
         path = f"/brokers/ids/{node.spec.node_id}"
-        port = zk_port(self.spec)
+        zk = zk_address(self.spec)
 
         def gone() -> bool:
-            return not zk_call(port, path, lambda zk: zk.exists(path))
+            return not zk_call(zk, path, lambda c: c.exists(path))
 
         return wait_out_old_session(gone, node.name, path, OLD_SESSION_WAIT_S)
 
@@ -758,7 +758,7 @@ class KafkaSystem:
 
     # -- ZooKeeper ------------------------------------------------------------------
     def _zk_get(self, path: str) -> Any:
-        raw = zk_call(zk_port(self.spec), path, lambda zk: zk.get(path)[0])
+        raw = zk_call(zk_address(self.spec), path, lambda zk: zk.get(path)[0])
         return json.loads(raw.decode())
 
 
@@ -768,7 +768,7 @@ def _partition_alone(node: Node, topic: str, partition: int) -> Any:
     asks this broker (a long-lived one would ask whichever broker it likes)."""
     from confluent_kafka.admin import AdminClient
 
-    one = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.spec.host_port}",
+    one = AdminClient({"bootstrap.servers": node.spec.endpoint,
                        "socket.timeout.ms": 3000, "log_level": 0,
                        "socket.connection.setup.timeout.ms": 2000})
     try:

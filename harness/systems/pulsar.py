@@ -34,7 +34,7 @@ from ..backend.byteman import submit_rules, unload_rules
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, BackendError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
-from ._zk import wait_out_old_session, zk_call, zk_port
+from ._zk import wait_out_old_session, zk_address, zk_call
 from .base import ConsumerClient, Leader, Mark, ProducerClient
 
 if TYPE_CHECKING:
@@ -135,15 +135,16 @@ class PulsarSystem:
 
     def admin_url(self, node: Node | str) -> str:
         name = node if isinstance(node, str) else node.name
-        port = self.spec.node(name).admin_port
-        if port is None:
+        spec = self.spec.node(name)
+        if spec.admin_port is None:
             raise AdminError(f"{name} is not a Pulsar broker (no admin port)")
-        return f"http://127.0.0.1:{port}"
+        return f"http://{spec.address}:{spec.admin_port}"
 
     def service_url(self, node: Node | str) -> str:
-        """The binary-protocol URL of one broker on loopback (the ``external`` listener)."""
+        """The binary-protocol URL of one broker where the harness reaches it (the ``external``
+        listener)."""
         name = node if isinstance(node, str) else node.name
-        return f"pulsar://127.0.0.1:{self.spec.node(name).host_port}"
+        return f"pulsar://{self.spec.node(name).endpoint}"
 
     @staticmethod
     def topic_name(topic: str, partition: int | None = None) -> str:
@@ -176,7 +177,7 @@ class PulsarSystem:
         parsed = urllib.parse.urlsplit(url if "://" in url else f"x://{url}")
         host, port = parsed.hostname, parsed.port
         for spec in self.spec.nodes_of("pulsar-broker"):
-            if host == spec.name or (host == "127.0.0.1" and port in (spec.host_port, spec.admin_port)):
+            if host == spec.name or (host == spec.address and port in (spec.host_port, spec.admin_port)):
                 return self.cluster.node(spec.name)
         raise AdminError(f"{url!r} names no broker of cluster {self.spec.name}")
 
@@ -982,7 +983,7 @@ class PulsarSystem:
 
     # -- ZooKeeper ----------------------------------------------------------------------------------
     def _zk(self, fn: Any, what: str) -> Any:
-        return zk_call(zk_port(self.spec), what, fn)
+        return zk_call(zk_address(self.spec), what, fn)
 
 
 #: the ``diskfull`` fault's rule (@KEY@: the rule set's name): every disk check finds the
