@@ -78,6 +78,18 @@ class ClusterDef:
     nodes: tuple[NodeDef, ...]
     versions: tuple[str, ...]
     mode: str  # zk | kraft | pulsar
+    #: KRaft: ``static`` (controller.quorum.voters) or ``dynamic`` (KIP-853: voters added and
+    #: removed while the cluster runs)
+    quorum: str = "static"
+
+    @property
+    def controllers(self) -> tuple[NodeDef, ...]:
+        """KRaft: the nodes that may be controllers (controller-only nodes, and combined
+        nodes where there are no controller-only ones or the quorum is dynamic)."""
+        if self.mode != "kraft":
+            return ()
+        only = self.nodes_of("controller")
+        return only + self.nodes_of("broker") if self.quorum == "dynamic" or not only else only
 
     @property
     def default_version(self) -> str:
@@ -136,6 +148,13 @@ CLUSTERS: dict[str, ClusterDef] = {
         compose_file=COMPOSE_DIR / "kafka-kraft-split.yaml",
         nodes=(NodeDef("controller", "controller", 9),) + _kafka_brokers(29190),
         versions=KAFKA_VERSIONS,
+    ),
+    "kafka-kraft-dynamic": ClusterDef(
+        name="kafka-kraft-dynamic", system="kafka", mode="kraft",
+        compose_file=COMPOSE_DIR / "kafka-kraft-dynamic.yaml",
+        nodes=_kafka_brokers(17090) + (NodeDef("controller-4", "controller", 4),),
+        versions=("4.1.2",),  # kafka-metadata-quorum add-controller and --no-initial-controllers: 4.x
+        quorum="dynamic",
     ),
     "pulsar": ClusterDef(
         name="pulsar", system="pulsar", mode="pulsar",

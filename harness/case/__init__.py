@@ -29,6 +29,7 @@ from .model import (
                     HealArgs,
                     InjectArgs,
                     ProduceArgs,
+                    QuorumArgs,
                     ReassignArgs,
                     ReleaseArgs,
                     Selector,
@@ -49,5 +50,5 @@ __all__ = [
     "ACTIONS", "CONDITIONS", "ANOMALIES", "MAX_SEED",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "CopyArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ChaosArgs",
-    "ReleaseArgs", "SubscribeArgs", "ReassignArgs", "SplitArgs", "Expect",
+    "ReleaseArgs", "SubscribeArgs", "ReassignArgs", "QuorumArgs", "SplitArgs", "Expect",
 ]

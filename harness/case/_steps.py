@@ -59,6 +59,7 @@ from .model import (
     InjectArgs,
     NodeGroup,
     ProduceArgs,
+    QuorumArgs,
     ReassignArgs,
     ReleaseArgs,
     Selector,
@@ -538,6 +539,29 @@ def _reassign(node: Node, field: str, ctx: StepContext) -> ReassignArgs:
                         timeout_s=f.get("timeout", duration, 120.0))
 
 
+def _quorum(node: Node, field: str, ctx: StepContext) -> QuorumArgs:
+    """``quorum: {add: controller-4}`` or ``{remove: kafka-1}`` (and ``timeout``): one
+    controller in or out of a dynamic KRaft quorum."""
+    _step_of("kafka", node, field, ctx)
+    if ctx.cluster.quorum != "dynamic":
+        raise error(node, field, f"cluster {ctx.cluster.name} has a static controller quorum "
+                                 "(controller.quorum.voters): its voters cannot change; use cluster "
+                                 "kafka-kraft-dynamic")
+    f = Fields(node, field, ("add", "remove", "timeout"))
+    given = [k for k in ("add", "remove") if f.has(k)]
+    if len(given) != 1:
+        raise error(node, field, "give one of add (a controller that follows as an observer) or remove "
+                                 "(a voter)" + (", not both" if given else ""))
+    which = given[0]
+    sel = f.need(which, ctx.selector)
+    names = {n.name for n in ctx.cluster.controllers}
+    if sel.node is not None and sel.node not in names:
+        known = ", ".join(sorted(names))
+        raise error(f.at(which), f.sub(which),
+                    f"{sel.node} is not a controller of cluster {ctx.cluster.name} (controllers: {known})")
+    return QuorumArgs(**{which: sel}, timeout_s=f.get("timeout", duration, 120.0))
+
+
 def _split(node: Node, field: str, ctx: StepContext) -> SplitArgs:
     """``split: {partition: 0, timeout: 90s}`` (or empty): the bundle of the partition."""
     _step_of("pulsar", node, field, ctx)
@@ -815,6 +839,7 @@ _PARSERS: dict[str, _Parser] = {
     "unload": _unload,
     "split": _split,
     "reassign": _reassign,
+    "quorum": _quorum,
     "subscribe": _subscribe,
     "chaos": _chaos,
     "release": _release,

@@ -27,7 +27,7 @@ __all__ = [
     "DEFAULT_OBSERVED", "DEFAULT_CASE_TIMEOUT_S", "DEFAULT_AWAIT_TIMEOUT_S", "DEFAULT_INJECT_TIMEOUT_S",
     "Case", "TopicSpec", "ClientSpec", "Selector", "Step", "StepArgs", "ProduceArgs", "TxnArgs",
     "ConsumeArgs", "FaultArgs", "HealArgs", "AwaitArgs", "InjectArgs", "UnloadArgs", "ReassignArgs",
-    "SplitArgs", "ChaosArgs",
+    "QuorumArgs", "SplitArgs", "ChaosArgs",
     "SubscribeArgs", "ReleaseArgs", "Expect", "Bound", "SCENARIO_FACTS", "NodeGroup", "GROUP_SIZES",
     "DRIVERS",
 ]
@@ -147,8 +147,8 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
 #: Fault steps whose argument is one selector.
 NODE_FAULTS = tuple(name for name, spec in FAULTS.items() if spec.selects == "node")
 #: Every step name, in the order the schema documents them.
-ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + ("inject", "unload", "split", "reassign",
-                                                                     "subscribe", "chaos", "release")
+ACTIONS = ("produce", "consume", "sleep", "await") + tuple(FAULTS) + (
+    "inject", "unload", "split", "reassign", "quorum", "subscribe", "chaos", "release")
 #: Where a ``subscribe`` step starts its subscription.
 SUBSCRIBE_POSITIONS = ("latest", "earliest")
 #: The largest seed: a chaos schedule is replayed from it, so it must fit result.json's integers.
@@ -456,6 +456,18 @@ class ReassignArgs:
 
 
 @dataclass(frozen=True)
+class QuorumArgs:
+    """``quorum`` (kafka, a dynamic KRaft quorum): makes the controller ``add`` a voter (it
+    must follow the metadata log already, as an observer) or removes ``remove`` from the
+    voters (it stays an observer), with Kafka's own ``kafka-metadata-quorum``, and waits
+    until the voters are the new set."""
+
+    add: Selector | None = None
+    remove: Selector | None = None
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
 class SubscribeArgs:
     """``subscribe`` (pulsar): creates the durable subscription ``group`` on every partition
     of the case topic through the admin API, with no consumer, at ``position`` (``latest``:
@@ -483,7 +495,7 @@ class ChaosArgs:
 
 
 StepArgs = (ProduceArgs | ConsumeArgs | CopyArgs | FaultArgs | HealArgs | AwaitArgs | InjectArgs | UnloadArgs
-            | ReassignArgs | SplitArgs | SubscribeArgs | ChaosArgs | ReleaseArgs)
+            | ReassignArgs | QuorumArgs | SplitArgs | SubscribeArgs | ChaosArgs | ReleaseArgs)
 
 
 @dataclass(frozen=True)

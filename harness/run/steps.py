@@ -22,6 +22,7 @@ from ..case import (
     HealArgs,
     InjectArgs,
     ProduceArgs,
+    QuorumArgs,
     ReassignArgs,
     ReleaseArgs,
     SplitArgs,
@@ -35,6 +36,7 @@ from ..result import StepRecord
 from ..systems.base import (
     Controlled,
     PowerLoss,
+    QuorumChangeable,
     Reassignable,
     Removable,
     Replaceable,
@@ -232,6 +234,19 @@ def _reassign(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     return detail
 
 
+def _quorum(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
+    """One controller in or out of a dynamic KRaft quorum; waits for the new voters."""
+    assert isinstance(args, QuorumArgs)
+    system = _able(ctx, QuorumChangeable, "no controller quorum whose voters can change")
+    add = ctx.the_resolver.resolve(args.add) if args.add is not None else None
+    remove = ctx.the_resolver.resolve(args.remove) if args.remove is not None else None
+    detail = system.change_voters(add=add, remove=remove, timeout=ctx.remaining(args.timeout_s))
+    ctx.events.record("fault", action="quorum", node=detail["node"], role=detail["action"], detail=detail)
+    log.info("quorum %s %s: voters %s -> %s (%ss)", detail["action"], detail["node"], detail["voters_before"],
+             detail["voters"], detail["seconds"])
+    return detail
+
+
 def _split(ctx: RunContext, action: str, args: Any) -> dict[str, Any]:
     """Splits the partition's namespace bundle (both halves unloaded) and waits for its owner."""
     assert isinstance(args, SplitArgs)
@@ -269,6 +284,7 @@ STEPS: dict[type, Callable[[RunContext, str, Any], Any]] = {
     InjectArgs: _inject,
     UnloadArgs: _unload,
     ReassignArgs: _reassign,
+    QuorumArgs: _quorum,
     SplitArgs: _split,
     SubscribeArgs: _subscribe,
     ChaosArgs: _chaos,

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
            "ProducerClient", "ReadyRemedy",
-           "Reassignable", "Removable", "Replaceable", "Splittable", "Stats", "Subscribable", "System",
-           "Unloadable"]
+           "QuorumChangeable", "Reassignable", "Removable", "Replaceable", "Splittable", "Stats",
+           "Subscribable", "System", "Unloadable"]
 
 LeaderRef = int | str | None
 
@@ -272,6 +272,15 @@ class Reassignable(Protocol):
 
     def reassign(self, topic: str, partition: int, replicas: list[Node], *,
                  timeout: float = 120) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class QuorumChangeable(Protocol):
+    """A system whose controller quorum takes voters in and out while it runs (``quorum``: a
+    dynamic KRaft quorum)."""
+
+    def change_voters(self, *, add: Node | None = None, remove: Node | None = None,
+                      timeout: float = 120) -> dict[str, Any]: ...
 
 
 @runtime_checkable

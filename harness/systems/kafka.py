@@ -379,7 +379,18 @@ class KafkaSystem:
         ZooKeeper mode: a controller that fails its state changes (:meth:`broken_controller`)
         or is stuck on stale broker epochs (:meth:`controller_problem`).
         """
-        return self.broken_controller() or self.controller_problem()
+        return self.broken_controller() or self.controller_problem() or self.changed_quorum()
+
+    def changed_quorum(self) -> str | None:
+        """A dynamic KRaft quorum whose voters are no longer its first ones (an earlier case
+        added or removed one): another case would start from a quorum it did not state."""
+        if self.spec.quorum != "dynamic":
+            return None
+        first = {n.node_id for n in self.spec.nodes_of("broker")}
+        now = set(self.voters())
+        if now == first:
+            return None
+        return f"the quorum's voters are {sorted(now)}, not its first {sorted(first)}"
 
     def broken_controller(self) -> str | None:
         """ZooKeeper mode: what is wrong when the active controller has logged, since it was
@@ -405,6 +416,8 @@ class KafkaSystem:
 
     def reuse_remedy(self, problem: str) -> str:
         """Tries to fix what :meth:`reuse_problem` found; returns what it did."""
+        if problem.startswith("the quorum's voters"):
+            return "nothing (a quorum's voters are not put back: the cluster is made anew)"
         self.force_controller_election()
         return "forced a controller election (deleted /controller)"
 
@@ -465,9 +478,7 @@ class KafkaSystem:
     def _kraft_quorum_leader(self) -> ControllerState:
         # only running voters: the admin client may pick a paused one and wait on it
         running = {n.name for n in self.cluster.nodes() if n.container.status == "running"}
-        voters = ",".join(f"{n.name}:9093" for n in
-                          (self.spec.nodes_of("controller") or self.spec.nodes_of("broker"))
-                          if n.name in running)
+        voters = ",".join(f"{n.name}:9093" for n in self.spec.controllers if n.name in running)
         for node in self.cluster.nodes():
             if node.name not in running:
                 continue
@@ -514,6 +525,80 @@ class KafkaSystem:
         assert done is not None  # wait_until returns a truthy value or raises
         return {"partition": partition, "replicas_before": list(before.replicas), "replicas": ids,
                 "isr": list(done.isr), "leader": done.leader, "seconds": round(time.monotonic() - t0, 3)}
+
+    def _quorum_tool(self, runner: Node, args: str,
+                     config: str = "/tmp/quorum.properties") -> tuple[int, str]:
+        """Kafka's ``kafka-metadata-quorum`` (MetadataQuorumCommand) in ``runner``, against
+        every running controller; ``config`` its command config (by default short admin
+        timeouts)."""
+        running = {n.name for n in self.cluster.nodes() if n.container.status == "running"}
+        bootstrap = ",".join(f"{n.name}:9093" for n in self.spec.controllers if n.name in running)
+        return runner.container.exec(["sh", "-c", (
+            "printf 'request.timeout.ms=10000\\ndefault.api.timeout.ms=20000\\n' > /tmp/quorum.properties"
+            " && exec java -Xmx128m -cp '/opt/kafka/libs/*' org.apache.kafka.tools.MetadataQuorumCommand"
+            f" --command-config {config} --bootstrap-controller {bootstrap} {args}")])
+
+    def voters(self) -> dict[int, str]:
+        """The quorum's voters as its leader has them: node id -> metadata directory id."""
+        for node in self.cluster.nodes():
+            if node.name not in {n.name for n in self.spec.controllers} or node.container.status != "running":
+                continue
+            code, out = self._quorum_tool(node, "describe --status")
+            line = next((ln for ln in out.splitlines() if ln.startswith("CurrentVoters:")), None)
+            if code == 0 and line is not None:
+                pairs = re.findall(r'"id":\s*(\d+),\s*"directoryId":\s*"([^"]*)"', line)
+                return {int(i): d for i, d in pairs}
+        raise AdminError("could not read the KRaft quorum's voters from any running controller")
+
+    def change_voters(self, *, add: Node | None = None, remove: Node | None = None,
+                      timeout: float = 120) -> dict[str, Any]:
+        """One controller in (``add``: it runs and follows the metadata log as an observer;
+        ``kafka-metadata-quorum add-controller`` in it, with its own configuration, tried
+        again until the leader finds it caught up) or out (``remove``: ``remove-controller``
+        with its id and metadata directory id, run in another running controller) of a
+        dynamic KRaft quorum; waits until the voters are the new set. Returns the voters
+        before and after, the tool's tries and the seconds taken."""
+        node = add or remove
+        assert node is not None and (add is None) != (remove is None)
+        node_id = node.spec.node_id
+        before = self.voters()
+        if add is not None and node_id in before:
+            raise AdminError(f"quorum add: {node.name} (id {node_id}) is a voter already: {sorted(before)}")
+        if remove is not None and node_id not in before:
+            raise AdminError(f"quorum remove: {node.name} (id {node_id}) is not a voter: {sorted(before)}")
+        if remove is not None and len(before) == 1:
+            raise AdminError(f"quorum remove: {node.name} is the quorum's last voter")
+        controllers = {c.name for c in self.spec.controllers}
+        if add is not None:
+            runner, args, config = add, "add-controller", "/opt/kafka/run/server.properties"
+        else:
+            other = next((n for n in self.cluster.nodes() if n.name != node.name and n.name in controllers
+                          and n.container.status == "running"), None)
+            if other is None:
+                raise AdminError("quorum remove: no other controller is running to run the tool")
+            runner = other
+            args = f"remove-controller --controller-id {node_id} --controller-directory-id {before[node_id]}"
+            config = "/tmp/quorum.properties"
+        want = ({*before, node_id} if add is not None else set(before) - {node_id})
+        t0 = time.monotonic()
+        tries: list[str] = []
+
+        def changed() -> dict[int, str] | None:
+            if not tries or tries[-1] != "ok":  # the tool again until it succeeds once
+                code, out = self._quorum_tool(runner, args, config)
+                tries.append(" | ".join(out.strip().splitlines()[-2:])[:300] if code else "ok")
+            now = self.voters()
+            return now if set(now) == want else None
+
+        try:
+            what = f"the KRaft voters {sorted(want)} ({'add' if add else 'remove'} {node.name})"
+            after = wait_until(changed, timeout=timeout, interval=2.0, what=what)
+        except WaitTimeout as exc:
+            raise AdminError(f"{exc}; the tool said: {tries[-1] if tries else 'nothing'}") from None
+        assert after is not None
+        return {"action": "add" if add else "remove", "node": node.name, "voters_before": sorted(before),
+                "voters": sorted(after), "tries": len(tries), "last_answer": tries[-1] if tries else None,
+                "seconds": round(time.monotonic() - t0, 3)}
 
     def _reassign_tool(self) -> tuple[str, str]:
         """The reassignment tool's class for this version, and how it reaches the cluster."""

@@ -84,7 +84,8 @@ def _assert_violated_reads_well(res: subprocess.CompletedProcess[str], reports: 
 
 @pytest.mark.parametrize("args, message", [
     (["cluster", "up", "kafka-bogus"],
-     "unknown cluster 'kafka-bogus' (known: kafka-kraft, kafka-kraft-split, kafka-zk, pulsar)"),
+     "unknown cluster 'kafka-bogus' (known: kafka-kraft, kafka-kraft-dynamic, kafka-kraft-split, kafka-zk, "
+     "pulsar)"),
     (["cluster", "up", "kafka-kraft", "--version", "3.1.0"],
      "does not support version '3.1.0' (supported: 3.9.2, 4.1.2)"),
     (["images", "build", "--system", "kafka", "--version", "9.9.9"],

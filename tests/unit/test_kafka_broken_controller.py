@@ -21,7 +21,7 @@ BROKEN = ("[2026-11-22 12:07:27,463] ERROR [ReplicaStateMachine controllerId=1] 
 def _system(log: str, mode: str = "zk", controller: int = 1) -> KafkaSystem:
     system: Any = object.__new__(KafkaSystem)
     nodes = [SimpleNamespace(name=f"kafka-{i}", node_id=i, kind="broker") for i in (1, 2, 3)]
-    system.spec = SimpleNamespace(mode=mode, nodes=nodes)
+    system.spec = SimpleNamespace(mode=mode, nodes=nodes, quorum="static")
     logs = {"kafka-1": log, "kafka-2": BROKEN, "kafka-3": ""}
     system.cluster = SimpleNamespace(node=lambda name: SimpleNamespace(
         name=name, container=SimpleNamespace(logs=lambda tail: logs[name])))

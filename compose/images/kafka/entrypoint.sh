@@ -3,7 +3,10 @@
 #   ROLE=zookeeper | broker (ZooKeeper mode) | kraft (combined broker+controller)
 #        | kraft-broker | kraft-controller (KRaft with separate controllers)
 #   NODE_ID, HOST_PORT (the 127.0.0.1 port the harness reaches this broker on; not for
-#   a controller), VOTERS (KRaft), ZK_CONNECT (broker), CLUSTER_ID (KRaft),
+#   a controller), VOTERS (KRaft, a static quorum), ZK_CONNECT (broker), CLUSTER_ID (KRaft),
+#   BOOTSTRAP_CONTROLLERS (KRaft, a dynamic quorum, KIP-853: host:port,... instead of VOTERS)
+#   and INITIAL_CONTROLLERS (its first voters, id@host:port:directory-id,...; a node
+#   formatted without them joins as an observer until it is added),
 #   BROKER_CONFIG ("k=v;k=v", appended last so it overrides; chaos.format.feature.* below),
 #   HEAP (default 512m),
 #   BYTEMAN (1 = load the agent with a listener on 127.0.0.1:9091), BYTEMAN_SCRIPT.
@@ -45,10 +48,15 @@ case "$ROLE" in
     cat > "$P" <<PROPS
 process.roles=$ROLES
 node.id=$NODE_ID
-controller.quorum.voters=${VOTERS:?VOTERS is required}
 controller.listener.names=CONTROLLER
 listeners=$LISTENERS
 PROPS
+    if [ -n "${BOOTSTRAP_CONTROLLERS:-}" ]; then
+      # a dynamic quorum: the voters live in the metadata log, found through these
+      echo "controller.quorum.bootstrap.servers=$BOOTSTRAP_CONTROLLERS" >> "$P"
+    else
+      echo "controller.quorum.voters=${VOTERS:?VOTERS is required}" >> "$P"
+    fi
     ;;
   broker)
     cat > "$P" <<PROPS
@@ -60,14 +68,23 @@ PROPS
     ;;
   *) echo "unknown ROLE $ROLE" >&2; exit 2 ;;
 esac
+# a controller of a dynamic quorum advertises its controller listener: a voter added by
+# kafka-metadata-quorum add-controller is reached where it advertises it
+CONTROLLER_AD=""
+if [ -n "${BOOTSTRAP_CONTROLLERS:-}" ] && [ "$ROLE" != kraft-broker ]; then
+  CONTROLLER_AD=",CONTROLLER://$HOST:9093"
+fi
 if [ "$ROLE" != kraft-controller ]; then
-  # a controller-only node advertises nothing: clients and brokers never reach it there
   HOST_PORT=${HOST_PORT:?HOST_PORT is required}
   cat >> "$P" <<PROPS
-advertised.listeners=EXTERNAL://127.0.0.1:$HOST_PORT,INTERNAL://$HOST:9094
+advertised.listeners=EXTERNAL://127.0.0.1:$HOST_PORT,INTERNAL://$HOST:9094$CONTROLLER_AD
 inter.broker.listener.name=INTERNAL
 PROPS
+elif [ -n "$CONTROLLER_AD" ]; then
+  echo "advertised.listeners=${CONTROLLER_AD#,}" >> "$P"
 fi
+# (a static quorum's controller-only node advertises nothing: clients and brokers never
+# reach it there)
 cat >> "$P" <<PROPS
 listener.security.protocol.map=EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=/data/kafka
@@ -103,8 +120,14 @@ if [ -n "${BROKER_CONFIG:-}" ]; then
   done < <(tr ';' '\n' <<<"$BROKER_CONFIG")
 fi
 
+QUORUM=()
+if [ -n "${INITIAL_CONTROLLERS:-}" ]; then
+  QUORUM=(--initial-controllers "$INITIAL_CONTROLLERS")
+elif [ -n "${BOOTSTRAP_CONTROLLERS:-}" ]; then
+  QUORUM=(--no-initial-controllers)
+fi
 if [ "$ROLE" != broker ] && [ ! -f /data/kafka/meta.properties ]; then
-  java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted "${FEATURES[@]}"
+  java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted "${FEATURES[@]}" "${QUORUM[@]}"
 fi
 
 if [ "${BYTEMAN:-1}" = 1 ]; then

@@ -74,3 +74,33 @@ def test_a_split_names_the_partition_whose_bundle_splits() -> None:
         load_case_text(HEAD + "  - split:\n", "c.yaml")
     with pytest.raises(CaseError, match="unknown key 'to'"):
         load_case_text(head + "  - split: {to: broker-1}\n", "c.yaml")
+
+
+DYNAMIC = "system: kafka\ncluster: kafka-kraft-dynamic\nsteps:\n"
+
+
+def test_a_quorum_step_takes_one_controller_in_or_out() -> None:
+    from harness.case import QuorumArgs
+
+    add = load_case_text(DYNAMIC + "  - quorum: {add: controller-4, timeout: 30s}\n", "c.yaml").steps[0].args
+    assert isinstance(add, QuorumArgs) and add.add is not None and add.add.node == "controller-4"
+    assert add.remove is None and add.timeout_s == 30.0
+    out = load_case_text(DYNAMIC + "  - quorum: {remove: controller}\n", "c.yaml").steps[0].args
+    assert isinstance(out, QuorumArgs) and out.remove is not None and out.remove.role == "controller"
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    (DYNAMIC + "  - quorum: {}\n", "give one of add (a controller that follows as an observer) or remove"),
+    (DYNAMIC + "  - quorum: {add: controller-4, remove: kafka-1}\n", "not both"),
+    (DYNAMIC + "  - quorum: {add: kafka-9}\n", "unknown role 'kafka-9'"),
+    (DYNAMIC + "  - quorum: {add: controller-4, to: kafka-1}\n", "unknown key 'to'"),
+    (HEAD + "  - quorum: {add: kafka-1}\n", "cluster kafka-kraft has a static controller quorum"),
+    ("system: kafka\ncluster: kafka-kraft-split\nsteps:\n  - quorum: {remove: controller}\n",
+     "use cluster kafka-kraft-dynamic"),
+    ("system: pulsar\ncluster: pulsar\nsteps:\n  - quorum: {add: broker-1}\n",
+     "quorum applies to kafka cases only"),
+])
+def test_a_bad_quorum_step_is_one_error(text: str, fragment: str) -> None:
+    with pytest.raises(CaseError) as info:
+        load_case_text(text, "c.yaml")
+    assert fragment in str(info.value), str(info.value)
