@@ -5,7 +5,8 @@ A campaign (:func:`run_campaign`) draws one schedule per run from the campaign's
 (:mod:`.schedule`: crash-timing points of the system and version, node faults, partitions,
 pauses, under a workload), writes it as a case file and runs it on a cluster kept between
 runs. Draws prefer the points and faults hit least so far (``seen``, recorded per run so a
-run replays: ``harness explore --replay``). The first run whose check finds an anomaly the
+run replays). A point a run awaited in vain (the run's error) counts more, so it is drawn
+less. The first run whose check finds an anomaly the
 system promises against (:data:`.schedule.PROMISED`) ends the search; its schedule is shrunk
 (:mod:`.shrink`: each candidate run ``probe_runs`` times, kept only if every run shows the
 anomaly), the result run ``confirm_runs`` times, then once on each other version asked for,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -38,6 +40,11 @@ __all__ = ["Campaign", "ExploreRun", "run_campaign", "FOUND_DIR"]
 log = logging.getLogger(__name__)
 #: where found cases are written
 FOUND_DIR = ROOT / "cases" / "found"
+#: how much a point not reached in a run counts toward ``seen`` (a hit or a draw counts 1):
+#: a point this schedule's faults could not reach is drawn less, so that the campaign spends
+#: fewer runs on errors
+UNREACHED_WEIGHT = 3
+_UNREACHED = re.compile(r"waiting for a thread to reach point (\S+)")
 
 
 @dataclass
@@ -56,6 +63,8 @@ class ExploreRun:
     points_hit: list[str] = field(default_factory=list)
     error: str | None = None
     version: str | None = None
+    #: the point whose await timed out (the run's error): drawn less afterwards
+    unreached: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -119,7 +128,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
         done = ExploreRun(index, s.seed, purpose, label or s.label(), str(path), str(outcome.run_dir),
                           result.verdict, round(time.monotonic() - t0, 1),
                           [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0], hit,
-                          result.error, s.version)
+                          result.error, s.version, _UNREACHED.findall(result.error or "")[:1])
         camp.runs.append(done)
         _save(root, camp)
         log.info("explore: run %d (%s) %s: %s%s", index, purpose, done.label, done.verdict,
@@ -136,6 +145,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             done = one(s, "search")
             seen.update(f"point:{e.point}" if e.point else e.fault for e in s.episodes)
             seen.update(f"point:{p}" for p in done.points_hit)
+            seen.update({f"point:{p}": UNREACHED_WEIGHT for p in done.unreached})
             camp.seen = dict(seen)
             if done.found:
                 camp.finding = {"run": done.index, "anomalies": done.found, "schedule": _plain(s)}

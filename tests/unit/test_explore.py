@@ -149,3 +149,34 @@ def test_a_fault_a_system_cannot_draw_is_one_error() -> None:
     with pytest.raises(HarnessError, match="cannot draw fault 'flood'"):
         draw(1, "kafka-zk", None, faults=("flood",))
     assert draw(1, "pulsar", None, faults=("powerloss",), disk="lazy").episodes
+
+
+def test_a_point_awaited_in_vain_is_drawn_less_afterwards(tmp_path: Path) -> None:
+    """A stand-in runner in which C2 is never reached: each such run is an error naming the
+    point; the campaign records it, weighs it, and draws C2 less than a campaign that
+    reaches it."""
+    def runner(unreachable: str | None) -> Any:
+        def run(case: Any, **_: Any) -> Any:
+            text = Path(str(case.path)).read_text()
+            error = (f"c.yaml:9: steps[4].await: timed out after 30s waiting for a thread to reach point "
+                     f"{unreachable} (t offset 10)") if unreachable and f'"point": "{unreachable}"' in text \
+                else None
+            run_dir = tmp_path / "runs" / Path(str(case.path)).stem
+            run_dir.mkdir(parents=True, exist_ok=True)
+            result = SimpleNamespace(verdict="error" if error else "pass", injections=[], error=error,
+                                     anomalies={})
+            return SimpleNamespace(result=result, run_dir=run_dir)
+        return run
+
+    def c2_draws(unreachable: str | None) -> tuple[int, Any]:
+        camp = run_campaign("kafka-zk", "0.10.2.2", seed=11, runs=40, reports_dir=tmp_path / str(unreachable),
+                            runner=runner(unreachable), found_dir=tmp_path / "found")
+        return sum("C2 then" in r.label for r in camp.runs), camp
+
+    vain, camp = c2_draws("C2")
+    assert vain >= 1 and all(r.unreached == ["C2"] for r in camp.runs if r.error)
+    assert camp.seen["point:C2"] >= 3 * vain
+    reached, _ = c2_draws(None)
+    assert vain < reached
+    root = next((tmp_path / "C2").glob("explore-*"))
+    assert "runs that awaited it in vain" in (root / "index.html").read_text()
