@@ -31,7 +31,11 @@ batches of at most 128 KB and a 30-s send timeout as the harness's producers hav
 adds a size sweep (10 B to 100 KB, one producer; each step at most ``--sweep-mb`` MB).
 
 ``--reps N`` runs each row (not the sweep, not the fault row) N times, each on a fresh topic,
-and prints the medians with the spread of records/s (as bench_seed002.py's ``--reps``).
+and prints the medians with the spread of records/s (as bench_seed002.py's ``--reps``). The
+two sides alternate (harness, tool, harness, tool, ...), so that a drift of the machine's
+load or of the cluster's warmth touches both alike; ``--warmup N`` runs N such pairs first
+and drops them (a fresh cluster's first runs are slower on both sides). Each row's note
+gives the median of the paired ratios beside the ratio of the medians.
 
 Figures: records/s from the first send to the ``--records``-th acknowledgement while the
 producer still sends, on both sides: pulsar-perf's own measure (for pulsar-perf, from the
@@ -61,6 +65,8 @@ inside the cluster's network; every loop is bounded in records and time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import os
 import re
 import statistics
@@ -451,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", nargs="*", default=list(ROWS), choices=ROWS)
     ap.add_argument("--sizes", action="store_true", help="also the message-size sweep")
     ap.add_argument("--reps", type=int, default=1, help="run each row this many times; medians")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="pairs of runs (harness, tool) made and dropped before each row's --reps")
     ap.add_argument("--sweep-mb", type=int, default=50, help="at most this many MB per sweep step")
     ap.add_argument("--html", type=Path, default=Path("reports/bench-pulsar-perf.html"))
     ap.add_argument("--fault", action="store_true",
@@ -461,8 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.records < 1000:
         ap.error("--records must be at least 1000")
-    if args.reps < 1:
-        ap.error("--reps must be at least 1")
+    if args.reps < 1 or args.warmup < 0:
+        ap.error("--reps must be at least 1, --warmup at least 0")
     if args.fault and not (30 <= args.fault_seconds <= 600 and 1 <= args.fault_rate <= 50_000):
         ap.error("--fault-seconds must be 30 to 600 (three phases of 10-s windows), --fault-rate 1 to 50000")
     cluster = Cluster.named(Engine(), "pulsar")
@@ -481,26 +489,40 @@ def main(argv: list[str] | None = None) -> int:
         pulsar.create_topic(name, 0)
         return name
 
+    def on_topic(produce: Callable[..., Figures], *more: Any) -> Callable[[], Figures]:
+        """A run of ``produce`` on a fresh topic, with ``more`` after the topic."""
+        return lambda: produce(topic(), *more)
+
+    def paired(side: Callable[[], Figures], tool: Callable[[], Figures]) -> tuple[Figures, Figures]:
+        """The row's medians over --reps pairs of runs, the two sides alternating, after
+        --warmup pairs dropped; the median of the paired ratios in the harness side's note."""
+        pairs = [(side(), tool()) for _ in range(args.warmup + args.reps)][args.warmup:]
+        h, k = median_of([a for a, _ in pairs]), median_of([b for _, b in pairs])
+        each = [x for a, b in pairs if (x := ratio(a.rate, b.rate)) is not None]
+        if len(pairs) > 1 and each:
+            h = dataclasses.replace(h, note=f"{h.note}; paired ratios median {statistics.median(each):.2f} "
+                                            f"({min(each):.2f} to {max(each):.2f})")
+        return h, k
+
     try:
         with tempfile.TemporaryDirectory() as tmp:
             harness = Harness(cluster.spec.bootstrap, Path(tmp))
             print(table([]).replace("kafka", "tool "), flush=True)
             for name, size, copies in (("p1", 100, 1), ("p1-1k", 1000, 1), ("p3", 100, 3)):
                 if name in args.rows:
-                    h = median_of([harness.produce(topic(), n, size, copies) for _ in range(args.reps)])
-                    k = median_of([perf.produce(topic(), n, size, copies) for _ in range(args.reps)])
+                    h, k = paired(on_topic(harness.produce, n, size, copies),
+                                  on_topic(perf.produce, n, size, copies))
                     rows.append(Row(name, f"{copies} producer(s), {size} B", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
             for name, size in (("p1-java", 100), ("p1-java-1k", 1000)):
                 if name in args.rows:
-                    h = median_of([harness.produce_java(cluster, topic(), n, size) for _ in range(args.reps)])
-                    k = median_of([perf.produce(topic(), n, size) for _ in range(args.reps)])
+                    h, k = paired(on_topic(functools.partial(harness.produce_java, cluster), n, size),
+                                  on_topic(perf.produce, n, size))
                     rows.append(Row(name, f"1 producer, {size} B, the harness's Java driver", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
             for name, size in (("p1-bare", 100), ("p1-bare-1k", 1000)):
                 if name in args.rows:
-                    h = median_of([harness.produce_bare(topic(), n, size) for _ in range(args.reps)])
-                    k = median_of([perf.produce(topic(), n, size) for _ in range(args.reps)])
+                    h, k = paired(on_topic(harness.produce_bare, n, size), on_topic(perf.produce, n, size))
                     rows.append(Row(name, f"1 producer, {size} B, the Python library alone", h, k, size))
                     print(table([rows[-1]]).splitlines()[1], flush=True)
             if args.sizes:
@@ -520,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
             cluster.down()
     load_after = os.getloadavg()
     header = (f"pulsar ({cluster.version}), pulsar-perf {perf.version}, {n} records a row, "
-              f"{args.reps} run(s) a row (medians), "
+              f"{args.reps} run(s) a row (medians; sides alternating"
+              + (f", {args.warmup} pair(s) dropped first" if args.warmup else "") + "), "
               f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before, {load_after[0]:.2f} "
               f"after; {time.strftime('%Y-%m-%d %H:%M')}")
     print(header)
