@@ -50,13 +50,13 @@ def _truncated(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(count, f"on {node}")
 
 
-def _powerloss_events(run_dir: Path | None) -> list[dict[str, Any]] | None:
-    """The timeline's ``powerloss`` fault events (None: no timeline)."""
+def _powerloss_events(run_dir: Path | None, action: str = "powerloss") -> list[dict[str, Any]] | None:
+    """The timeline's ``powerloss`` (or other ``action``) fault events (None: no timeline)."""
     timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
     if timeline is None or not timeline.is_file():
         return None
     return [e for e in read_events(timeline, expand=False)
-            if e["type"] == "fault" and e.get("action") == "powerloss"]
+            if e["type"] == "fault" and e.get("action") == action]
 
 
 def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
@@ -137,18 +137,15 @@ def _delayed_packets(result: RunResult, run_dir: Path | None) -> Measured:
 
 
 def _wiped_bytes(result: RunResult, run_dir: Path | None) -> Measured:
-    """The bytes the timeline's ``replace`` faults wiped, summed."""
-    timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
-    if timeline is None or not timeline.is_file():
+    """The bytes the timeline's ``replace`` faults wiped, summed (each replace in the note)."""
+    events = _powerloss_events(run_dir, "replace")
+    if events is None:
         return Measured(None, "no timeline")
-    wiped: dict[str, int] = {}
-    for e in read_events(timeline, expand=False):
-        detail = e.get("detail") if e["type"] == "fault" and e.get("action") == "replace" else None
-        if isinstance(detail, dict) and _is_int(detail.get("bytes_wiped")):
-            wiped[str(e.get("node"))] = wiped.get(str(e.get("node")), 0) + detail["bytes_wiped"]
+    wiped = [(str(e.get("node")), e["detail"]["bytes_wiped"]) for e in events
+             if isinstance(e.get("detail"), dict) and _is_int(e["detail"].get("bytes_wiped"))]
     if not wiped:
         return Measured(None, "no replace was applied")
-    return Measured(sum(wiped.values()), ", ".join(f"{n}: {b:,}" for n, b in sorted(wiped.items())))
+    return Measured(sum(b for _, b in wiped), ", ".join(f"{n}: {b:,}" for n, b in wiped))
 
 
 def _history(run_dir: Path | None) -> list[Path] | None:

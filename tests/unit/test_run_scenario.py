@@ -187,7 +187,7 @@ def test_wiped_bytes_are_counted_from_the_replace_faults_of_the_timeline(tmp_pat
               "detail": {"bytes_wiped": "x"}}]
     (tmp_path / "timeline.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     got = measure("wiped-bytes", RunResult("r"), tmp_path)
-    assert got.count == 4_000_005 and got.note == "kafka-2: 4,000,005"
+    assert got.count == 4_000_005 and got.note == "kafka-2: 4,000,000, kafka-2: 5"
     (tmp_path / "timeline.jsonl").write_text(json.dumps(lines[0]) + "\n")
     assert measure("wiped-bytes", RunResult("r"), tmp_path).count is None  # no replace applied
 
