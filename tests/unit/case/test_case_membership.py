@@ -23,6 +23,13 @@ def test_a_reassign_step_names_the_new_replicas_in_order() -> None:
     assert isinstance(default, ReassignArgs) and default.partition == 0 and default.timeout_s == 120.0
 
 
+def _refused(text: str, fragment: str) -> None:
+    """The case is one error that says ``fragment``."""
+    with pytest.raises(CaseError) as info:
+        load_case_text(text, "c.yaml")
+    assert fragment in str(info.value), str(info.value)
+
+
 @pytest.mark.parametrize(("text", "line", "fragment"), [
     (HEAD + "  - reassign: {to: kafka-2}\n", 5, "steps[0].reassign.to: expected a list of brokers"),
     (HEAD + "  - reassign: {to: []}\n", 5, "expected a list of brokers"),
@@ -54,9 +61,7 @@ def test_a_bad_reassign_is_one_error_naming_line_and_field(text: str, line: int,
      "a new broker's log directory has a new id (KIP-858): not built"),
 ])
 def test_a_replace_is_of_a_bookie_or_a_zookeeper_mode_broker_on_a_lazy_disk(text: str, fragment: str) -> None:
-    with pytest.raises(CaseError) as info:
-        load_case_text(text, "c.yaml")
-    assert fragment in str(info.value), str(info.value)
+    _refused(text, fragment)
     for ok in ("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: bookie\n",
                "system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: follower\n",
                "system: kafka\ncluster: kafka-zk\ndisk: lazy\nsteps:\n  - replace: kafka-2\n"):
@@ -101,6 +106,4 @@ def test_a_quorum_step_takes_one_controller_in_or_out() -> None:
      "quorum applies to kafka cases only"),
 ])
 def test_a_bad_quorum_step_is_one_error(text: str, fragment: str) -> None:
-    with pytest.raises(CaseError) as info:
-        load_case_text(text, "c.yaml")
-    assert fragment in str(info.value), str(info.value)
+    _refused(text, fragment)
