@@ -262,18 +262,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
     import random
     import shlex
 
-    from .clusters import get_cluster
     from .explore import run_campaign
-    from .explore.schedule import case_text, draw, faults_of
+    from .explore.schedule import case_text, draw
 
     for name in ("runs", "probe_runs", "confirm_runs", "max_tries"):
         if getattr(args, name) < 1:
             raise HarnessError(f"--{name.replace('_', '-')} {getattr(args, name)}: give at least 1")
     if args.minutes <= 0:
         raise HarnessError(f"--minutes {args.minutes:g}: give a positive budget")
+    # checked by the first draw, before any run
     faults = None if args.faults is None else tuple(f.strip() for f in args.faults.split(",") if f.strip())
-    if faults is not None:
-        faults_of(get_cluster(args.cluster).system, args.disk, faults)  # one clear error before any run
     if args.dry_run is not None:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
         seeds = random.Random(seed)

@@ -50,8 +50,8 @@ def _truncated(result: RunResult, run_dir: Path | None) -> Measured:
     return Measured(count, f"on {node}")
 
 
-def _powerloss_events(run_dir: Path | None, action: str = "powerloss") -> list[dict[str, Any]] | None:
-    """The timeline's ``powerloss`` (or other ``action``) fault events (None: no timeline)."""
+def _fault_events(run_dir: Path | None, action: str) -> list[dict[str, Any]] | None:
+    """The timeline's fault events of ``action`` (None: no timeline)."""
     timeline = run_dir / "timeline.jsonl" if run_dir is not None else None
     if timeline is None or not timeline.is_file():
         return None
@@ -61,7 +61,7 @@ def _powerloss_events(run_dir: Path | None, action: str = "powerloss") -> list[d
 
 def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
     """The records the timeline's ``powerloss`` faults cut, summed."""
-    losses = _powerloss_events(run_dir)
+    losses = _fault_events(run_dir, "powerloss")
     if losses is None:
         return Measured(None, "no timeline")
     if not losses:
@@ -78,7 +78,7 @@ def _powerloss_cut(result: RunResult, run_dir: Path | None) -> Measured:
 
 def _powerloss_bytes(result: RunResult, run_dir: Path | None) -> Measured:
     """The bytes the timeline's power losses on lazy disks dropped, summed."""
-    losses = _powerloss_events(run_dir)
+    losses = _fault_events(run_dir, "powerloss")
     if losses is None:
         return Measured(None, "no timeline")
     lost = [e["detail"]["bytes_lost"] for e in losses
@@ -90,7 +90,7 @@ def _powerloss_bytes(result: RunResult, run_dir: Path | None) -> Measured:
 
 def _powerlosses(result: RunResult, run_dir: Path | None) -> Measured:
     """The power losses the timeline records (each a ``powerloss`` fault applied)."""
-    losses = _powerloss_events(run_dir)
+    losses = _fault_events(run_dir, "powerloss")
     if losses is None:
         return Measured(None, "no timeline")
     nodes = [str(e.get("node")) for e in losses]
@@ -138,7 +138,7 @@ def _delayed_packets(result: RunResult, run_dir: Path | None) -> Measured:
 
 def _wiped_bytes(result: RunResult, run_dir: Path | None) -> Measured:
     """The bytes the timeline's ``replace`` faults wiped, summed (each replace in the note)."""
-    events = _powerloss_events(run_dir, "replace")
+    events = _fault_events(run_dir, "replace")
     if events is None:
         return Measured(None, "no timeline")
     wiped = [(str(e.get("node")), e["detail"]["bytes_wiped"]) for e in events

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..backend.cluster import Cluster, Node
 from ..errors import AdminError, FaultError, HarnessError, WaitTimeout, WorkloadError
@@ -45,6 +45,8 @@ __all__ = ["KafkaSystem", "PartitionState", "ControllerState"]
 #: how long the recovery read waits for a high watermark to reach its in-sync replicas' log
 #: ends (a new leader's high watermark moves up once its followers fetch again)
 RECOVERY_HW_TIMEOUT_S = 30.0
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -476,23 +478,39 @@ class KafkaSystem:
         return None
 
     def _kraft_quorum_leader(self) -> ControllerState:
-        # only running voters: the admin client may pick a paused one and wait on it
-        running = {n.name for n in self.cluster.nodes() if n.container.status == "running"}
-        voters = ",".join(f"{n.name}:9093" for n in self.spec.controllers if n.name in running)
-        for node in self.cluster.nodes():
-            if node.name not in running:
-                continue
-            # short admin timeouts: the default (60 s) waits on a paused leader it still knows
-            code, out = node.container.exec(["sh", "-c", (
-                "printf 'request.timeout.ms=5000\\ndefault.api.timeout.ms=10000\\n' > /tmp/quorum.properties"
-                " && exec java -Xmx128m -cp '/opt/kafka/libs/*' org.apache.kafka.tools.MetadataQuorumCommand"
-                f" --command-config /tmp/quorum.properties --bootstrap-controller {voters}"
-                " describe --status")])
+        def leader_of(out: str) -> ControllerState | None:
             leader = re.search(r"LeaderId:\s*(-?\d+)", out)
             epoch = re.search(r"LeaderEpoch:\s*(\d+)", out)
-            if code == 0 and leader:
-                return ControllerState(int(leader.group(1)), int(epoch.group(1)) if epoch else None)
-        raise AdminError("could not read the KRaft quorum leader from any running node")
+            if leader is None:
+                return None
+            return ControllerState(int(leader.group(1)), int(epoch.group(1)) if epoch else None)
+
+        return self._quorum_status(leader_of, "leader")
+
+    def _quorum_tool(self, runner: Node, args: str, config: str = "/tmp/quorum.properties",
+                     running: set[str] | None = None) -> tuple[int, str]:
+        """Kafka's ``kafka-metadata-quorum`` (MetadataQuorumCommand) in ``runner``, against
+        every ``running`` controller (default: asked of Docker; the admin client may pick a
+        paused one and wait on it); ``config`` its command config, by default short admin
+        timeouts (the default, 60 s, waits on a paused leader it still knows)."""
+        if running is None:
+            running = {n.name for n in self.cluster.nodes() if n.container.status == "running"}
+        bootstrap = ",".join(f"{n.name}:9093" for n in self.spec.controllers if n.name in running)
+        return runner.container.exec(["sh", "-c", (
+            "printf 'request.timeout.ms=5000\\ndefault.api.timeout.ms=10000\\n' > /tmp/quorum.properties"
+            " && exec java -Xmx128m -cp '/opt/kafka/libs/*' org.apache.kafka.tools.MetadataQuorumCommand"
+            f" --command-config {config} --bootstrap-controller {bootstrap} {args}")])
+
+    def _quorum_status(self, parse: Callable[[str], _T | None], what: str) -> _T:
+        """``describe --status`` in each running node in turn, until ``parse`` reads its answer."""
+        nodes = self.cluster.nodes()
+        running = {n.name for n in nodes if n.container.status == "running"}
+        for node in (n for n in nodes if n.name in running):
+            code, out = self._quorum_tool(node, "describe --status", running=running)
+            got = parse(out) if code == 0 else None
+            if got is not None:
+                return got
+        raise AdminError(f"could not read the KRaft quorum's {what} from any running node")
 
     # -- membership ----------------------------------------------------------------------
     def reassign(self, topic: str, partition: int, replicas: list[Node], *,
@@ -526,29 +544,15 @@ class KafkaSystem:
         return {"partition": partition, "replicas_before": list(before.replicas), "replicas": ids,
                 "isr": list(done.isr), "leader": done.leader, "seconds": round(time.monotonic() - t0, 3)}
 
-    def _quorum_tool(self, runner: Node, args: str,
-                     config: str = "/tmp/quorum.properties") -> tuple[int, str]:
-        """Kafka's ``kafka-metadata-quorum`` (MetadataQuorumCommand) in ``runner``, against
-        every running controller; ``config`` its command config (by default short admin
-        timeouts)."""
-        running = {n.name for n in self.cluster.nodes() if n.container.status == "running"}
-        bootstrap = ",".join(f"{n.name}:9093" for n in self.spec.controllers if n.name in running)
-        return runner.container.exec(["sh", "-c", (
-            "printf 'request.timeout.ms=10000\\ndefault.api.timeout.ms=20000\\n' > /tmp/quorum.properties"
-            " && exec java -Xmx128m -cp '/opt/kafka/libs/*' org.apache.kafka.tools.MetadataQuorumCommand"
-            f" --command-config {config} --bootstrap-controller {bootstrap} {args}")])
-
     def voters(self) -> dict[int, str]:
         """The quorum's voters as its leader has them: node id -> metadata directory id."""
-        for node in self.cluster.nodes():
-            if node.name not in {n.name for n in self.spec.controllers} or node.container.status != "running":
-                continue
-            code, out = self._quorum_tool(node, "describe --status")
+        def voters_of(out: str) -> dict[int, str] | None:
             line = next((ln for ln in out.splitlines() if ln.startswith("CurrentVoters:")), None)
-            if code == 0 and line is not None:
-                pairs = re.findall(r'"id":\s*(\d+),\s*"directoryId":\s*"([^"]*)"', line)
-                return {int(i): d for i, d in pairs}
-        raise AdminError("could not read the KRaft quorum's voters from any running controller")
+            if line is None:
+                return None
+            return {int(i): d for i, d in re.findall(r'"id":\s*(\d+),\s*"directoryId":\s*"([^"]*)"', line)}
+
+        return self._quorum_status(voters_of, "voters")
 
     def change_voters(self, *, add: Node | None = None, remove: Node | None = None,
                       timeout: float = 120) -> dict[str, Any]:
