@@ -50,7 +50,7 @@ class NodeDef:
     ``kind``: zookeeper, broker (Kafka broker or combined KRaft node), controller
     (KRaft controller-only node), bookie, pulsar-broker. ``host_port`` (and ``admin_port``):
     the port the harness reaches it on at ``address`` (loopback: a container's published
-    port).
+    port). A ``spare`` node is no member of the cluster until a ``join`` step adds it.
     """
 
     name: str
@@ -59,6 +59,9 @@ class NodeDef:
     host_port: int | None = None
     admin_port: int | None = None
     address: str = "127.0.0.1"
+    #: held in reserve: its container runs, its process starts at a ``join`` step
+    #: (:mod:`harness.backend.spare`)
+    spare: bool = False
 
     @property
     def endpoint(self) -> str:
@@ -101,8 +104,14 @@ class ClusterDef:
                 return n
         raise KeyError(name)
 
-    def nodes_of(self, kind: str) -> tuple[NodeDef, ...]:
-        return tuple(n for n in self.nodes if n.kind == kind)
+    def nodes_of(self, kind: str, *, spares: bool = False) -> tuple[NodeDef, ...]:
+        """The nodes of ``kind`` the cluster starts with (and its spares with ``spares``)."""
+        return tuple(n for n in self.nodes if n.kind == kind and (spares or not n.spare))
+
+    @property
+    def spares(self) -> tuple[NodeDef, ...]:
+        """The nodes held in reserve until a ``join`` step."""
+        return tuple(n for n in self.nodes if n.spare)
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -152,7 +161,9 @@ CLUSTERS: dict[str, ClusterDef] = {
     "kafka-kraft-dynamic": ClusterDef(
         name="kafka-kraft-dynamic", system="kafka", mode="kraft",
         compose_file=COMPOSE_DIR / "kafka-kraft-dynamic.yaml",
-        nodes=_kafka_brokers(17090) + (NodeDef("controller-4", "controller", 4),),
+        # kafka-5: a broker-only spare, a new broker id when a `join` step adds it
+        nodes=_kafka_brokers(17090) + (NodeDef("controller-4", "controller", 4),
+                                       NodeDef("kafka-5", "broker", 5, host_port=17095, spare=True)),
         versions=("4.1.2",),  # kafka-metadata-quorum add-controller and --no-initial-controllers: 4.x
         quorum="dynamic",
     ),
@@ -162,7 +173,7 @@ CLUSTERS: dict[str, ClusterDef] = {
         nodes=(NodeDef("zk", "zookeeper", 0, host_port=22181),)
         + tuple(NodeDef(f"bookie-{i}", "bookie", i) for i in (1, 2, 3))
         + tuple(NodeDef(f"broker-{i}", "pulsar-broker", i, host_port=26650 + i,
-                        admin_port=28080 + i) for i in (1, 2)),
+                        admin_port=28080 + i, spare=i == 3) for i in (1, 2, 3)),
         # the regression library's versions after the two of every image (docs/regressions.md)
         versions=PULSAR_VERSIONS + ("3.3.2", "3.2.0", "3.2.2", "3.0.0", "3.0.2", "2.10.2", "2.10.3"),
     ),

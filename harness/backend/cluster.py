@@ -26,6 +26,8 @@ from .compose import compose
 from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
 from .images import ensure_images, image_tag
 from .lazyfs import DISKS_DIR, LazyDisk, sweep
+from .spare import SPARES_DIR, SpareGate, drop_gates
+from .spare import compose_override as spare_override
 
 __all__ = ["Cluster", "Node", "LABEL_CONFIG", "DISKS", "this_owner", "owner_alive", "remove_leftovers",
            "remove_disks"]
@@ -85,10 +87,17 @@ class Node:
     disk: LazyDisk | None = None
     #: the node's own wall clock (a cluster made with ``clock="fake"``), else None
     clock: FakeClock | None = None
+    #: a spare node's gate (:mod:`harness.backend.spare`), else None
+    gate: SpareGate | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def member(self) -> bool:
+        """False for a spare whose ``join`` has not come: its process has not started."""
+        return self.gate is None or self.gate.joined
 
     @property
     def kind(self) -> str:
@@ -199,6 +208,11 @@ class Cluster:
         if self.clock == "fake" and not all(FakeClock(CLOCKS_DIR / self.project / n.name).path.is_file()
                                             for n in self.spec.nodes):
             return "mismatch"  # an offset file is gone: its node's clock cannot be moved
+        gates = [SpareGate(self._gate_home(n.name)) for n in self.spec.spares]
+        if any(g.joined or not g.home.is_dir() for g in gates):
+            # a spare joined (another case would start from a cluster it did not state), or
+            # its gate is gone (nothing holds it back)
+            return "mismatch"
         return "reusable"
 
     def up(self, *, reuse: bool = True) -> bool:
@@ -222,6 +236,9 @@ class Cluster:
             overrides = self._disks()
             if self.clock == "fake":
                 overrides.append(compose_override(CLOCKS_DIR / self.project, self.spec.node_names))
+            if self.spec.spares:
+                spares = [n.name for n in self.spec.spares]
+                overrides.append(spare_override(SPARES_DIR / self.project, spares))
             compose(self.project, self.spec.compose_file, ["up", "-d", "--no-color"], self._env(),
                     overrides=overrides)
         except BackendError:
@@ -239,6 +256,7 @@ class Cluster:
         self.engine.remove_labelled({LABEL_CLUSTER: self.spec.name})
         self._drop_disks()  # idempotent; a plain cluster has none
         drop_clocks(CLOCKS_DIR / self.project)
+        drop_gates(SPARES_DIR / self.project)
 
     def nodes(self) -> list[Node]:
         by_service = {c.service: c for c in self.containers()}
@@ -248,8 +266,12 @@ class Cluster:
                                f"{', '.join(missing)} (harness cluster up {self.spec.name})")
         lazy, fake = self.disk == "lazy", self.clock == "fake"
         return [Node(n, by_service[n.name], LazyDisk(self._disk_home(n.name)) if lazy else None,
-                     FakeClock(CLOCKS_DIR / self.project / n.name) if fake else None)
+                     FakeClock(CLOCKS_DIR / self.project / n.name) if fake else None,
+                     SpareGate(self._gate_home(n.name)) if n.spare else None)
                 for n in self.spec.nodes]
+
+    def _gate_home(self, node: str) -> Path:
+        return SPARES_DIR / self.project / node
 
     def node(self, name: str) -> Node:
         if name not in self.spec.node_names:

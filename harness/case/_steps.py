@@ -361,6 +361,17 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
                                      "broker's address: leader, follower, held or kafka-N)")
     if action == "replace" and ctx.disk != "lazy":
         raise error(node, field, "replace empties the node's lazy disk (set disk: lazy)")
+    if action == "join" and args.target.node not in {n.name for n in ctx.cluster.spares}:
+        spares = ", ".join(n.name for n in ctx.cluster.spares)
+        raise error(node, field, f"join adds a spare node of the cluster, named: {args.target} is none ("
+                                 + (f"spares: {spares})" if spares else f"cluster {ctx.cluster.name} has "
+                                    "none; kafka-kraft-dynamic has kafka-5, pulsar has broker-3)"))
+    if action == "decommission" and args.target.node is not None:
+        spec = ctx.cluster.node(args.target.node)
+        if spec.kind != "broker" or spec in ctx.cluster.controllers:
+            kind = spec.kind if spec.kind != "broker" else "combined"
+            raise error(node, field, f"{spec.name} is a {kind} node: decommission takes a broker that is "
+                                     "no controller out")
     return args
 
 

@@ -141,6 +141,13 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
                       "what the start waited for",
               absent="replace puts a new Pulsar bookie or Kafka broker (ZooKeeper mode) with an empty "
                      "lazy disk at the old one's address"),
+    FaultSpec("join", "node", _EVERY_SYSTEM, None,
+              records="what the join waited for (the broker registered) and the seconds (joined_s)"),
+    FaultSpec("decommission", "node", frozenset({"kafka"}), None,
+              records="the partitions moved off the broker (partitions_moved, moved, moved_s), the "
+                      "seconds of its clean stop (stopped_s), its unregistration (KRaft: unregistered)",
+              absent="decommission moves a Kafka broker's replicas to the other brokers and retires it; "
+                     "a Pulsar broker's bundles move when it stops (stop), a bookie leaves with remove"),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 

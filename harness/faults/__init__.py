@@ -12,7 +12,9 @@ or a truncation of a file of a node's lazy disk: :mod:`harness.backend.lazyfs`),
 node replaced by a new one with an empty lazy disk at the same address), ``degrade``/``heal``
 (loss, a rate limit, delay with jitter, duplication and reordering between chosen nodes:
 :mod:`harness.faults.degrade`), ``clock``/``heal`` (a jump, a drift or a strobe of a node's own
-wall clock: :mod:`harness.faults.clock`).
+wall clock: :mod:`harness.faults.clock`), ``join`` (a spare node's process started: a new
+member, :mod:`harness.backend.spare`) and ``decommission`` (a node drained by the system,
+stopped cleanly and unregistered, then out for good like a removed one).
 
 :class:`Nemesis` remembers what it did so that :meth:`Nemesis.heal_all` can
 undo it; every operation is idempotent, and ``heal_all`` is safe to call at
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from typing import Any
@@ -191,11 +194,43 @@ class Nemesis:
         self.down.pop(node.name, None)
         self.removed.add(node.name)
 
+    def join(self, node: Node, wait: Callable[[Node], dict[str, Any]]) -> dict[str, Any]:
+        """Adds a spare ``node`` to the cluster: opens its gate (its process starts, a member
+        the cluster has never seen) and waits until the system counts it (``wait``, the
+        system's). Returns what that waited for and the seconds taken (joined_s)."""
+        if node.gate is None:
+            spares = ", ".join(n.name for n in self.cluster.spec.spares) or "none"
+            raise FaultError(f"join: {node.name} is no spare of cluster {self.cluster.spec.name} "
+                             f"(spares: {spares})")
+        if node.gate.joined:
+            raise FaultError(f"join: {node.name} has joined already")
+        t0 = time.monotonic()
+        node.gate.open()
+        detail = dict(wait(node))
+        detail["joined_s"] = round(time.monotonic() - t0, 3)
+        return detail
+
+    def decommission(self, node: Node, drain: Callable[[Node], dict[str, Any]],
+                     retire: Callable[[Node], dict[str, Any]], grace: int = 30) -> dict[str, Any]:
+        """Takes ``node`` out as an operator does: ``drain`` (the system's: what it holds moves
+        to the others), a clean stop, ``retire`` (the system's: its registration removed).
+        Like a ``remove``, no step, heal or recovery starts it again (only the cleanup of a
+        kept cluster). Returns what each part did and the seconds of the stop."""
+        detail = dict(drain(node))
+        t0 = time.monotonic()
+        self.stop(node, grace)
+        detail["stopped_s"] = round(time.monotonic() - t0, 3)
+        detail.update(retire(node))
+        self.down.pop(node.name, None)
+        self.removed.add(node.name)
+        return detail
+
     def start(self, node: Node) -> dict[str, Any] | None:
         """Starts a stopped ``node`` once the system lets it (:attr:`before_start`); what
         that waited for goes into the fault's detail."""
         if node.name in self.removed:
-            raise FaultError(f"{node.name} was removed for good (a remove step): nothing starts it again")
+            raise FaultError(f"{node.name} was removed for good (a remove or decommission step): "
+                             "nothing starts it again")
         waited = None
         if node.container.status not in ("running", "paused"):
             waited = self._gate(node)
@@ -495,6 +530,8 @@ FAULTS: dict[str, Fault] = {
     "snapshot": Nemesis.snapshot,
     "rollback": Nemesis.rollback,
     "replace": Nemesis.replace,
+    "join": Nemesis.join,
+    "decommission": Nemesis.decommission,
     "stop": Nemesis.stop,
     "start": Nemesis.start,
     "pause": Nemesis.pause,

@@ -35,6 +35,8 @@ from ..faults import ClockPlan, Effects
 from ..result import StepRecord
 from ..systems.base import (
     Controlled,
+    Decommissionable,
+    Joinable,
     PowerLoss,
     QuorumChangeable,
     Reassignable,
@@ -146,6 +148,11 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
     if action == "replace":
         system = _able(ctx, Replaceable, "no node that can be replaced with an empty disk")
         params["forget"] = system.forget_node
+    if action == "join":
+        params["wait"] = _able(ctx, Joinable, "no spare node that can join").joined
+    if action == "decommission":
+        retiring = _able(ctx, Decommissionable, "no node that can be decommissioned")
+        params["drain"], params["retire"] = retiring.drain, retiring.retire
     if action in ("partition", "degrade"):
         params["peers"], params["direction"] = peers, direction
     if action == "degrade":

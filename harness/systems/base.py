@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerClient", "Controlled", "ControllerRemedy", "CrashPoints", "InSyncReplicas",
            "LedgerPoints", "JavaProducers", "Leader", "LeaderServes", "LockLoopWatch", "Mark",
-           "ProducerClient", "ReadyRemedy",
-           "QuorumChangeable", "Reassignable", "Removable", "Replaceable", "Splittable", "Stats",
+           "ProducerClient", "ReadyRemedy", "QuorumChangeable", "Reassignable", "Joinable",
+           "Decommissionable", "Removable", "Replaceable", "Splittable", "Stats",
            "Subscribable", "System", "Unloadable"]
 
 LeaderRef = int | str | None
@@ -305,6 +305,33 @@ class Replaceable(Protocol):
         """Removes what the cluster keeps of ``node``'s old self so that a new one with an
         empty disk may join under its name (a bookie's cookie); returns what it removed.
         Raises FaultError for a node that cannot be replaced."""
+        ...
+
+
+@runtime_checkable
+class Joinable(Protocol):
+    """A system a spare node joins while it runs (the ``join`` fault)."""
+
+    def joined(self, node: Node, timeout: float = 120) -> dict[str, Any]:
+        """Waits until ``node``, whose process just started, serves as a member; returns
+        what it waited for. Raises FaultError for a node that cannot join."""
+        ...
+
+
+@runtime_checkable
+class Decommissionable(Protocol):
+    """A system a node leaves for good while it runs, as an operator retires it (the
+    ``decommission`` fault): first drained, then stopped, then unregistered."""
+
+    #: the nodes decommissioned during the run: readiness leaves them out
+    removed: set[str]
+
+    def drain(self, node: Node, timeout: float = 120) -> dict[str, Any]:
+        """Moves what ``node`` holds to the other nodes; returns what moved."""
+        ...
+
+    def retire(self, node: Node, timeout: float = 60) -> dict[str, Any]:
+        """Once ``node`` stopped: removes its registration; returns what was removed."""
         ...
 
 

@@ -97,6 +97,8 @@ class KafkaSystem:
         #: ``txn-coordinator`` and ``group-coordinator`` roles resolve the latest one)
         self.transactional_ids: list[str] = []
         self.groups: list[str] = []
+        #: brokers decommissioned during the run: readiness leaves them out
+        self.removed: set[str] = set()
 
     # -- naming ---------------------------------------------------------------
     def node_name(self, broker_id: int) -> str:
@@ -111,7 +113,8 @@ class KafkaSystem:
         return self.spec.node(name).node_id
 
     def brokers(self) -> list[Node]:
-        return [n for n in self.cluster.nodes() if n.kind == "broker"]
+        """The brokers that are members (a spare joins at a ``join`` step)."""
+        return [n for n in self.cluster.nodes() if n.kind == "broker" and n.member]
 
     # -- readiness ------------------------------------------------------------
     def live_brokers(self) -> set[int]:
@@ -119,8 +122,9 @@ class KafkaSystem:
         return set(md.brokers)
 
     def wait_ready(self, timeout: float = 90) -> None:
-        """All brokers registered, a controller elected, an internal round trip possible."""
-        want = {n.node_id for n in self.spec.nodes_of("broker")}
+        """All brokers registered (members not decommissioned), a controller elected, an
+        internal round trip possible."""
+        want = {n.spec.node_id for n in self.brokers() if n.name not in self.removed}
 
         def ready() -> bool:
             md = self.admin.list_topics(timeout=5)
@@ -521,28 +525,105 @@ class KafkaSystem:
         the old ones removed). Returns the replicas before and after and the seconds taken."""
         ids = [self.broker_id(n) for n in replicas]
         before = self.partition_state(topic, partition)
+        t0 = time.monotonic()
+        done = self._move_replicas({(topic, partition): ids}, timeout)[(topic, partition)]
+        return {"partition": partition, "replicas_before": list(before.replicas), "replicas": ids,
+                "isr": list(done.isr), "leader": done.leader, "seconds": round(time.monotonic() - t0, 3)}
+
+    def _move_replicas(self, plan: Mapping[tuple[str, int], list[int]],
+                       timeout: float) -> dict[tuple[str, int], PartitionState]:
+        """Runs one reassignment of every partition of ``plan`` (topic and partition -> new
+        replica ids) with Kafka's tool in a running broker; waits until each partition's
+        replica list is its new one and every new replica is in its ISR."""
         runner = next((n for n in self.brokers() if n.container.status == "running"), None)
         if runner is None:
             raise AdminError("reassign: no broker is running to run the reassignment tool")
-        plan = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition,
-                                                         "replicas": ids}]})
+        text = json.dumps({"version": 1, "partitions": [
+            {"topic": t, "partition": p, "replicas": ids} for (t, p), ids in plan.items()]})
+        shown = ", ".join(f"{t}-{p} to {ids}" for (t, p), ids in list(plan.items())[:4]) \
+            + (f" and {len(plan) - 4} more" if len(plan) > 4 else "")
         tool, target = self._reassign_tool()
-        t0 = time.monotonic()
         code, out = runner.container.exec(["sh", "-c", (
-            f"printf '%s' '{plan}' > /tmp/reassign.json && exec java -Xmx128m -cp '/opt/kafka/libs/*' "
+            f"printf '%s' '{text}' > /tmp/reassign.json && exec java -Xmx128m -cp '/opt/kafka/libs/*' "
             f"{tool} {target} --reassignment-json-file /tmp/reassign.json --execute")])
         if code != 0 or "Successfully started" not in out:
-            raise AdminError(f"reassign {topic}-{partition} to {ids}: the tool on {runner.name} said: "
+            raise AdminError(f"reassign {shown}: the tool on {runner.name} said: "
                              + " | ".join(out.strip().splitlines()[-3:])[:600])
-        def complete() -> PartitionState | None:
-            state = self.partition_state(topic, partition)
-            return state if state.replicas == tuple(ids) and set(state.isr) == set(ids) else None
+        done: dict[tuple[str, int], PartitionState] = {}
 
-        done = wait_until(complete, timeout=timeout,
-                          what=f"the reassignment of {topic}-{partition} to brokers {ids}")
-        assert done is not None  # wait_until returns a truthy value or raises
-        return {"partition": partition, "replicas_before": list(before.replicas), "replicas": ids,
-                "isr": list(done.isr), "leader": done.leader, "seconds": round(time.monotonic() - t0, 3)}
+        def complete() -> bool:
+            for (t, p), ids in plan.items():
+                if (t, p) not in done:
+                    state = self.partition_state(t, p)
+                    if state.replicas == tuple(ids) and set(state.isr) == set(ids):
+                        done[(t, p)] = state
+            return len(done) == len(plan)
+
+        wait_until(complete, timeout=timeout, what=f"the reassignment of {shown}")
+        return done
+
+    def joined(self, node: Node, timeout: float = 120) -> dict[str, Any]:
+        """Waits until a spare whose gate just opened serves: its broker id registered (a new
+        id: KRaft registers it with the controller, ZooKeeper mode under /brokers/ids)."""
+        broker = self.broker_id(node)
+        wait_until(lambda: broker in self.live_brokers(), timeout=timeout,
+                   what=f"{node.name} (broker {broker}) registered",
+                   logs=lambda: self.cluster.node_logs([node.name]))
+        return {"broker_id": broker}
+
+    def drain(self, node: Node, timeout: float = 120) -> dict[str, Any]:
+        """Decommission, first half: every replica ``node`` holds (every topic, internal ones
+        too) moves to a running broker that holds none of that partition (the lowest id),
+        in one reassignment, and the step waits until it is done. A combined KRaft node (a
+        controller voter too) is refused, and so is a partition with no broker to take it."""
+        broker = self.broker_id(node)
+        if node.kind != "broker" or node.spec in self.spec.controllers:
+            kind = node.kind if node.kind != "broker" else "combined"
+            raise FaultError(f"decommission: {node.name} is a {kind} node; only a broker that is no "
+                             "controller is decommissioned (kafka-zk, kafka-kraft-split, kafka-5 of "
+                             "kafka-kraft-dynamic)")
+        md = self.admin.list_topics(timeout=10)
+        others = sorted(set(md.brokers) - {broker})
+        plan: dict[tuple[str, int], list[int]] = {}
+        for t in md.topics.values():
+            for p in t.partitions.values():
+                if broker not in p.replicas or t.topic is None:
+                    continue
+                spare = next((b for b in others if b not in p.replicas), None)
+                if spare is None:
+                    raise FaultError(f"decommission: no running broker can take {node.name}'s replica of "
+                                     f"{t.topic}-{p.id} (replicas {list(p.replicas)}; running {others})")
+                plan[(t.topic, p.id)] = [spare if r == broker else r for r in p.replicas]
+        t0 = time.monotonic()
+        if plan:
+            self._move_replicas(plan, timeout)
+        return {"broker_id": broker, "partitions_moved": len(plan),
+                "moved": {f"{t}-{p}": ids for (t, p), ids in sorted(plan.items())[:20]},
+                "moved_s": round(time.monotonic() - t0, 3)}
+
+    def retire(self, node: Node, timeout: float = 60) -> dict[str, Any]:
+        """Decommission, second half, once ``node`` stopped: in KRaft its registration is
+        removed (``kafka-cluster unregister``, Kafka's ClusterTool); in ZooKeeper mode it
+        went with its session. Waits until the cluster no longer lists the broker."""
+        broker = self.broker_id(node)
+        detail: dict[str, Any] = {}
+        if self.spec.mode == "kraft":
+            runner = next((n for n in self.brokers() if n.name != node.name
+                           and n.container.status == "running"), None)
+            if runner is None:
+                raise AdminError("decommission: no other broker is running to unregister it")
+            bootstrap = ",".join(f"{n.name}:9094" for n in self.brokers() if n.name != node.name)
+            code, out = runner.container.exec(["sh", "-c", (
+                "exec java -Xmx128m -cp '/opt/kafka/libs/*' org.apache.kafka.tools.ClusterTool "
+                f"unregister --bootstrap-server {bootstrap} --id {broker}")])
+            if code != 0:
+                raise AdminError(f"decommission: unregistering broker {broker} failed: "
+                                 + " | ".join(out.strip().splitlines()[-3:])[:600])
+            detail["unregistered"] = broker
+        wait_until(lambda: broker not in self.live_brokers(), timeout=timeout,
+                   what=f"broker {broker} gone from the cluster's metadata")
+        self.removed.add(node.name)
+        return detail
 
     def voters(self) -> dict[int, str]:
         """The quorum's voters as its leader has them: node id -> metadata directory id."""

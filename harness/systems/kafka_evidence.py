@@ -26,7 +26,7 @@ def collect_kafka_replicas(cluster: Cluster, run_dir: Path, evidence: Evidence, 
     """Dumps every replica of ``topic`` from each broker's files into ``replicas/``."""
     out_dir = run_dir / "replicas"
     out_dir.mkdir(parents=True, exist_ok=True)
-    for node in (n for n in cluster.nodes() if n.kind == "broker"):
+    for node in (n for n in cluster.nodes() if n.kind == "broker" and n.member):
         hws = node_checkpoint(node, HW_CHECKPOINT)
         lines = []
         for p in range(partitions):

@@ -124,7 +124,8 @@ class PulsarSystem:
 
     # -- naming -------------------------------------------------------------------
     def brokers(self) -> list[Node]:
-        return [n for n in self.cluster.nodes() if n.kind == "pulsar-broker"]
+        """The brokers that are members (a spare joins at a ``join`` step)."""
+        return [n for n in self.cluster.nodes() if n.kind == "pulsar-broker" and n.member]
 
     def bookies(self) -> list[Node]:
         return [n for n in self.cluster.nodes() if n.kind == "bookie"]
@@ -176,7 +177,7 @@ class PulsarSystem:
         """The broker a lookup or redirect URL points at (internal or external form)."""
         parsed = urllib.parse.urlsplit(url if "://" in url else f"x://{url}")
         host, port = parsed.hostname, parsed.port
-        for spec in self.spec.nodes_of("pulsar-broker"):
+        for spec in self.spec.nodes_of("pulsar-broker", spares=True):
             if host == spec.name or (host == spec.address and port in (spec.host_port, spec.admin_port)):
                 return self.cluster.node(spec.name)
         raise AdminError(f"{url!r} names no broker of cluster {self.spec.name}")
@@ -368,7 +369,7 @@ class PulsarSystem:
     def wait_ready(self, timeout: float = 90) -> None:
         """Every bookie registered, every broker registered and healthy, a leader broker."""
         bookies = self.spec.nodes_of("bookie")
-        brokers = [n.name for n in self.spec.nodes_of("pulsar-broker")]
+        brokers = [n.name for n in self.brokers()]
         logs = self.cluster.node_logs
         wait_until(lambda: not self.unregistered_bookies(), timeout=timeout,
                    what=f"{self.spec.name}: all {len(bookies) - len(self.removed)} bookies registered"
@@ -383,6 +384,19 @@ class PulsarSystem:
                        logs=functools.partial(self.cluster.node_logs, [b]))
         wait_until(self.leader_broker, timeout=timeout, what=f"{self.spec.name}: a leader broker",
                    logs=logs)
+
+    def joined(self, node: Node, timeout: float = 120) -> dict[str, Any]:
+        """Waits until a spare broker whose gate just opened serves: registered with the
+        others and its health check passing (a bundle moves to it only then)."""
+        if node.kind != "pulsar-broker":
+            raise FaultError(f"join: {node.name} is a {node.kind}; only a spare broker joins a Pulsar "
+                             "cluster")
+        logs = functools.partial(self.cluster.node_logs, [node.name])
+        wait_until(lambda: self.broker_id(node) in self.active_brokers(), timeout=timeout,
+                   what=f"{node.name} registered", logs=logs)
+        wait_until(functools.partial(self.broker_healthy, node.name), timeout=timeout,
+                   what=f"{node.name} health check", logs=logs)
+        return {"broker_id": self.broker_id(node)}
 
     def lock_loops(self, window_s: float = 10, threshold: int = 20) -> dict[str, int]:
         """Nodes that keep losing and re-acquiring a metadata lock: node -> invalidations

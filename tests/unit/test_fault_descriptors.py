@@ -27,7 +27,8 @@ def test_every_described_fault_is_a_nemesis_primitive_and_every_primitive_is_des
 
 def test_the_step_and_chaos_vocabularies_come_from_the_descriptors() -> None:
     assert NODE_FAULTS == ("kill9", "powerloss", "stop", "remove", "start", "pause", "resume", "diskfull",
-                           "readonly", "corrupt", "snapshot", "rollback", "clock", "replace")
+                           "readonly", "corrupt", "snapshot", "rollback", "clock", "replace", "join",
+                           "decommission")
     assert CHAOS_FAULTS == ("kill9", "powerloss", "stop", "pause", "partition", "degrade", "diskfull",
                             "readonly", "clock")
     assert set(FAULTS) <= set(ACTIONS)

@@ -8,13 +8,18 @@
 #   and INITIAL_CONTROLLERS (its first voters, id@host:port:directory-id,...; a node
 #   formatted without them joins as an observer until it is added),
 #   BROKER_CONFIG ("k=v;k=v", appended last so it overrides; chaos.format.feature.* below),
-#   HEAP (default 512m),
+#   HEAP (default 512m), JOIN_GATE (a spare: wait for this file before starting),
 #   BYTEMAN (1 = load the agent with a listener on 127.0.0.1:9091), BYTEMAN_SCRIPT.
 set -euo pipefail
 ROLE=${ROLE:?ROLE must be zookeeper, broker, kraft, kraft-broker or kraft-controller}
 HEAP=${HEAP:-512m}
 RUN=/opt/kafka/run
 mkdir -p "$RUN" /data /chaos
+# a spare node (JOIN_GATE, set by the harness): the process starts once a `join` step
+# writes that file (it stays, so a restart of a joined node starts at once)
+if [ -n "${JOIN_GATE:-}" ]; then
+  while [ ! -e "$JOIN_GATE" ]; do sleep 0.2; done
+fi
 CP="/opt/kafka/libs/*"
 if ls /opt/kafka/libs | grep -qE '^(reload4j-|log4j-1[.]2)'; then
   LOG_OPTS="-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
@@ -123,8 +128,8 @@ fi
 QUORUM=()
 if [ -n "${INITIAL_CONTROLLERS:-}" ]; then
   QUORUM=(--initial-controllers "$INITIAL_CONTROLLERS")
-elif [ -n "${BOOTSTRAP_CONTROLLERS:-}" ]; then
-  QUORUM=(--no-initial-controllers)
+elif [ -n "${BOOTSTRAP_CONTROLLERS:-}" ] && [ "$ROLE" != kraft-broker ]; then
+  QUORUM=(--no-initial-controllers)  # a controller that joins as an observer (a broker needs neither)
 fi
 if [ "$ROLE" != broker ] && [ ! -f /data/kafka/meta.properties ]; then
   java -Xmx256m $LOG_OPTS -cp "$CP" kafka.tools.StorageTool format -t "${CLUSTER_ID:?CLUSTER_ID is required}" -c "$P" --ignore-formatted "${FEATURES[@]}" "${QUORUM[@]}"

@@ -13,7 +13,8 @@
 #   hostnames for the cluster's service URLs, default broker-1,broker-2),
 #   HOST_PORT, ADMIN_PORT (broker: the 127.0.0.1 ports published for 6650 / 8080),
 #   BROKER_CONFIG / BOOKIE_CONFIG ("k=v;k=v", appended last so they override),
-#   HEAP, DIRECT_MEM (JVM sizes; defaults per role below),
+#   HEAP, DIRECT_MEM (JVM sizes; defaults per role below), JOIN_GATE (a spare: wait for this
+#   file before starting),
 #   BYTEMAN (bookie/broker: 1 = load the agent with a listener on 127.0.0.1:9091), BYTEMAN_SCRIPT.
 set -euo pipefail
 ROLE=${ROLE:?ROLE must be zookeeper, init, bookie or broker}
@@ -23,6 +24,11 @@ ZK_HOST=${ZK_CONNECT%%:*}
 RUN=/opt/pulsar/run
 CP="/opt/pulsar/libs/*"
 mkdir -p "$RUN" /data /chaos
+# a spare node (JOIN_GATE, set by the harness): the process starts once a `join` step
+# writes that file (it stays, so a restart of a joined node starts at once)
+if [ -n "${JOIN_GATE:-}" ]; then
+  while [ ! -e "$JOIN_GATE" ]; do sleep 0.2; done
+fi
 HOST=$(hostname)
 
 case "$ROLE" in

@@ -107,3 +107,28 @@ def test_a_quorum_step_takes_one_controller_in_or_out() -> None:
 ])
 def test_a_bad_quorum_step_is_one_error(text: str, fragment: str) -> None:
     _refused(text, fragment)
+
+
+def test_a_join_names_a_spare_and_a_decommission_a_broker_that_is_no_controller() -> None:
+    dynamic = "system: kafka\ncluster: kafka-kraft-dynamic\nversion: '4.1.2'\nsteps:\n"
+    case = load_case_text(dynamic + "  - join: kafka-5\n  - decommission: kafka-5\n", "c.yaml")
+    assert [(s.action, s.args.target.node) for s in case.steps] == [("join", "kafka-5"),
+                                                                     ("decommission", "kafka-5")]
+    pulsar = load_case_text("system: pulsar\ncluster: pulsar\nsteps:\n  - join: broker-3\n"
+                            "  - unload: {to: broker-3}\n", "c.yaml")
+    assert pulsar.steps[0].args.target.node == "broker-3"
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("system: kafka\ncluster: kafka-kraft-dynamic\nversion: '4.1.2'\nsteps:\n  - join: kafka-1\n",
+     "join adds a spare node of the cluster, named: kafka-1 is none (spares: kafka-5)"),
+    ("system: kafka\ncluster: kafka-zk\nsteps:\n  - join: follower\n",
+     "follower is none (cluster kafka-zk has none; kafka-kraft-dynamic has kafka-5, pulsar has broker-3)"),
+    ("system: kafka\ncluster: kafka-kraft-dynamic\nversion: '4.1.2'\nsteps:\n  - decommission: kafka-2\n",
+     "kafka-2 is a combined node: decommission takes a broker that is no controller out"),
+    ("system: kafka\ncluster: kafka-zk\nsteps:\n  - decommission: zk\n", "zk is a zookeeper node"),
+    ("system: pulsar\ncluster: pulsar\nsteps:\n  - decommission: broker-1\n",
+     "a Pulsar broker's bundles move when it stops (stop), a bookie leaves with remove; pulsar has none"),
+])
+def test_a_bad_join_or_decommission_is_one_error(text: str, fragment: str) -> None:
+    _refused(text, fragment)
