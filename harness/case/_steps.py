@@ -348,9 +348,9 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
     if action == "remove" and not bookie:
         raise error(node, field, f"{args.target} is not a bookie (remove takes a bookie out for good: "
                                  "bookie, non-auditor-bookie or bookie-N)")
-    if action == "replace" and ctx.system == "pulsar" and not bookie:
+    if action == "replace" and ctx.system == "pulsar" and not (bookie or args.target.role == "last-target"):
         raise error(node, field, f"{args.target} is not a bookie (replace puts a new bookie at a "
-                                 "bookie's address: bookie, non-auditor-bookie or bookie-N)")
+                                 "bookie's address: bookie, non-auditor-bookie, bookie-N or last-target)")
     if action == "replace" and ctx.system == "kafka":
         if ctx.cluster.mode != "zk":
             raise error(node, field, "replace puts a new broker at a broker's address in ZooKeeper mode "
@@ -366,7 +366,11 @@ def _node_fault(node: Node, field: str, ctx: StepContext) -> FaultArgs:
         raise error(node, field, f"join adds a spare node of the cluster, named: {args.target} is none ("
                                  + (f"spares: {spares})" if spares else f"cluster {ctx.cluster.name} has "
                                     "none; kafka-kraft-dynamic has kafka-5, pulsar has broker-3)"))
-    if action == "decommission" and args.target.node is not None:
+    if action == "decommission" and ctx.system == "pulsar" and not bookie:
+        raise error(node, field, f"{args.target} is not a bookie (on Pulsar decommission retires a bookie: "
+                                 "bookie, non-auditor-bookie or bookie-N; a broker's bundles move when it "
+                                 "stops: use stop)")
+    if action == "decommission" and ctx.system == "kafka" and args.target.node is not None:
         spec = ctx.cluster.node(args.target.node)
         if spec.kind != "broker" or spec in ctx.cluster.controllers:
             kind = spec.kind if spec.kind != "broker" else "combined"

@@ -143,11 +143,11 @@ FAULTS: Mapping[str, FaultSpec] = MappingProxyType({spec.name: spec for spec in 
                      "lazy disk at the old one's address"),
     FaultSpec("join", "node", _EVERY_SYSTEM, None,
               records="what the join waited for (the broker registered) and the seconds (joined_s)"),
-    FaultSpec("decommission", "node", frozenset({"kafka"}), None,
-              records="the partitions moved off the broker (partitions_moved, moved, moved_s), the "
-                      "seconds of its clean stop (stopped_s), its unregistration (KRaft: unregistered)",
-              absent="decommission moves a Kafka broker's replicas to the other brokers and retires it; "
-                     "a Pulsar broker's bundles move when it stops (stop), a bookie leaves with remove"),
+    FaultSpec("decommission", "node", _EVERY_SYSTEM, None,
+              records="Kafka: the partitions moved off the broker (partitions_moved, moved, moved_s) and "
+                      "its unregistration (KRaft: unregistered); a bookie: the seconds its ledgers took "
+                      "to be re-replicated (rereplicated_s); both: the seconds of the clean stop "
+                      "(stopped_s)"),
     FaultSpec("heal", "optional", _EVERY_SYSTEM, None),
 )})
 

@@ -154,6 +154,7 @@ class Nemesis:
         removed, for the timeline."""
         if node.disk is None:
             raise FaultError(f"replace: {node.name} has no lazy disk (set disk: lazy)")
+        self.removed.discard(node.name)  # a new machine at a removed or decommissioned node's address
         if node.container.status in ("running", "paused"):
             self.kill9(node)
             wait_until(lambda: node.container.status not in ("running", "paused"), timeout=30,

@@ -377,6 +377,7 @@ class KafkaSystem:
         if node.kind != "broker" or self.spec.mode != "zk":
             raise FaultError(f"replace: {node.name} is a {node.kind} of a {self.spec.mode} cluster; only a "
                              "broker of a ZooKeeper-mode cluster is replaced with an empty disk")
+        self.removed.discard(node.name)  # a new broker at a decommissioned one's address
         return {"broker_id": node.spec.node_id}
 
     def reuse_problem(self) -> str | None:

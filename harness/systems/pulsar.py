@@ -539,6 +539,7 @@ class PulsarSystem:
             raise FaultError(f"replace: {node.name} is a {node.kind}; only a bookie is replaced "
                              "with an empty disk at its address")
         path = f"/ledgers/cookies/{node.name}:{_BOOKIE_PORT}"
+        self.removed.discard(node.name)  # a new bookie at a decommissioned one's address
 
         def delete(zk: Any) -> bool:
             if zk.exists(path):
@@ -547,6 +548,40 @@ class PulsarSystem:
             return False
 
         return {"cookie_removed": path if self._zk(delete, path) else None}
+
+    def drain(self, node: Node, timeout: float = 120) -> dict[str, Any]:
+        """Decommission, first half: a bookie's ledgers are not moved while it runs
+        (BookKeeper re-replicates them once it is down: :meth:`retire`). Only a bookie is
+        decommissioned; a broker's bundles move when it stops (``stop``)."""
+        if node.kind != "bookie":
+            raise FaultError(f"decommission: {node.name} is a {node.kind}; on Pulsar only a bookie is "
+                             "decommissioned (a broker's bundles move when it stops: use stop)")
+        return {}
+
+    def retire(self, node: Node, timeout: float = 300) -> dict[str, Any]:
+        """Decommission, second half, the bookie down: BookKeeper's own ``decommissionbookie``
+        (BookieShell) in a running bookie triggers an audit, waits until every ledger that
+        had a fragment on the bookie is re-replicated by AutoRecovery (a cluster without it,
+        ``bookie.autoRecoveryDaemonEnabled``, waits until ``timeout``), then removes its
+        cookie, so that a new bookie may start at its address (``replace``). Readiness
+        leaves it out from then on."""
+        bookie_id = f"{node.name}:{_BOOKIE_PORT}"
+        runners = [n for n in self.bookies() if n.name != node.name and n.container.status == "running"]
+        if not runners:
+            raise AdminError(f"decommission {node.name}: no other bookie is running to run the shell")
+        cmd = ["timeout", str(int(timeout)), "java", "-Xmx128m", *_SHELL_PROPS, "-cp", "/opt/pulsar/libs/*",
+               "org.apache.bookkeeper.bookie.BookieShell", "-conf", "/opt/pulsar/run/bookkeeper.conf",
+               "decommissionbookie", "-bookieid", bookie_id]
+        t0 = time.monotonic()
+        code, out = runners[0].container.exec(cmd)
+        seconds = round(time.monotonic() - t0, 3)
+        if code != 0:
+            why = (f"not done in {timeout:.0f} s (is AutoRecovery running? bookie.autoRecoveryDaemonEnabled)"
+                   if code == 124 else f"exit {code}")
+            raise AdminError(f"decommission {node.name}: BookKeeper's decommissionbookie on "
+                             f"{runners[0].name}: {why}: " + " | ".join(out.strip().splitlines()[-3:])[:600])
+        self.removed.add(node.name)
+        return {"decommissioned": bookie_id, "rereplicated_s": seconds}
 
     def removable(self, node: Node) -> bool:
         """Bookies only: BookKeeper re-replicates a lost bookie's ledgers (AutoRecovery)."""

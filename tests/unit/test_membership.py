@@ -14,10 +14,11 @@ import pytest
 from harness.backend.cluster import Cluster, Node
 from harness.backend.spare import SpareGate, compose_override
 from harness.clusters import CLUSTERS
-from harness.errors import FaultError
+from harness.errors import AdminError, FaultError
 from harness.faults import Nemesis
 from harness.systems import kafka as kafka_system
 from harness.systems.kafka import KafkaSystem, PartitionState
+from harness.systems.pulsar import PulsarSystem
 
 
 def test_spares_are_no_members_of_the_cluster_they_start_with() -> None:
@@ -215,3 +216,53 @@ def test_a_reassignment_waits_for_every_partition_of_its_plan(monkeypatch: pytes
     plan = json.loads(runner.scripts[0].split("'")[3])
     assert plan["partitions"] == [{"topic": "a", "partition": 0, "replicas": [1, 2, 3]},
                                   {"topic": "b", "partition": 1, "replicas": [3, 1, 2]}]
+
+
+def _pulsar(answer: tuple[int, str]) -> tuple[PulsarSystem, list[list[str]]]:
+    system = PulsarSystem.__new__(PulsarSystem)
+    system.removed = set()
+    ran: list[list[str]] = []
+
+    def bookie(name: str) -> Any:
+        def run(cmd: list[str]) -> tuple[int, str]:
+            ran.append([name, *cmd])
+            return answer
+        return SimpleNamespace(name=name, kind="bookie", container=SimpleNamespace(
+            status="exited" if name == "bookie-2" else "running", exec=run))
+
+    system.bookies = lambda: [bookie(f"bookie-{i}") for i in (1, 2, 3)]  # type: ignore[method-assign]
+    return system, ran
+
+
+def test_a_bookie_is_decommissioned_by_bookkeepers_shell_once_down_and_then_left_out() -> None:
+    system, ran = _pulsar((0, "Cookie of the decommissioned bookie: bookie-2:3181 is deleted successfully"))
+    node = cast(Node, SimpleNamespace(name="bookie-2", kind="bookie"))
+    assert system.drain(node) == {}
+    detail = system.retire(node)
+    assert detail["decommissioned"] == "bookie-2:3181" and system.removed == {"bookie-2"}
+    assert ran[0][:3] == ["bookie-1", "timeout", "300"]
+    assert ran[0][-3:] == ["decommissionbookie", "-bookieid", "bookie-2:3181"]
+    with pytest.raises(FaultError, match="broker-1 is a pulsar-broker; on Pulsar only a bookie"):
+        system.drain(cast(Node, SimpleNamespace(name="broker-1", kind="pulsar-broker")))
+    system._zk = lambda fn, what: False  # type: ignore[method-assign]
+    system.forget_node(node)  # a new bookie at its address: a member again
+    assert system.removed == set()
+
+
+def test_a_decommission_that_never_finishes_names_autorecovery() -> None:
+    system, _ = _pulsar((124, ""))
+    with pytest.raises(AdminError, match=r"not done in 300 s \(is AutoRecovery running\? "
+                                         r"bookie.autoRecoveryDaemonEnabled\)"):
+        system.retire(cast(Node, SimpleNamespace(name="bookie-2", kind="bookie")))
+    assert system.removed == set()
+
+
+def test_a_replace_brings_back_a_removed_node_as_a_new_machine(tmp_path: Path) -> None:
+    events: list[str] = []
+    disk = SimpleNamespace(wipe=lambda: 7)
+    node = SimpleNamespace(name="bookie-2", container=Container(events), disk=disk, gate=None)
+    node.container.status = "exited"
+    nemesis = _nemesis(node)
+    nemesis.removed.add("bookie-2")
+    nemesis.apply("replace", cast(Node, node), forget=lambda n: {"cookie_removed": None})
+    assert events == ["start"] and nemesis.removed == set()

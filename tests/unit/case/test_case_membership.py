@@ -117,6 +117,10 @@ def test_a_join_names_a_spare_and_a_decommission_a_broker_that_is_no_controller(
     pulsar = load_case_text("system: pulsar\ncluster: pulsar\nsteps:\n  - join: broker-3\n"
                             "  - unload: {to: broker-3}\n", "c.yaml")
     assert pulsar.steps[0].args.target.node == "broker-3"
+    retired = load_case_text("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - decommission: bookie\n"
+                             "  - replace: last-target\n", "c.yaml")
+    assert [(s.action, s.args.target.role) for s in retired.steps] == [("decommission", "bookie"),
+                                                                       ("replace", "last-target")]
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
@@ -128,7 +132,8 @@ def test_a_join_names_a_spare_and_a_decommission_a_broker_that_is_no_controller(
      "kafka-2 is a combined node: decommission takes a broker that is no controller out"),
     ("system: kafka\ncluster: kafka-zk\nsteps:\n  - decommission: zk\n", "zk is a zookeeper node"),
     ("system: pulsar\ncluster: pulsar\nsteps:\n  - decommission: broker-1\n",
-     "a Pulsar broker's bundles move when it stops (stop), a bookie leaves with remove; pulsar has none"),
+     "broker-1 is not a bookie (on Pulsar decommission retires a bookie"),
+    ("system: pulsar\ncluster: pulsar\ndisk: lazy\nsteps:\n  - replace: owner\n", "owner is not a bookie"),
 ])
 def test_a_bad_join_or_decommission_is_one_error(text: str, fragment: str) -> None:
     _refused(text, fragment)
