@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 import threading
 import time
 import urllib.error
@@ -32,6 +33,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 
 from ..backend.byteman import submit_rules, unload_rules
 from ..backend.cluster import Cluster, Node
+from ..clusters import BOOKIE_PREFIX
 from ..errors import AdminError, BackendError, FaultError, HarnessError, WaitTimeout
 from ..wait import wait_until
 from ._zk import wait_out_old_session, zk_address, zk_call
@@ -951,6 +953,38 @@ class PulsarSystem:
             raise AdminError(f"ledger {ledger_id}: the bookie shell on {bookies[0].name} gave no "
                              f"metadata (exit {code}): {out.strip()[-300:]}")
         return _parse_ledger(topic, ledger_id, m.group(0))
+
+    @property
+    def autorecovery(self) -> bool:
+        """Whether the bookies run AutoRecovery (``bookie.autoRecoveryDaemonEnabled``): its
+        replication workers change ledgers' ensembles in the metadata store behind their
+        owners, whose internal stats keep the metadata of the handles they hold."""
+        setting = self.cluster.broker_config.get(f"{BOOKIE_PREFIX}autoRecoveryDaemonEnabled", "")
+        return str(setting).lower() == "true"
+
+    def stored_metadata(self, ledger_ids: Iterable[int]) -> dict[int, str]:
+        """Each ledger's ``LedgerMetadata{...}`` as the metadata store holds it now, read by
+        BookKeeper's shell in a running bookie, the ledgers in parallel (one JVM each, about
+        2 s together). A ledger the shell gave no metadata for is left out."""
+        ids = sorted(set(ledger_ids))
+        bookies = [n for n in self.bookies() if n.container.status == "running"]
+        if not ids or not bookies:
+            return {}
+        java = shlex.join(["java", "-Xmx96m", "-XX:TieredStopAtLevel=1", *_SHELL_PROPS, "-cp",
+                           "/opt/pulsar/libs/*", "org.apache.bookkeeper.bookie.BookieShell", "-conf",
+                           "/opt/pulsar/run/bookkeeper.conf", "ledgermetadata", "-ledgerid"])
+        script = " ".join(f"({java} {i} 2>&1 | sed 's/^/@{i}@ /') &" for i in ids) + " wait"
+        try:
+            _, out = bookies[0].container.exec(["sh", "-c", script])
+        except BackendError as exc:
+            raise AdminError(f"ledger metadata from the store: the bookie shell on {bookies[0].name}: "
+                             f"{exc}") from exc
+        found: dict[int, str] = {}
+        for line in out.splitlines():
+            m = re.match(r"@(\d+)@ .*?(LedgerMetadata\{.*\})", line)
+            if m:
+                found[int(m.group(1))] = m.group(2)
+        return found
 
     def ledger_ensemble(self, topic: str, partition: int | None = None) -> list[Node]:
         """The bookies of the current ledger's latest ensemble (where new entries go)."""

@@ -70,6 +70,9 @@ class LedgerRange:
     cut: bool = False
     #: the ledger's digest type (``digestType`` of its metadata: CRC32C for Pulsar's ledgers)
     digest: str = "?"
+    #: where its metadata was read: ``owner`` (the owner's internal stats: the handle it
+    #: holds) or ``store`` (the metadata store, when AutoRecovery may have changed it since)
+    metadata: str = "owner"
 
 
 def parse_metadata(partition: int, ledger: int, text: str, last_confirmed: int | None) -> LedgerRange:
@@ -159,6 +162,32 @@ def asked_reads(path: Path, ledgers: list[LedgerRange]) -> list[tuple[int, str, 
     return reads
 
 
+def _from_store(system: PulsarSystem, ledgers: list[LedgerRange], problems: list[str]) -> list[LedgerRange]:
+    """The ledgers with their metadata as the metadata store holds it. An owner's internal
+    stats give the metadata of the handles it holds, and AutoRecovery's replication workers
+    change a ledger's ensembles in the store behind them (seen: an open ledger's first
+    fragment re-replicated off a decommissioned bookie, the owner's stats still naming it);
+    the dump must ask the bookies that hold the copies now. A ledger the store gave nothing
+    for keeps the owner's metadata, and the problem is said."""
+    try:
+        stored = system.stored_metadata(led.ledger for led in ledgers)
+    except Exception as exc:  # an admin or backend error: said, the owner's view kept
+        problems.append(f"bookies: ledger metadata from the store: {exc}")
+        return ledgers
+    fresh = []
+    for led in ledgers:
+        text = stored.get(led.ledger)
+        if text is None:
+            problems.append(f"bookies: ledger {led.ledger}: no metadata in the store; the owner's is used")
+            fresh.append(led)
+            continue
+        lac = led.last_confirmed if led.last_confirmed >= 0 else None  # the stats' (an open ledger)
+        got = parse_metadata(led.partition, led.ledger, text, lac)
+        got.metadata = "store"
+        fresh.append(got)
+    return fresh
+
+
 def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: int,
                  problems: list[str]) -> Path | None:
     """Writes ``bookies/ledgers.json`` and ``bookies/entries.jsonl`` for ``topic``; a
@@ -187,6 +216,8 @@ def dump_bookies(system: PulsarSystem, run_dir: Path, topic: str, partitions: in
                 problems.append(f"bookies: partition {p}: {exc}")
     if not ledgers:
         return None
+    if system.autorecovery:
+        ledgers = _from_store(system, ledgers, problems)
     out.mkdir(parents=True, exist_ok=True)
     tasks = read_ranges(ledgers) + asked_reads(out / ASKED, ledgers)
     (out / "ledgers.json").write_text(json.dumps([asdict(led) for led in ledgers], indent=1) + "\n")
