@@ -571,9 +571,8 @@ class PulsarSystem:
         runners = [n for n in self.bookies() if n.name != node.name and n.container.status == "running"]
         if not runners:
             raise AdminError(f"decommission {node.name}: no other bookie is running to run the shell")
-        cmd = ["timeout", str(int(timeout)), "java", "-Xmx128m", *_SHELL_PROPS, "-cp", "/opt/pulsar/libs/*",
-               "org.apache.bookkeeper.bookie.BookieShell", "-conf", "/opt/pulsar/run/bookkeeper.conf",
-               "decommissionbookie", "-bookieid", bookie_id]
+        cmd = ["timeout", str(int(timeout)), "java", "-Xmx128m", *_BOOKIE_SHELL, "decommissionbookie",
+               "-bookieid", bookie_id]
         t0 = time.monotonic()
         code, out = runners[0].container.exec(cmd)
         seconds = round(time.monotonic() - t0, 3)
@@ -941,9 +940,7 @@ class PulsarSystem:
         bookies = [n for n in self.bookies() if n.container.status == "running"]
         if not bookies:
             raise AdminError(f"ledger {ledger_id}: no running bookie to read its metadata")
-        cmd = ["java", "-Xmx128m", *_SHELL_PROPS, "-cp", "/opt/pulsar/libs/*",
-               "org.apache.bookkeeper.bookie.BookieShell", "-conf", "/opt/pulsar/run/bookkeeper.conf",
-               "ledgermetadata", "-ledgerid", str(ledger_id)]
+        cmd = ["java", "-Xmx128m", *_BOOKIE_SHELL, "ledgermetadata", "-ledgerid", str(ledger_id)]
         try:
             code, out = bookies[0].container.exec(cmd)
         except BackendError as exc:
@@ -970,9 +967,8 @@ class PulsarSystem:
         bookies = [n for n in self.bookies() if n.container.status == "running"]
         if not ids or not bookies:
             return {}
-        java = shlex.join(["java", "-Xmx96m", "-XX:TieredStopAtLevel=1", *_SHELL_PROPS, "-cp",
-                           "/opt/pulsar/libs/*", "org.apache.bookkeeper.bookie.BookieShell", "-conf",
-                           "/opt/pulsar/run/bookkeeper.conf", "ledgermetadata", "-ledgerid"])
+        java = shlex.join(["java", "-Xmx96m", "-XX:TieredStopAtLevel=1", *_BOOKIE_SHELL, "ledgermetadata",
+                           "-ledgerid"])
         script = " ".join(f"({java} {i} 2>&1 | sed 's/^/@{i}@ /') &" for i in ids) + " wait"
         try:
             _, out = bookies[0].container.exec(["sh", "-c", script])
@@ -1085,6 +1081,9 @@ _SHELL_PROPS = (
     "-Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",
     "-Dbookkeeper.metadata.bookie.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver",
     "-Dlog4j2.configurationFile=/opt/pulsar/config/log4j2.properties")
+#: BookKeeper's shell in a bookie's container, with that bookie's configuration (the command follows)
+_BOOKIE_SHELL = (*_SHELL_PROPS, "-cp", "/opt/pulsar/libs/*", "org.apache.bookkeeper.bookie.BookieShell",
+                 "-conf", "/opt/pulsar/run/bookkeeper.conf")
 _META_FIELD = re.compile(r"(ensembleSize|writeQuorumSize|ackQuorumSize|state|lastEntryId|digestType)="
                          r"(-?[A-Z_0-9]+)")
 _ENSEMBLES = re.compile(r"ensembles=\{([^{}]*)\}")
