@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import time
+from typing import cast
 
 from harness.backend.cluster import Cluster
-from harness.backend.docker import Engine
+from harness.backend.docker import Container, Engine
 from harness.backend.images import BASE_TAG, IMAGES_DIR, JVM_TAG, ensure_images, image_tag
 from harness.clusters import CLUSTERS
 from harness.systems import open_system
@@ -24,7 +25,7 @@ from harness.systems import open_system
 def _mem_mib(cluster: Cluster) -> float:
     total = 0.0
     for node in cluster.nodes():
-        stats = node.container.stats()
+        stats = cast(Container, node.container).stats()  # Docker nodes only
         usage = stats.get("memory_stats", {})
         total += (usage.get("usage", 0) - usage.get("stats", {}).get("cache", 0)) / 2**20
     return total

@@ -206,6 +206,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise HarnessError(f"--seed {args.seed}: a seed is between 0 and {MAX_SEED}")
     case = load_case(DEFAULT_CASE if args.case is None else args.case, cluster=args.cluster,
                      version=args.version)
+    hosts = None
+    if args.nodes is not None:
+        from .backend.remote import fit
+        from .case import load_nodes
+
+        if args.keep_cluster:
+            raise HarnessError("--keep-cluster and --nodes: a cluster on hosts is made anew for every "
+                               "run and stopped after it")
+        from .backend.ssh import probe
+
+        hosts = load_nodes(args.nodes)
+        fit(case, hosts)
+        for line in probe(hosts, runtime=False):  # each answers, takes the key, has the tools
+            log.info("%s", line)
     require_reachable(args.spark_master)  # before the run, not when its check starts
     code = 0
     for n in range(1, args.repeat + 1):
@@ -213,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             log.info("run %d of %d", n, args.repeat)
         outcome = run_case(case, reports_dir=Path(args.reports), keep_cluster=args.keep_cluster,
                            spark_master=args.spark_master,
-                           owner="keep" if args.keep_cluster else None, seed=args.seed)
+                           owner="keep" if args.keep_cluster else None, seed=args.seed, hosts=hosts)
         print(format_result(outcome.result, outcome.run_dir))
         code = outcome.exit_code
         if code != 0:  # the first unexpected verdict ends a repeat (Jepsen's --test-count)
@@ -373,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-cluster", action="store_true",
                      help="leave the cluster running after the run; later runs reuse it until "
                           "`harness cluster down NAME` or `harness clean`")
+    run.add_argument("--nodes", metavar="FILE",
+                     help="run on the hosts this nodes file names, over SSH, instead of containers "
+                          "(docs/remote.md); each run prepares them and empties their /data")
     run.add_argument("--spark-master", help=SPARK_MASTER_HELP)
     run.set_defaults(fn=cmd_run)
 

@@ -18,6 +18,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from ..clusters import BOOKIE_PREFIX, DISKS, ClusterDef, NodeDef, get_cluster
 from ..errors import BackendError
@@ -26,7 +27,8 @@ from .compose import compose
 from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
 from .images import ensure_images, image_tag
 from .lazyfs import DISKS_DIR, LazyDisk, sweep
-from .spare import SPARES_DIR, SpareGate, drop_gates
+from .process import NodeProcess
+from .spare import SPARES_DIR, Gate, SpareGate, drop_gates
 from .spare import compose_override as spare_override
 
 __all__ = ["Cluster", "Node", "LABEL_CONFIG", "DISKS", "this_owner", "owner_alive", "remove_leftovers",
@@ -82,13 +84,14 @@ class Node:
     """One node of a cluster: its definition and its container."""
 
     spec: NodeDef
-    container: Container
+    #: its process: a container, or a host's supervised process (:mod:`harness.backend.process`)
+    container: NodeProcess
     #: the node's lazy disk (a cluster made with ``disk="lazy"``), else None
     disk: LazyDisk | None = None
     #: the node's own wall clock (a cluster made with ``clock="fake"``), else None
     clock: FakeClock | None = None
     #: a spare node's gate (:mod:`harness.backend.spare`), else None
-    gate: SpareGate | None = None
+    gate: Gate | None = None
 
     @property
     def name(self) -> str:
@@ -141,6 +144,9 @@ class Cluster:
     @property
     def project(self) -> str:
         return f"chaos-{self.spec.name}"
+
+    #: whether the nodes are hosts reached over SSH (:mod:`harness.backend.remote`)
+    on_hosts: ClassVar[bool] = False
 
     @property
     def config_key(self) -> str:

@@ -12,9 +12,10 @@ import logging
 import tarfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import BackendError, ImageError
+from .netns import LocalNetns
 
 __all__ = ["Engine", "Container", "tar_files", "LABEL_MANAGED", "LABEL_OWNER", "LABEL_CLUSTER",
            "LABEL_CONFIG", "LABEL_INPUTS", "LABEL_ROLE"]
@@ -83,6 +84,13 @@ class Container:
         if pid <= 0:
             raise BackendError(f"container {self.name} has no process (is it running?)")
         return pid
+
+    #: a container's network namespace dies with its process (:mod:`harness.backend.netns`)
+    net_persists: ClassVar[bool] = False
+
+    def netns(self) -> LocalNetns:
+        """The container's network namespace, while its process runs."""
+        return LocalNetns(self.pid)
 
     def ip(self) -> str:
         nets = self.attrs()["NetworkSettings"]["Networks"]

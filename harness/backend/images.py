@@ -42,7 +42,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = "openjdk-17-jre-headless,procps,iproute2,netcat-openbsd,ca-certificates"
 #: a stand-in host of a nodes file: sshd and the tools of harness.backend.ssh.TOOLS, no Java
 HOST_TAG = "chaos-harness/ssh-host:bookworm"
-HOST_PACKAGES = "openssh-server,iptables,procps,iproute2"
+HOST_PACKAGES = "openssh-server,iptables,procps,iproute2,netcat-openbsd"
 
 
 
@@ -125,12 +125,13 @@ def ensure_host_image(engine: Engine) -> str:
     """The stand-in for a host of a nodes file (tests of the SSH backend): Debian with sshd
     and the tools a host needs (harness.backend.ssh.TOOLS), and no Java: ``harness nodes
     prepare`` installs the harness's. Made with debootstrap once, then reused."""
-    if engine.image_labels(HOST_TAG) is not None:
+    inputs = hashlib.sha256(HOST_PACKAGES.encode()).hexdigest()[:16]
+    if _up_to_date(engine, HOST_TAG, inputs):
         return HOST_TAG
-    return _debootstrap(engine, HOST_TAG, HOST_PACKAGES, "the SSH host image")
+    return _debootstrap(engine, HOST_TAG, HOST_PACKAGES, "the SSH host image", inputs=inputs)
 
 
-def _debootstrap(engine: Engine, tag: str, packages: str, what: str) -> str:
+def _debootstrap(engine: Engine, tag: str, packages: str, what: str, inputs: str = "") -> str:
     if shutil.which("debootstrap") is None:
         raise ImageError(f"{what}: debootstrap is not installed and no registry answers: run bin/setup "
                          "(apt-get install debootstrap), or set CHAOS_PUBLIC_BASE to a JRE 17 "
@@ -147,6 +148,7 @@ def _debootstrap(engine: Engine, tag: str, packages: str, what: str) -> str:
         engine.import_rootfs(str(tar_path), tag, changes=[
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             f"LABEL {LABEL_MANAGED}=image",
+            *([f"LABEL {LABEL_INPUTS}={inputs}"] if inputs else []),
         ])
     log.info(f"{what}: {tag} imported in {time.monotonic() - t0:.0f}s")
     return tag

@@ -7,9 +7,9 @@ A host gets, from the same local image a Docker node of that system and version 
   or ``/opt/pulsar``), and the Byteman agent at ``/opt/byteman``, so the entrypoint, the
   injection rules and the evidence readers find them where they do in a container;
 - ``/opt/chaos-harness/bin/node``, the supervisor: it starts the entrypoint apart from the
-  SSH session with the node's environment, records its process, and never restarts it: a
-  process killed with -9 stays down until the harness starts it again (``node start``), as
-  a stopped container does.
+  SSH session with the node's environment, records its process, stamps each line of its
+  output with the time, and never restarts it: a process killed with -9 stays down until
+  the harness starts it again (``node start``), as a stopped container does.
 
 The bundle (a gzipped tar, symbolic links resolved) is made once per image and kept in the
 image cache; each host receives it over SFTP and unpacks it; ``prepare`` is idempotent
@@ -57,8 +57,15 @@ case "${1:-}" in
   start)
     if alive; then echo "already running: $(pid)"; exit 0; fi
     set -a; . "$HOME_DIR/node.env"; set +a
-    export PATH="$HOME_DIR/java/bin:$PATH"
-    setsid sh -c 'echo $$ > "$0"; exec "$1" >> "$2" 2>&1' "$PIDS" "$ENTRYPOINT" "$LOG" < /dev/null &
+    # shim: commands the node sees instead of the host's (hostname: the node's name)
+    export PATH="$HOME_DIR/shim:$HOME_DIR/java/bin:$PATH"
+    # each line of output stamped with the host's time (Unix seconds, microseconds), as
+    # Docker stamps a container's; the stamper ignores every signal but KILL and ends at EOF.
+    # setsid -f, not "&": an asynchronous command would start with SIGINT and SIGQUIT ignored
+    # (and the JVM's thread dump on SIGQUIT with them); nothing keeps the SSH session's output
+    setsid -f bash -c 'echo $$ > "$0"; exec "$1" > >(trap "" HUP INT QUIT TERM USR1 USR2
+      while IFS= read -r l; do printf "%s %s\n" "$EPOCHREALTIME" "$l"; done >> "$2") 2>&1' \
+      "$PIDS" "$ENTRYPOINT" "$LOG" < /dev/null > /dev/null 2>&1
     for _ in 1 2 3 4 5 6 7 8 9 10; do alive && exit 0; sleep 0.1; done
     echo "the node did not start: $(tail -5 "$LOG")" >&2; exit 1 ;;
   kill) alive && group KILL; exit 0 ;;
@@ -145,7 +152,9 @@ def _prepare_host(nodes: NodesFile, host: SshHost, bundle: Path, digest: str) ->
             sftp.chmod(f"{HOME}/bin/node", 0o755)
     except OSError as exc:
         raise nodes.error(node, f"{node.where}: sending the bundle failed: {exc}") from None
-    unpack = (f"rm -rf {HOME}/java && tar -C / -xzf {remote} && rm -f {remote} {HOME}/bundle.* && "
+    # what an earlier bundle unpacked goes first: another version's jars must not stay beside these
+    unpack = (f"rm -rf {HOME}/java {' '.join('/' + p for paths in _PATHS.values() for p in paths)} && "
+              f"tar -C / -xzf {remote} && rm -f {remote} {HOME}/bundle.* && "
               f"{HOME}/java/bin/java -version && touch {stamp}")
     status, out = host.run(unpack, timeout=600)
     if status != 0:

@@ -18,14 +18,24 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-__all__ = ["SPARES_DIR", "SpareGate", "compose_override", "drop_gates"]
+__all__ = ["SPARES_DIR", "Gate", "SpareGate", "compose_override", "drop_gates"]
 
 #: host directory of the gates: <SPARES_DIR>/<compose project>/<node>/join
 SPARES_DIR = Path(os.environ.get("CHAOS_SPARES_DIR", "/var/lib/chaos-harness/spares"))
 #: where a spare's gate directory is bound in its container (the entrypoints' JOIN_GATE)
 _IN_NODE_DIR = "/chaos-join"
 _FILE = "join"
+
+
+class Gate(Protocol):
+    """What holds a spare back: a file its entrypoint waits for."""
+
+    def open(self) -> None: ...
+
+    @property
+    def joined(self) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import shlex
 import socket
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..clusters import NodesFile, RemoteNode
-from ..errors import BackendError
+from ..errors import BackendError, FaultError
 
 if TYPE_CHECKING:
     import paramiko
 
-__all__ = ["SshHost", "SshProcess", "connect", "check_host", "hosts", "probe", "TOOLS", "RUNTIME", "HOME"]
+__all__ = ["SshHost", "SshProcess", "HostNet", "connect", "check_host", "hosts", "probe", "TOOLS", "RUNTIME",
+           "HOME"]
 
 #: where ``harness nodes prepare`` puts everything on a host
 HOME = "/opt/chaos-harness"
@@ -40,7 +43,11 @@ TOOLS = {
     "setsid": "starting a node's process apart from the SSH session",
     "kill": "kill -9, pause (SIGSTOP) and resume",
     "iptables": "partitions",
+    "tc": "rate limits",
+    "bash": "the nodes' entrypoints",
 }
+#: commands a host of a system must have besides :data:`TOOLS`
+SYSTEM_TOOLS = {"pulsar": {"nc": "the entrypoint's wait for ZooKeeper and the cluster metadata"}}
 #: how long a host has to answer and to accept the key
 CONNECT_TIMEOUT_S = 8.0
 
@@ -60,11 +67,22 @@ class SshHost:
 
     def run(self, command: str, *, timeout: float = 60.0) -> tuple[int, str]:
         """``command`` through the host's shell: its exit status and its output (stdout
-        then stderr)."""
-        _, stdout, stderr = self.client.exec_command(command, timeout=timeout)
-        out = stdout.read().decode("utf-8", "replace")
-        err = stderr.read().decode("utf-8", "replace")
-        return stdout.channel.recv_exit_status(), out + err
+        then stderr); a BackendError naming the host when the connection fails or
+        ``timeout`` passes."""
+        try:
+            _, stdout, stderr = self.client.exec_command(command, timeout=timeout)
+            out = stdout.read().decode("utf-8", "replace")
+            err = stderr.read().decode("utf-8", "replace")
+            return stdout.channel.recv_exit_status(), out + err
+        except Exception as exc:  # paramiko's SSHException, a socket timeout, a closed transport
+            raise BackendError(f"{self.node.name} on {self.node.where}: {command.split()[0]} over SSH "
+                               f"failed: {exc or type(exc).__name__}") from exc
+
+    @property
+    def alive(self) -> bool:
+        """Whether the connection still stands."""
+        transport = self.client.get_transport()
+        return transport is not None and transport.is_active()
 
     def close(self) -> None:
         self.client.close()
@@ -116,13 +134,14 @@ def check_host(nodes: NodesFile, host: SshHost, *, runtime: bool = True) -> None
     """The tools :data:`TOOLS` and (``runtime``) the prepared Java on ``host``; a CaseError
     naming the first thing missing."""
     node = host.node
-    script = "; ".join(f"command -v {t} >/dev/null 2>&1 || echo missing:{t}" for t in TOOLS)
+    tools = {**TOOLS, **SYSTEM_TOOLS.get(nodes.cluster.system, {})}
+    script = "; ".join(f"command -v {t} >/dev/null 2>&1 || echo missing:{t}" for t in tools)
     status, out = host.run(script, timeout=30)
     missing = [line.split(":", 1)[1] for line in out.split() if line.startswith("missing:")]
     if status != 0 and not missing:
         raise nodes.error(node, f"{node.where}: the tool check failed (exit {status}): {out.strip()[-200:]}")
     if missing:
-        need = "; ".join(f"{t} ({TOOLS[t]})" for t in missing)
+        need = "; ".join(f"{t} ({tools[t]})" for t in missing)
         raise nodes.error(node, f"{node.where} lacks {need}: install it there (Debian: apt-get install "
                                 f"{' '.join(_PACKAGES.get(t, t) for t in missing)})")
     if runtime:
@@ -133,7 +152,7 @@ def check_host(nodes: NodesFile, host: SshHost, *, runtime: bool = True) -> None
 
 
 #: the Debian package of a tool, for the fix an error names
-_PACKAGES = {"setsid": "util-linux", "kill": "procps"}
+_PACKAGES = {"setsid": "util-linux", "kill": "procps", "tc": "iproute2", "nc": "netcat-openbsd"}
 
 
 def _last_line(text: str) -> str:
@@ -209,6 +228,12 @@ class SshProcess:
             raise BackendError(f"{self.name} on {self.host.node.where} has no process (is it running?)")
         return int(out)
 
+    #: a host's network outlives the node's process: a partition's rules stay until flushed
+    net_persists = True
+
+    def netns(self) -> HostNet:
+        return HostNet(self.host)
+
     def ip(self) -> str:
         return self.host.node.host
 
@@ -236,11 +261,14 @@ class SshProcess:
         return self.host.run(line, timeout=600)
 
     def logs(self, tail: int | str = "all", since: float | None = None, timestamps: bool = False) -> str:
-        """The node's output (every start's, appended); ``since`` and ``timestamps`` are not
-        kept on a host: the whole log, without time stamps."""
+        """The node's output, every start's appended (as a container's): the supervisor stamps
+        each line with the host's time, which ``since`` (Unix seconds) filters on and
+        ``timestamps`` shows as Docker does (RFC 3339, UTC). The hosts' clocks are taken to
+        agree with this machine's (NTP), as Jepsen takes them."""
+        keep = "1" if since is None else f"$1 + 0 >= {since:.6f}"
         count = "+1" if tail == "all" else str(int(tail))
-        _, out = self.host.run(f"tail -n {count} {LOG_PATH} 2>/dev/null", timeout=60)
-        return out
+        _, out = self.host.run(f"awk '{keep}' {LOG_PATH} 2>/dev/null | tail -n {count}", timeout=120)
+        return "".join(_restamp(line, timestamps) for line in out.splitlines(keepends=True))
 
     def get_files(self, path: str) -> Iterator[tuple[str, bytes]]:
         """(member name, content) of each regular file under ``path``, as a container's
@@ -263,3 +291,41 @@ class SshProcess:
                 fh.write(content)
         except OSError as exc:
             raise BackendError(f"writing {path} on {self.host.node.where} failed: {exc}") from exc
+
+
+def _restamp(line: str, timestamps: bool) -> str:
+    """A log line as the supervisor wrote it (``<unix seconds> <text>``), with Docker's time
+    stamp or none."""
+    stamp, sep, text = line.partition(" ")
+    try:
+        t = float(stamp)
+    except ValueError:
+        return line  # not stamped (a line of an older supervisor)
+    if not timestamps:
+        return text if sep else "\n"
+    when = datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return f"{when}000Z {text}"
+
+
+class HostNet:
+    """A host's own network (:class:`harness.backend.netns.NetNs`): iptables and tc run there,
+    over SSH, as root."""
+
+    pid: int | None = None
+    persists = True
+
+    def __init__(self, host: SshHost) -> None:
+        self.host = host
+
+    def run(self, tool: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        line = " ".join(map(shlex.quote, tool))
+        try:
+            status, out = self.host.run(line, timeout=30)
+        except BackendError as exc:
+            raise FaultError(str(exc)) from exc
+        if check and status != 0:
+            raise FaultError(f"{line} on {self.host.node.where} failed (exit {status}): {out.strip()[:300]}")
+        return subprocess.CompletedProcess(tool, status, out, "")
+
+    def __repr__(self) -> str:
+        return f"network of {self.host.node.where}"

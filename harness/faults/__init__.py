@@ -33,11 +33,12 @@ from typing import Any
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from ..backend.cluster import Cluster, Node
+from ..backend.netns import CHAIN, NetNs
 from ..errors import BackendError, FaultError, HarnessError
 from ..history import Recorder
 from ..wait import wait_until
 from .clock import ClockDriver, ClockPlan
-from .degrade import Effects, Shaping, in_netns, interface_of, loss_rules, shape, unshape
+from .degrade import Effects, Shaping, interface_of, loss_rules, shape, unshape
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ __all__ = ["Nemesis", "FAULTS", "DIRECTIONS", "Effects", "ClockPlan"]
 
 DIRECTIONS = ("both", "in", "out")
 FREEZE_ATTEMPTS = 5
-_CHAIN = "CHAOS"
+_CHAIN = CHAIN
 
 
 class Nemesis:
@@ -112,8 +113,7 @@ class Nemesis:
             node.container.kill("KILL")
         self.down.pop(node.name, None)
         self.down[node.name] = None
-        self.partitioned.discard(node.name)  # its network namespace died with it
-        self._drop_shaping(node.name, pid=None)
+        self._network_died(node)
         if node.disk is None:
             self.full.discard(node.name)  # a diskfull rule dies with its JVM (a full disk stays full)
 
@@ -183,10 +183,18 @@ class Nemesis:
             node.container.stop(timeout=grace)
         self.down.pop(node.name, None)
         self.down[node.name] = None
-        self.partitioned.discard(node.name)
-        self._drop_shaping(node.name, pid=None)
+        self._network_died(node)
         if node.disk is None:
             self.full.discard(node.name)
+
+    def _network_died(self, node: Node) -> None:
+        """A container's network namespace dies with its process, and its rules with it; a
+        host's network outlives the node, so its rules are flushed here, as Docker would."""
+        ns = node.container.netns() if node.container.net_persists else None
+        if ns is not None and node.name in self.partitioned:
+            _flush_chain(ns)
+        self.partitioned.discard(node.name)
+        self._drop_shaping(node.name, ns=ns)
 
     def remove(self, node: Node) -> None:
         """kill -9, and ``node`` stays out for good, as a machine lost with its disk: no
@@ -322,13 +330,13 @@ class Nemesis:
         targets = list(peers) if peers is not None else \
             [n for n in self.cluster.nodes() if n.name != node.name]
         ips = [p.container.ip() for p in targets if p.container.status in ("running", "paused")]
-        pid = node.container.pid
-        _ensure_chain(pid)
+        ns = node.container.netns()
+        _ensure_chain(ns)
         for ip in ips:
             if direction in ("both", "in"):
-                _iptables(pid, ["-A", _CHAIN, "-s", ip, "-j", "DROP"])
+                _iptables(ns, ["-A", _CHAIN, "-s", ip, "-j", "DROP"])
             if direction in ("both", "out"):
-                _iptables(pid, ["-A", _CHAIN, "-d", ip, "-j", "DROP"])
+                _iptables(ns, ["-A", _CHAIN, "-d", ip, "-j", "DROP"])
         self.partitioned.add(node.name)
 
     def degrade(self, node: Node, effects: Effects, peers: Iterable[Node] | None = None,
@@ -344,36 +352,36 @@ class Nemesis:
             [n for n in self.cluster.nodes() if n.name != node.name]
         live = [p for p in targets if p.container.status in ("running", "paused")]
         if effects.loss_pct:
-            pid = node.container.pid
-            _ensure_chain(pid)
+            ns = node.container.netns()
+            _ensure_chain(ns)
             matches = [(flag, p.container.ip()) for p in live for flag, way in (("-s", "in"), ("-d", "out"))
                        if direction in ("both", way)]
             for rule in loss_rules(matches, effects.loss_pct / 100):
-                _iptables(pid, rule)
+                _iptables(ns, rule)
             self.partitioned.add(node.name)  # its chain holds rules: a heal flushes them
         shaped: list[str] = []
         if effects.shapes:
             senders = ([(node, [p.container.ip() for p in live])] if direction in ("both", "out") else []) \
                 + ([(p, [node.container.ip()]) for p in live] if direction in ("both", "in") else [])
             for sender, ips in senders:
-                pid = sender.container.pid
+                sender_ns = sender.container.netns()
                 old = self.shaped.get(sender.name)
-                self._drop_shaping(sender.name, pid=pid)
-                shaping = Shaping(old.iface if old else interface_of(pid, sender.container.ip()))
+                self._drop_shaping(sender.name, ns=sender_ns)
+                shaping = Shaping(old.iface if old else interface_of(sender_ns, sender.container.ip()))
                 self.shaped[sender.name] = shaping  # first: a heal unshapes it even if this fails
                 self.shaped_for.setdefault(node.name, set()).add(sender.name)
                 self._degrades += 1
-                shape(pid, shaping, ips, effects, seed=self.seed + self._degrades)
+                shape(sender_ns, shaping, ips, effects, seed=self.seed + self._degrades)
                 shaped.append(sender.name)
         return {"shaped": shaped} if shaped else {}
 
-    def _drop_shaping(self, name: str, pid: int | None) -> None:
-        """Ends the shaping of node ``name`` (``pid`` None: its network namespace died with
+    def _drop_shaping(self, name: str, ns: NetNs | None) -> None:
+        """Ends the shaping of node ``name`` (``ns`` None: its network namespace died with
         it, only the delayer is left to stop); keeps what its delayer did for the next heal."""
         shaping = self.shaped.pop(name, None)
         if shaping is None:
             return
-        counts = unshape(pid, shaping)
+        counts = unshape(ns, shaping)
         if counts:
             self.delayed[name] = counts
 
@@ -386,8 +394,7 @@ class Nemesis:
         by_name = {n.name: n for n in self.cluster.nodes()}
         for name in names:
             n = by_name.get(name)
-            live = n is not None and n.container.status in ("running", "paused")
-            self._drop_shaping(name, pid=n.container.pid if live and n is not None else None)
+            self._drop_shaping(name, ns=_network_of(n) if n is not None else None)
 
     def _delayed(self) -> dict[str, Any]:
         """What the stopped delayers did, for a heal's timeline entry (then forgotten)."""
@@ -431,8 +438,9 @@ class Nemesis:
             if n.container.status == "paused":
                 n.container.unpause()
             self.paused.discard(n.name)
-            if n.container.status == "running":
-                _flush_chain(n.container.pid)
+            ns = _network_of(n)
+            if ns is not None:
+                _flush_chain(ns)
             self.partitioned.discard(n.name)
             self._unshape({n.name} | self.shaped_for.pop(n.name, set()))
             self._unfill(n)
@@ -460,9 +468,11 @@ class Nemesis:
                 if status == "paused":
                     n.container.unpause()
                     status = "running"
-                if status == "running":
-                    _flush_chain(n.container.pid)
+                if status == "running" or n.container.net_persists:
+                    ns = n.container.netns()
+                    _flush_chain(ns)
                     self._unshape([n.name])
+                if status == "running":
                     self._unfill(n)
                 elif start_down and status in ("exited", "created") and (
                         start_removed or n.name not in self.removed):
@@ -472,7 +482,7 @@ class Nemesis:
                 problems.append(f"{n.name}: {exc}")
         for name in list(self.shaped):  # a node gone from the cluster: its delayer still stops
             try:
-                self._drop_shaping(name, pid=None)
+                self._drop_shaping(name, ns=None)
             except (OSError, subprocess.SubprocessError) as exc:
                 problems.append(f"{name}: stopping its delayer: {exc}")
         self.paused.clear()
@@ -504,21 +514,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _iptables(pid: int, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return in_netns(pid, ["iptables", "-w", "5", *args], check=check)
+def _network_of(node: Node) -> NetNs | None:
+    """The network ``node``'s rules are in, while there is one: a container's while its
+    process lives, a host's always."""
+    live = node.container.net_persists or node.container.status in ("running", "paused")
+    return node.container.netns() if live else None
 
 
-def _ensure_chain(pid: int) -> None:
-    if _iptables(pid, ["-L", _CHAIN, "-n"], check=False).returncode != 0:
-        _iptables(pid, ["-N", _CHAIN])
+def _iptables(ns: NetNs, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return ns.run(["iptables", "-w", "5", *args], check=check)
+
+
+def _ensure_chain(ns: NetNs) -> None:
+    if _iptables(ns, ["-L", _CHAIN, "-n"], check=False).returncode != 0:
+        _iptables(ns, ["-N", _CHAIN])
     for hook in ("INPUT", "OUTPUT"):
-        if _iptables(pid, ["-C", hook, "-j", _CHAIN], check=False).returncode != 0:
-            _iptables(pid, ["-I", hook, "1", "-j", _CHAIN])
+        if _iptables(ns, ["-C", hook, "-j", _CHAIN], check=False).returncode != 0:
+            _iptables(ns, ["-I", hook, "1", "-j", _CHAIN])
 
 
-def _flush_chain(pid: int) -> None:
-    if _iptables(pid, ["-L", _CHAIN, "-n"], check=False).returncode == 0:
-        _iptables(pid, ["-F", _CHAIN])
+def _flush_chain(ns: NetNs) -> None:
+    if _iptables(ns, ["-L", _CHAIN, "-n"], check=False).returncode == 0:
+        _iptables(ns, ["-F", _CHAIN])
 
 
 Fault = Callable[..., Any]

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import json
 import select
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backend.netns import QUEUE_CHAIN, LocalNetns, NetNs, nsenter_path
 from ..errors import FaultError
 
 __all__ = ["Effects", "Shaping", "shape", "unshape", "interface_of", "loss_rules", "in_netns",
@@ -40,8 +40,6 @@ __all__ = ["Effects", "Shaping", "shape", "unshape", "interface_of", "loss_rules
 MARK = 0x0C4A05
 #: a delayer's queue number (queues are per network namespace: one per sender node)
 QUEUE = 7
-#: the chain of the rules that steer packets to a delayer (hooked after the partitions' chain)
-QUEUE_CHAIN = "CHAOSQ"
 #: how long a delayer may take to hold its queue, or to stop and report
 _DELAYER_WAIT_S = 15
 #: the unlimited classes' rate: more than any container link carries here
@@ -98,43 +96,31 @@ class Shaping:
     counts: dict[str, Any] = field(default_factory=dict)
 
 
-def nsenter_path() -> str:
-    path = shutil.which("nsenter")
-    if path is None:
-        raise FaultError("nsenter is not installed (util-linux): run bin/setup")
-    return path
-
-
 def in_netns(pid: int, tool: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Runs ``tool`` (iptables, tc, ip) from the host in the network namespace of ``pid``."""
-    cmd = [nsenter_path(), "-t", str(pid), "-n", *tool]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-    except FileNotFoundError as exc:
-        raise FaultError(f"{tool[0]} is not installed on the host: run bin/setup") from exc
-    if check and out.returncode != 0:
-        err = out.stderr.strip()
-        raise FaultError(f"{' '.join(tool)} in netns of pid {pid} failed: {err[:300]}")
-    return out
+    return LocalNetns(pid).run(tool, check=check)
 
 
-def interface_of(pid: int, ip: str) -> str:
-    """The network interface that holds address ``ip`` in the namespace of ``pid``."""
-    out = in_netns(pid, ["ip", "-o", "-4", "addr", "show"])
+def interface_of(ns: NetNs, ip: str) -> str:
+    """The network interface that holds address ``ip`` in the network ``ns``."""
+    out = ns.run(["ip", "-o", "-4", "addr", "show"])
     for line in out.stdout.splitlines():
         fields = line.split()
         if len(fields) > 3 and fields[3].split("/")[0] == ip:
             return fields[1].split("@")[0]
-    raise FaultError(f"no interface holds {ip} in the netns of pid {pid}")
+    raise FaultError(f"no interface holds {ip} in the {ns!r}")
 
 
-def shape(pid: int, shaping: Shaping, peer_ips: list[str], effects: Effects, seed: int = 0) -> None:
-    """Shapes what the namespace of ``pid`` sends to ``peer_ips``: a rate limit on its
-    interface, a delayer for the rest."""
+def shape(ns: NetNs, shaping: Shaping, peer_ips: list[str], effects: Effects, seed: int = 0) -> None:
+    """Shapes what the network ``ns`` sends to ``peer_ips``: a rate limit on its interface, a
+    delayer for the rest (a local namespace only: the delayer runs on this machine)."""
     iface = shaping.iface
+    if effects.queues and ns.pid is None:
+        raise FaultError(f"degrade: delay, jitter, duplication and reordering need the delayer, which "
+                         f"runs on this machine and cannot reach the {ns!r}: on hosts use loss or rate")
 
     def tc(*args: str) -> None:
-        in_netns(pid, ["tc", *args])
+        ns.run(["tc", *args])
 
     if effects.rate_bps is not None:
         rate = f"{int(effects.rate_bps)}bit"
@@ -146,18 +132,19 @@ def shape(pid: int, shaping: Shaping, peer_ips: list[str], effects: Effects, see
             tc("filter", "add", "dev", iface, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                "match", "ip", "dst", f"{ip}/32", "flowid", "1:2")
     if effects.queues:
-        shaping.delayer = _start_delayer(pid, effects, seed)
-        _ensure_queue_chain(pid)
+        assert ns.pid is not None  # checked above
+        shaping.delayer = _start_delayer(ns.pid, effects, seed)
+        _ensure_queue_chain(ns)
         for rule in queue_rules(peer_ips):
-            in_netns(pid, ["iptables", "-w", "5", *rule])
+            ns.run(["iptables", "-w", "5", *rule])
 
 
-def unshape(pid: int | None, shaping: Shaping) -> dict[str, Any]:
-    """Removes the shaping (nothing to remove is no error; ``pid`` None: the node's namespace
+def unshape(ns: NetNs | None, shaping: Shaping) -> dict[str, Any]:
+    """Removes the shaping (nothing to remove is no error; ``ns`` None: the node's namespace
     is gone, only its delayer is left to stop); returns what the delayer did."""
-    if pid is not None:
-        in_netns(pid, ["tc", "qdisc", "del", "dev", shaping.iface, "root"], check=False)
-        in_netns(pid, ["iptables", "-w", "5", "-F", QUEUE_CHAIN], check=False)
+    if ns is not None:
+        ns.run(["tc", "qdisc", "del", "dev", shaping.iface, "root"], check=False)
+        ns.run(["iptables", "-w", "5", "-F", QUEUE_CHAIN], check=False)
     if shaping.delayer is not None:
         shaping.counts = _stop_delayer(shaping.delayer)
         shaping.delayer = None
@@ -172,14 +159,14 @@ def queue_rules(peer_ips: list[str]) -> list[list[str]]:
              "--queue-num", str(QUEUE), "--queue-bypass"] for ip in peer_ips]
 
 
-def _ensure_queue_chain(pid: int) -> None:
+def _ensure_queue_chain(ns: NetNs) -> None:
     def ipt(*args: str) -> int:
-        return in_netns(pid, ["iptables", "-w", "5", *args], check=False).returncode
+        return ns.run(["iptables", "-w", "5", *args], check=False).returncode
 
     if ipt("-L", QUEUE_CHAIN, "-n") != 0:
-        in_netns(pid, ["iptables", "-w", "5", "-N", QUEUE_CHAIN])
+        ns.run(["iptables", "-w", "5", "-N", QUEUE_CHAIN])
     if ipt("-C", "OUTPUT", "-j", QUEUE_CHAIN) != 0:
-        in_netns(pid, ["iptables", "-w", "5", "-A", "OUTPUT", "-j", QUEUE_CHAIN])
+        ns.run(["iptables", "-w", "5", "-A", "OUTPUT", "-j", QUEUE_CHAIN])
 
 
 def _start_delayer(pid: int, effects: Effects, seed: int) -> subprocess.Popen[str]:

@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..case import Case
-from ..clusters import REPORTS_DIR
+from ..clusters import REPORTS_DIR, NodesFile
 from ..errors import HarnessError
 from ..history import HistoryWriter
 from ..result import InjectionSummary, RunResult
@@ -73,7 +73,8 @@ class RunOutcome:
 
 def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: bool = False,
              spark_master: str | None = None, owner: str | None = None,
-             listeners: tuple[Listener, ...] = (), seed: int | None = None) -> RunOutcome:
+             listeners: tuple[Listener, ...] = (), seed: int | None = None,
+             hosts: NodesFile | None = None) -> RunOutcome:
     """Runs ``case``; always returns an outcome with ``result.json`` written (see module doc).
 
     ``keep_cluster``: leave the cluster running at the end. ``owner``: the owner label of a
@@ -83,6 +84,8 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: b
     it to no process, so later runs reuse it until ``harness cluster down`` or ``harness clean``.
     ``seed``: the run's seed, from which each ``chaos`` step without its own draws its fault
     schedule (default: drawn at random; kept in ``result.json`` either way).
+    ``hosts``: the hosts that play the nodes (a nodes file, :mod:`harness.backend.remote`;
+    checked against the case by :func:`harness.backend.remote.fit`), instead of containers.
     ``listeners``: called with every timeline event as it is recorded. Progress goes to the
     ``harness`` loggers (:func:`harness.run.events.console` shows it).
 
@@ -109,7 +112,7 @@ def run_case(case: Case, *, reports_dir: Path = DEFAULT_REPORTS, keep_cluster: b
         with ExitStack() as stack:
             timeline = stack.enter_context(HistoryWriter(run_dir / "timeline.jsonl", "runner"))
             ctx = RunContext(case, run_dir, stack, RunEvents(timeline, listeners),
-                             keep_cluster=keep_cluster, owner=owner)
+                             keep_cluster=keep_cluster, owner=owner, hosts=hosts)
             if seed is not None:
                 ctx.seed = seed
             if any(step.action == "chaos" for step in case.steps):

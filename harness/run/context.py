@@ -22,6 +22,7 @@ from .events import RunEvents
 if TYPE_CHECKING:
     from ..backend.cluster import Cluster
     from ..case import Case
+    from ..clusters import NodesFile
     from ..collect import Evidence
     from ..faults import Nemesis
     from ..inject import RuleInjector
@@ -43,6 +44,8 @@ class RunContext:
     keep_cluster: bool = False
     #: the owner label of a cluster this run creates (None: this process)
     owner: str | None = None
+    #: the hosts that play the cluster's nodes (``harness run --nodes``; None: Docker nodes)
+    hosts: NodesFile | None = None
     topic: str = ""
     #: the run's seed: each ``chaos`` step without a seed of its own draws its schedule from it
     seed: int = field(default_factory=lambda: secrets.randbits(31))

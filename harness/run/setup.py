@@ -38,8 +38,18 @@ def setup(ctx: RunContext) -> None:
     engine = Engine()
     for name in remove_leftovers(engine):
         log.info("removed leftovers of a dead run: cluster %s", name)
-    cluster = ctx.cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config,
-                                         owner=ctx.owner, disk=case.disk, clock=case.clock)
+    if ctx.hosts is not None:
+        from ..backend.remote import RemoteCluster
+
+        cluster: Cluster = RemoteCluster.from_nodes(engine, ctx.hosts, case.version, case.broker_config,
+                                                    owner=ctx.owner)
+        log.info("the nodes are hosts: %s", ctx.hosts.path)
+        ctx.events.mark("nodes on hosts", {"file": str(ctx.hosts.path),
+                                           "hosts": {n.name: n.where for n in ctx.hosts.nodes}})
+    else:
+        cluster = Cluster.named(engine, case.cluster, case.version, case.broker_config, owner=ctx.owner,
+                                disk=case.disk, clock=case.clock)
+    ctx.cluster = cluster
     log.info("cluster %s (%s %s)", case.cluster, case.system, cluster.version)
     reused = cluster.up()
     system = ctx.system = open_system(cluster)

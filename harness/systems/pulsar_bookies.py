@@ -253,6 +253,9 @@ def _run_dump(system: PulsarSystem, run_dir: Path, tasks: list[tuple[int, str, i
               f"java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d classes "
               f"-cp \"$(printf '%s:' {libs}.jar)\" BookieDump.java && "
               f"exec java -Xmx256m -XX:+UseSerialGC -cp 'classes:{libs}' BookieDump dump.properties")
+    if system.cluster.on_hosts:
+        _dump_on_host(system, run_dir, script, timeout_s)
+        return
     name = f"chaos-pulsar-bookie-dump-{uuid.uuid4().hex[:6]}"
     box = system.cluster.run_helper(name, ["sh", "-c", script], role="evidence",
                                     mounts={str(run_dir.resolve()): RUN_MOUNT}, working_dir=RUN_MOUNT)
@@ -273,3 +276,32 @@ def _run_dump(system: PulsarSystem, run_dir: Path, tasks: list[tuple[int, str, i
     (work / "dump.log").write_text(logs)
     if code != 0:
         raise BackendError(f"the bookie dump exited with code {code}: {logs.strip()[-600:]}")
+
+
+def _dump_on_host(system: PulsarSystem, run_dir: Path, script: str, timeout_s: float) -> None:
+    """The dump on a host of a cluster on hosts (each has the Java runtime, Pulsar's jars and
+    every node's name): its files sent to a folder standing in for the run directory, the
+    entries read back."""
+    from ..clients.jvm import RUN_MOUNT
+
+    node = system.cluster.nodes()[0]  # any host: the dump reads the bookies over the network
+    place = f"/chaos/bookie-dump-{uuid.uuid4().hex[:6]}"
+    work = run_dir / "bookies" / "java"
+    proc = node.container
+    status, out = proc.exec(["mkdir", "-p", f"{place}/bookies/java"])
+    if status != 0:
+        raise BackendError(f"the bookie dump: cannot make {place} on {node.name}'s host: "
+                           f"{out.strip()[-200:]}")
+    for name in ("BookieDump.java", "tasks.txt", "dump.properties"):
+        text = (work / name).read_text().replace(RUN_MOUNT, place)
+        proc.put_file(f"{place}/bookies/java/{name}", text.encode())
+    code, logs = proc.exec(["timeout", str(int(timeout_s)), "sh", "-c", script.replace(RUN_MOUNT, place)])
+    (work / "dump.log").write_text(logs[-20000:])
+    if code != 0:
+        raise BackendError(f"the bookie dump on {node.name}'s host exited with code {code}: "
+                           f"{logs.strip()[-600:]}")
+    entries = dict(proc.get_files(f"{place}/bookies/{ENTRIES}"))
+    with open(run_dir / "bookies" / ENTRIES, "wb") as fh:
+        for content in entries.values():
+            fh.write(content)
+    proc.exec(["rm", "-rf", place])

@@ -5,6 +5,7 @@ error naming the node and the fix, exit 2, and leave nothing running on any host
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import time
@@ -224,3 +225,35 @@ def test_a_real_zookeeper_started_killed_paused_and_read_over_ssh(standins: Stan
             zk.kill()
             connected["zk"].run("rm -rf /data/zookeeper /opt/chaos-harness/node.env "
                                 "/opt/chaos-harness/node.log")
+
+
+# -- a case run on the hosts (harness run --nodes): after prepare above ------------------------
+CASES = Path(__file__).resolve().parents[2] / "cases"
+
+
+def test_run_on_hosts_with_an_unreachable_host_is_one_error_before_anything_starts(
+        standins: StandinHosts, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    kafka2 = standins.addresses["kafka-2"]
+    path = edited(standins, f"kafka-2: {{host: {kafka2}", f"kafka-2: {{port: 2, host: {kafka2}",
+                  "closed-run.yaml")
+    code = main(["run", str(CASES / "kafka" / "c1.yaml"), "--nodes", str(path), "--reports", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "does not answer (Connection refused)" in one_error(err, path, "kafka-2")
+    assert not list(tmp_path.iterdir())  # no run began
+    nothing_running(standins)
+
+
+def test_c1_runs_on_the_hosts_with_its_point_hit_and_the_verdict_it_has_on_docker(
+        standins: StandinHosts, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Seed 003's C1 through the SSH backend: the leader held by Byteman on its host, killed
+    -9 by the supervisor, started again; the point hit, nothing lost, as on Docker nodes."""
+    code = main(["run", str(CASES / "kafka" / "c1.yaml"), "--nodes", str(standins.nodes_file),
+                 "--reports", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err[-3000:]
+    result = json.loads(next(tmp_path.glob("*/result.json")).read_text())
+    assert (result["verdict"], result["as_expected"]) == ("pass", True), result.get("error")
+    assert result["injection"]["point"] == "C1" and result["injection"]["hit"] is True
+    assert result["anomalies"].get("lost-write", 0) == 0 and result["counts"]["ok"] >= 100
+    nothing_running(standins)  # the run stopped every node on its way out

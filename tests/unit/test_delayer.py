@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.backend.netns import LocalNetns
 from harness.faults.degrade import Effects, Shaping, shape, unshape
 from harness.faults.delayer import Plan
 
@@ -75,10 +76,11 @@ def _median_rtt_s(pid: int) -> float:
 def test_a_delay_with_duplicates_slows_each_round_trip_and_a_heal_ends_it(netns: int) -> None:
     before = _median_rtt_s(netns)
     shaping = Shaping("lo")
-    shape(netns, shaping, ["127.0.0.1"], Effects(delay_ms=20, jitter_ms=5, duplicate_pct=20), seed=7)
+    shape(LocalNetns(netns), shaping, ["127.0.0.1"], Effects(delay_ms=20, jitter_ms=5, duplicate_pct=20),
+          seed=7)
     assert shaping.delayer is not None and shaping.delayer.poll() is None
     delayed = _median_rtt_s(netns)
-    counts = unshape(netns, shaping)
+    counts = unshape(LocalNetns(netns), shaping)
     after = _median_rtt_s(netns)
     print(f"median round trip: {before * 1000:.2f} ms, delayed {delayed * 1000:.1f} ms, "
           f"healed {after * 1000:.2f} ms; {counts}")
@@ -90,7 +92,7 @@ def test_a_delay_with_duplicates_slows_each_round_trip_and_a_heal_ends_it(netns:
 
 def test_a_delayer_stops_by_itself_when_its_node_is_gone(netns: int) -> None:
     shaping = Shaping("lo")
-    shape(netns, shaping, ["127.0.0.1"], Effects(delay_ms=10), seed=1)
+    shape(LocalNetns(netns), shaping, ["127.0.0.1"], Effects(delay_ms=10), seed=1)
     proc = shaping.delayer
     assert proc is not None
     subprocess.run(["kill", "-9", str(netns)], check=True)

@@ -17,6 +17,8 @@ FREEZE_FAILED = ('pause broker-2 failed: 500 Server Error: Internal Server Error
 
 
 class FakeContainer:
+    net_persists = False  # a container's network dies with its process
+
     def __init__(self, failures: list[str]) -> None:
         self.failures = failures
         self.status = "running"
@@ -78,6 +80,9 @@ def test_other_pause_errors_are_not_retried() -> None:
 class _Killable(FakeContainer):
     pid = 1
 
+    def netns(self) -> Any:
+        return object()  # _flush_chain is stubbed: nothing runs in it
+
     def kill(self, signal: str) -> None:
         self.status = "exited"
 
@@ -85,7 +90,7 @@ class _Killable(FakeContainer):
 def test_diskfull_is_healed_by_heal_and_forgotten_by_a_kill(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness import faults
 
-    monkeypatch.setattr(faults, "_flush_chain", lambda pid: None)  # no iptables here
+    monkeypatch.setattr(faults, "_flush_chain", lambda ns: None)  # no iptables here
     calls: list[tuple[str, bool]] = []
 
     def set_full(node: Node, full: bool) -> dict[str, Any]:

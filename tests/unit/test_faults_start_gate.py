@@ -13,6 +13,8 @@ from harness.faults import Nemesis
 
 
 class Container:
+    net_persists = False  # a container's network dies with its process
+
     def __init__(self, status: str, events: list[str]) -> None:
         self.status, self.events = status, events
 

@@ -212,6 +212,8 @@ def test_diskfull_on_a_lazy_disk_survives_a_kill_until_heal(disk: LazyDisk) -> N
     from harness.faults import Nemesis
 
     class Container:
+        net_persists = False
+
         status = "running"
 
         def kill(self, signal: str) -> None:
@@ -259,6 +261,8 @@ def test_readonly_refuses_writes_with_erofs_across_a_kill_until_heal(disk: LazyD
     from harness.faults import Nemesis
 
     class Container:
+        net_persists = False
+
         status = "running"
 
         def kill(self, signal: str) -> None:
@@ -288,6 +292,8 @@ def test_replace_kills_the_node_empties_its_disk_forgets_it_and_starts_a_new_one
     calls: list[str] = []
 
     class Container:
+        net_persists = False
+
         status = "running"
 
         def kill(self, signal: str) -> None:

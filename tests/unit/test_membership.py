@@ -48,6 +48,8 @@ def test_a_gate_is_closed_when_made_and_stays_open_once_joined(tmp_path: Path) -
 
 
 class Container:
+    net_persists = False  # a container's network dies with its process
+
     def __init__(self, events: list[str]) -> None:
         self.status, self.events = "running", events
 

@@ -15,6 +15,8 @@ from harness.run.roles import LeaderWatch, Resolver
 
 
 class FakeContainer:
+    net_persists = False  # a container's network dies with its process
+
     def __init__(self) -> None:
         self.status = "running"
 
