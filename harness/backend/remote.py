@@ -214,13 +214,6 @@ class RemoteCluster(Cluster):
             self._connected[name] = host
         return host
 
-    def _each(self, what: str, command: str, *, timeout: float = 120) -> None:
-        for n in self.spec.nodes:
-            status, out = self._host(n.name).run(command, timeout=timeout)
-            if status != 0:
-                raise BackendError(f"{what} on {n.name} ({self.nodes_file.node(n.name).where}) failed "
-                                   f"(exit {status}): {out.strip()[-300:]}")
-
     def close(self) -> None:
         for host in self._connected.values():
             host.close()
