@@ -298,11 +298,14 @@ class Cluster:
         nets = self.engine.networks({LABEL_CLUSTER: self.spec.name})
         if not nets:
             raise BackendError(f"cluster {self.spec.name} has no network (is it up?)")
-        labels = {LABEL_MANAGED: "true", LABEL_CLUSTER: self.spec.name, LABEL_OWNER: this_owner(),
-                  LABEL_ROLE: role}
         return self.engine.run_container(image_tag(self.spec.system, version or self.version), cmd, name=name,
-                                         labels=labels, network=nets[0].name, volumes=mounts,
-                                         working_dir=working_dir)
+                                         labels=self.helper_labels(role), network=nets[0].name,
+                                         volumes=mounts, working_dir=working_dir)
+
+    def helper_labels(self, role: str) -> dict[str, str]:
+        """A helper container's labels: this cluster's, and this process as its owner."""
+        return {LABEL_MANAGED: "true", LABEL_CLUSTER: self.spec.name, LABEL_OWNER: this_owner(),
+                LABEL_ROLE: role}
 
     def node_logs(self, names: list[str] | None = None, tail: int = 20) -> list[tuple[str, str]]:
         """(node, last log lines) for the timeout messages of waits."""

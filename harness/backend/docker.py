@@ -188,17 +188,22 @@ class Engine:
         return [Container(self, c.id, c.name, dict(c.labels or {})) for c in found]
 
     def run_container(self, image: str, cmd: list[str], *, name: str, labels: Mapping[str, str],
-                      network: str, volumes: Mapping[str, str], working_dir: str) -> Container:
+                      network: str, volumes: Mapping[str, str], working_dir: str,
+                      extra_hosts: Mapping[str, str] | None = None) -> Container:
         """Starts ``cmd`` detached in a new container of ``image`` (its entrypoint cleared).
 
-        ``volumes`` maps a host path to the path it is bound to, read-write. The caller
-        removes the container (:meth:`Container.remove`).
+        ``volumes`` maps a host path to the path it is bound to, read-write; ``network`` is a
+        network's name, or ``host`` (this machine's); ``extra_hosts`` names addresses in the
+        container's /etc/hosts. The caller removes the container (:meth:`Container.remove`).
         """
         binds = {host: {"bind": path, "mode": "rw"} for host, path in volumes.items()}
+        net: dict[str, Any] = {"network_mode": "host"} if network == "host" else {"network": network}
+        if extra_hosts:
+            net["extra_hosts"] = dict(extra_hosts)
         try:
             box = self.client.containers.run(image, cmd, entrypoint=[], name=name,
-                                             labels=dict(labels), detach=True, network=network,
-                                             volumes=binds, working_dir=working_dir)
+                                             labels=dict(labels), detach=True, volumes=binds,
+                                             working_dir=working_dir, **net)
         except Exception as exc:
             raise BackendError(f"starting container {name} failed: {exc}") from exc
         return Container(self, box.id, box.name, dict(box.labels or {}))

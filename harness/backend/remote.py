@@ -18,9 +18,10 @@ What a container gets from compose, a host gets from this module at :meth:`Remot
 :meth:`RemoteCluster.down` kills every node's process, flushes the network rules the faults
 left, empties the data directories and removes the names: nothing stays running.
 
-Not on hosts yet (a clear error, not a silent difference): lazy disks and clocks of their own
-(``disk: lazy``, a ``clock`` step), the Java workloads (``driver: java``), and a degraded
-link's delay, jitter, duplication and reordering (loss and a rate limit work).
+The Java workloads run in a helper container on this machine's network, every node's name
+in its /etc/hosts. Not on hosts yet (a clear error, not a silent difference): lazy disks and
+clocks of their own (``disk: lazy``, a ``clock`` step), and a degraded link's delay, jitter,
+duplication and reordering (loss and a rate limit work).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..clusters import ClusterDef, NodeDef, NodesFile
 from ..errors import BackendError
 from .cluster import Cluster, Node
 from .docker import Container, Engine
+from .images import image_tag
 from .netns import CHAIN, QUEUE_CHAIN
 from .ssh import HOME, SshHost, SshProcess, check_host, connect
 
@@ -320,7 +322,14 @@ class RemoteCluster(Cluster):
         return out
 
     def run_helper(self, name: str, cmd: list[str], *, role: str, mounts: Mapping[str, str],
-                   working_dir: str, version: str | None = None) -> Any:
-        raise BackendError(f"a {role} helper ({name}) runs in a container beside Docker nodes; on hosts "
-                           "it is not built yet: run this case on Docker nodes (without --nodes), or "
-                           "with the Python clients (client: {driver: python})")
+                   working_dir: str, version: str | None = None) -> Container:
+        """A helper container (a Java workload) on this machine's network, where the harness
+        itself reaches the hosts, each node's name (and compose's aliases) naming its host in
+        the container's /etc/hosts: the programs reach the nodes by the names they use inside
+        a cluster of containers."""
+        names = {n.name: n.address for n in self.spec.nodes}
+        for node, more in aliases(self.spec).items():
+            names.update((alias, names[node]) for alias in more)
+        return self.engine.run_container(image_tag(self.spec.system, version or self.version), cmd, name=name,
+                                         labels=self.helper_labels(role), network="host", volumes=mounts,
+                                         working_dir=working_dir, extra_hosts=names)

@@ -249,3 +249,22 @@ def test_a_partition_of_a_node_on_a_host_ends_when_its_process_is_killed_as_on_d
     commands.clear()
     assert nemesis.heal_all() == []  # a dead node on a host: its rules flushed too, then it starts
     assert "iptables -w 5 -F CHAOS" in commands and a.container.status == "running"
+
+
+def test_a_java_workload_on_hosts_runs_on_this_machine_s_network_knowing_every_node_s_name(
+        tmp_path: Path) -> None:
+    """The Java programs reach the nodes by their names (kafka-1:9094, broker-1:6650), as in a
+    cluster of containers: the helper's /etc/hosts names each node's host (and aliases)."""
+    seen: dict[str, Any] = {}
+
+    class Engine:
+        def run_container(self, image: str, cmd: list[str], **kw: Any) -> str:
+            seen.update(kw, image=image)
+            return "box"
+
+    pulsar = RemoteCluster.from_nodes(cast(Any, Engine()), load_nodes(nodes_file(tmp_path, PULSAR)))
+    assert pulsar.run_helper("w", ["true"], role="workload", mounts={"/r": "/run-dir"},
+                             working_dir="/run-dir") == "box"
+    assert seen["network"] == "host" and seen["image"] == "chaos-harness/pulsar:4.0.7"
+    assert seen["extra_hosts"]["broker-1"] == "10.0.1.5" and seen["extra_hosts"]["zookeeper"] == "10.0.1.1"
+    assert seen["labels"]["io.chaosharness.role"] == "workload"
