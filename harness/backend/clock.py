@@ -29,10 +29,12 @@ import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import BackendError
 
-__all__ = ["CLOCKS", "FakeClock", "LIBFAKETIME", "compose_override", "drop_clocks", "CLOCKS_DIR"]
+__all__ = ["CLOCKS", "Clock", "FakeClock", "LIBFAKETIME", "compose_override", "drop_clocks", "CLOCKS_DIR",
+           "faketime_env", "offset_text", "parse_offset", "require_libfaketime"]
 
 #: what a cluster's nodes' wall clocks are
 CLOCKS = ("real", "fake")
@@ -43,6 +45,41 @@ LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 _IN_NODE_LIB = "/opt/chaos-harness/faketime/libfaketime.so.1"
 _IN_NODE_DIR = "/chaos-clock"
 _FILE = "offset"
+
+
+def require_libfaketime() -> Path:
+    if not LIBFAKETIME.is_file():
+        raise BackendError(f"clock faults need libfaketime at {LIBFAKETIME}: run bin/setup "
+                           "(installs Debian's libfaketime)")
+    return LIBFAKETIME
+
+
+def faketime_env(offset_file: str) -> dict[str, str]:
+    """libfaketime's settings (besides ``LD_PRELOAD``) for a node whose offset is in
+    ``offset_file``: see the module's documentation."""
+    return {"FAKETIME_TIMESTAMP_FILE": offset_file, "FAKETIME_CACHE_DURATION": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+            "FAKETIME_DONT_RESET": "1"}
+
+
+def offset_text(offset_s: float) -> str:
+    """An offset file's content."""
+    return f"{offset_s:+.3f}\n"
+
+
+def parse_offset(text: str, where: object) -> float:
+    try:
+        return float(text.strip())
+    except ValueError as exc:
+        raise BackendError(f"the fake clock's offset file {where} holds {text.strip()!r}") from exc
+
+
+class Clock(Protocol):
+    """A node's own wall clock: its offset from the real time, in seconds."""
+
+    def offset(self) -> float: ...
+
+    def set(self, offset_s: float) -> None: ...
 
 
 class FakeClock:
@@ -66,35 +103,25 @@ class FakeClock:
             text = self.path.read_text().strip()
         except OSError as exc:
             raise BackendError(f"no offset file for the fake clock at {self.path}: {exc}") from exc
-        try:
-            return float(text)
-        except ValueError as exc:
-            raise BackendError(f"the fake clock's offset file {self.path} holds {text!r}") from exc
+        return parse_offset(text, self.path)
 
     def set(self, offset_s: float) -> None:
         """Sets the node's wall clock to the real time plus ``offset_s`` (within a second)."""
         tmp = self.home / f".{_FILE}.new"
-        tmp.write_text(f"{offset_s:+.3f}\n")
+        tmp.write_text(offset_text(offset_s))
         os.replace(tmp, self.path)
 
 
 def compose_override(project_home: Path, nodes: Iterable[str]) -> Path:
     """Makes each node's offset file (``+0``) and the compose file that preloads libfaketime
     in each node and binds its file; returns that compose file."""
-    if not LIBFAKETIME.is_file():
-        raise BackendError(f"clock faults need libfaketime at {LIBFAKETIME}: run bin/setup "
-                           "(installs Debian's libfaketime)")
+    require_libfaketime()
     services = {}
     for name in nodes:
         clock = FakeClock(project_home / name).create()
         services[name] = {
             "volumes": [f"{LIBFAKETIME}:{_IN_NODE_LIB}:ro", f"{clock.home}:{_IN_NODE_DIR}"],
-            "environment": {"LD_PRELOAD": _IN_NODE_LIB,
-                            "FAKETIME_TIMESTAMP_FILE": f"{_IN_NODE_DIR}/{_FILE}",
-                            "FAKETIME_CACHE_DURATION": "1",
-                            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-                            "FAKETIME_FORCE_MONOTONIC_FIX": "0",
-                            "FAKETIME_DONT_RESET": "1"}}
+            "environment": {"LD_PRELOAD": _IN_NODE_LIB, **faketime_env(f"{_IN_NODE_DIR}/{_FILE}")}}
     override = project_home / "compose.clock.json"
     override.write_text(json.dumps({"services": services}, indent=1))  # JSON is YAML
     return override

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from ..clusters import BOOKIE_PREFIX, DISKS, ClusterDef, NodeDef, get_cluster
 from ..errors import BackendError
-from .clock import CLOCKS, CLOCKS_DIR, FakeClock, compose_override, drop_clocks
+from .clock import CLOCKS, CLOCKS_DIR, Clock, FakeClock, compose_override, drop_clocks
 from .compose import compose
 from .docker import LABEL_CLUSTER, LABEL_CONFIG, LABEL_MANAGED, LABEL_OWNER, LABEL_ROLE, Container, Engine
 from .images import ensure_images, image_tag
@@ -89,7 +89,7 @@ class Node:
     #: the node's lazy disk (a cluster made with ``disk="lazy"``), else None
     disk: LazyDisk | None = None
     #: the node's own wall clock (a cluster made with ``clock="fake"``), else None
-    clock: FakeClock | None = None
+    clock: Clock | None = None
     #: a spare node's gate (:mod:`harness.backend.spare`), else None
     gate: Gate | None = None
 

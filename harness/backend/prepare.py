@@ -63,7 +63,10 @@ case "${1:-}" in
     # Docker stamps a container's; the stamper ignores every signal but KILL and ends at EOF.
     # setsid -f, not "&": an asynchronous command would start with SIGINT and SIGQUIT ignored
     # (and the JVM's thread dump on SIGQUIT with them); nothing keeps the SSH session's output
-    setsid -f bash -c 'echo $$ > "$0"; exec "$1" > >(trap "" HUP INT QUIT TERM USR1 USR2
+    # CHAOS_PRELOAD (a node's own clock: libfaketime) is preloaded in the entrypoint alone: the
+    # stamper, a subshell forked before, keeps the real time
+    setsid -f bash -c 'echo $$ > "$0"; [ -n "${CHAOS_PRELOAD:-}" ] && export LD_PRELOAD="$CHAOS_PRELOAD"
+      exec "$1" > >(trap "" HUP INT QUIT TERM USR1 USR2; unset LD_PRELOAD
       while IFS= read -r l; do printf "%s %s\n" "$EPOCHREALTIME" "$l"; done >> "$2") 2>&1' \
       "$PIDS" "$ENTRYPOINT" "$LOG" < /dev/null > /dev/null 2>&1
     for _ in 1 2 3 4 5 6 7 8 9 10; do alive && exit 0; sleep 0.1; done

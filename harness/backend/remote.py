@@ -19,9 +19,10 @@ What a container gets from compose, a host gets from this module at :meth:`Remot
 left, empties the data directories and removes the names: nothing stays running.
 
 The Java workloads run in a helper container on this machine's network, every node's name
-in its /etc/hosts. Not on hosts yet (a clear error, not a silent difference): lazy disks and
-clocks of their own (``disk: lazy``, a ``clock`` step), and a degraded link's delay, jitter,
-duplication and reordering (loss and a rate limit work).
+in its /etc/hosts; a case with a ``clock`` step gets clocks of the nodes' own from
+libfaketime, sent to the hosts. Not on hosts yet (a clear error, not a silent difference):
+lazy disks (``disk: lazy``), and a degraded link's delay, jitter, duplication and
+reordering (loss and a rate limit work).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import yaml
 
 from ..clusters import ClusterDef, NodeDef, NodesFile
 from ..errors import BackendError
+from .clock import faketime_env, offset_text, parse_offset, require_libfaketime
 from .cluster import Cluster, Node
 from .docker import Container, Engine
 from .images import image_tag
@@ -55,6 +57,9 @@ PORTS: dict[str, tuple[int | None, int | None]] = {
     "controller": (None, None), "bookie": (None, None)}
 #: a spare's gate on its host (the entrypoints' JOIN_GATE)
 JOIN_FILE = f"{HOME}/join"
+#: a node's clock offset (libfaketime reads it) and where the run puts libfaketime, on its host
+CLOCK_FILE = f"{HOME}/clock/offset"
+FAKETIME_LIB = f"{HOME}/faketime/libfaketime.so.1"
 #: the marker of the lines this module adds to a host's /etc/hosts
 MARK = "# chaos-harness"
 _VAR = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
@@ -135,7 +140,7 @@ def reset_script(address: str, *, unname: bool = False) -> str:
         f" | cut -d@ -f1 | head -1); "
         f"if [ -n \"$dev\" ] && tc qdisc show dev \"$dev\" | grep -q '^qdisc htb 1: root'; then "
         f"tc qdisc del dev \"$dev\" root; fi; "
-        f"rm -rf /data/* /chaos/* {JOIN_FILE} {HOME}/node.log {HOME}/node.pid")
+        f"rm -rf /data/* /chaos/* {JOIN_FILE} {HOME}/clock {HOME}/node.log {HOME}/node.pid")
     if unname:
         script += (f"; grep -v {shlex.quote(MARK)} /etc/hosts > {HOME}/hosts.tmp; "
                    f"cat {HOME}/hosts.tmp > /etc/hosts; rm -f {HOME}/hosts.tmp")
@@ -144,7 +149,7 @@ def reset_script(address: str, *, unname: bool = False) -> str:
 
 def fit(case: Any, hosts: NodesFile) -> None:
     """A CaseError unless ``case`` can run on ``hosts``: the same cluster definition, and
-    nothing hosts do not offer yet (lazy disks, clocks of their own)."""
+    nothing hosts do not offer yet (lazy disks)."""
     from ..errors import CaseError
 
     if case.cluster != hosts.cluster.name:
@@ -156,9 +161,29 @@ def fit(case: Any, hosts: NodesFile) -> None:
         raise CaseError("disk: lazy is not available on hosts yet (a lazy disk is a FUSE file system "
                         "the harness mounts on this machine): run the case on Docker nodes",
                         path=str(hosts.path))
-    if case.clock != "real":
-        raise CaseError("a clock step needs clocks of the nodes' own, not available on hosts yet: "
-                        "run the case on Docker nodes", path=str(hosts.path))
+
+
+@dataclass(frozen=True)
+class RemoteClock:
+    """A node's own wall clock on its host (:class:`harness.backend.clock.Clock`): libfaketime,
+    sent by the run, reads the offset file there; the harness writes it over SSH (a new file
+    renamed over the old one)."""
+
+    host: SshHost
+
+    def offset(self) -> float:
+        status, out = self.host.run(f"cat {CLOCK_FILE}", timeout=30)
+        if status != 0:
+            raise BackendError(f"no offset file for the fake clock of {self.host.node.name} at "
+                               f"{CLOCK_FILE}: {out.strip()[-200:]}")
+        return parse_offset(out, f"{CLOCK_FILE} on {self.host.node.where}")
+
+    def set(self, offset_s: float) -> None:
+        text = offset_text(offset_s).strip()
+        status, out = self.host.run(f"mkdir -p {HOME}/clock && printf '%s\\n' {shlex.quote(text)} > "
+                                    f"{CLOCK_FILE}.new && mv {CLOCK_FILE}.new {CLOCK_FILE}", timeout=30)
+        if status != 0:
+            raise BackendError(f"setting the clock of {self.host.node.name}: {out.strip()[-200:]}")
 
 
 @dataclass(frozen=True)
@@ -187,16 +212,19 @@ class RemoteCluster(Cluster):
 
     @classmethod
     def from_nodes(cls, engine: Engine, hosts: NodesFile, version: str | None = None,
-                 broker_config: Mapping[str, str] | None = None, owner: str | None = None) -> RemoteCluster:
-        """The cluster of the nodes file ``hosts`` (version: the given one, else the file's)."""
-        base = Cluster.named(engine, hosts.cluster.name, version or hosts.version, broker_config, owner)
+                   broker_config: Mapping[str, str] | None = None, owner: str | None = None,
+                   clock: str = "real") -> RemoteCluster:
+        """The cluster of the nodes file ``hosts`` (version: the given one, else the file's);
+        ``clock="fake"``: each node's wall clock its own (libfaketime, as in containers)."""
+        base = Cluster.named(engine, hosts.cluster.name, version or hosts.version, broker_config, owner,
+                             clock=clock)
         by_name = {n.name: n for n in hosts.nodes}
         nodes = []
         for n in base.spec.nodes:
             client, admin = PORTS.get(n.kind, (None, None))
             nodes.append(replace(n, address=by_name[n.name].host, host_port=client, admin_port=admin))
         spec = replace(base.spec, nodes=tuple(nodes))
-        return cls(engine, spec, base.version, base.broker_config, base.owner, hosts=hosts)
+        return cls(engine, spec, base.version, base.broker_config, base.owner, clock=base.clock, hosts=hosts)
 
     @property
     def nodes_file(self) -> NodesFile:
@@ -247,7 +275,10 @@ class RemoteCluster(Cluster):
             for n in self.spec.nodes:
                 proc = SshProcess(self._host(n.name))
                 self._name_host(n.name, block)
-                proc.configure(node_environment(self.spec, n, n.address, env))
+                node_env = node_environment(self.spec, n, n.address, env)
+                if self.clock == "fake":
+                    node_env.update(self._fake_clock(n))
+                proc.configure(node_env)
             log.info("%s: starting %d nodes on hosts (%s %s)", self.spec.name, len(self.spec.nodes),
                      self.spec.system, self.version)
             first = [n for n in self.spec.nodes if n.kind == "zookeeper"]
@@ -262,6 +293,20 @@ class RemoteCluster(Cluster):
             self.down()
             raise
         return False
+
+    def _fake_clock(self, node: NodeDef) -> dict[str, str]:
+        """Sends ``node``'s host this machine's libfaketime (the hosts are Debian, as the
+        images are) and sets its offset to zero; the node's environment for it. The library
+        is preloaded in the node's entrypoint only (``CHAOS_PRELOAD``, which the supervisor
+        makes ``LD_PRELOAD`` at its exec), not in the supervisor's stamper: the log's time
+        stamps stay real."""
+        host = self._host(node.name)
+        status, out = host.run(f"mkdir -p {HOME}/faketime {HOME}/clock", timeout=30)
+        if status != 0:
+            raise BackendError(f"{node.name}: cannot make {HOME}/faketime: {out.strip()[-200:]}")
+        SshProcess(host).put_file(FAKETIME_LIB, require_libfaketime().read_bytes())
+        RemoteClock(host).set(0.0)
+        return {"CHAOS_PRELOAD": FAKETIME_LIB, **faketime_env(CLOCK_FILE)}
 
     def _name_host(self, name: str, block: str) -> None:
         """The node's name for itself (a ``hostname`` shim) and every node's in /etc/hosts
@@ -318,7 +363,8 @@ class RemoteCluster(Cluster):
         out = []
         for n in self.spec.nodes:
             host = self._host(n.name)
-            out.append(Node(n, SshProcess(host), gate=RemoteGate(host) if n.spare else None))
+            out.append(Node(n, SshProcess(host), clock=RemoteClock(host) if self.clock == "fake" else None,
+                            gate=RemoteGate(host) if n.spare else None))
         return out
 
     def run_helper(self, name: str, cmd: list[str], *, role: str, mounts: Mapping[str, str],

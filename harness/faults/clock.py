@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..backend.clock import FakeClock
+from ..backend.clock import Clock
 from ..errors import FaultError
 
 __all__ = ["ClockDriver", "ClockPlan", "STEP_S", "MIN_PERIOD_S"]
@@ -56,7 +56,7 @@ class ClockPlan:
 class ClockDriver:
     """Moves one node's offset in a thread, for a drift or a strobe, until stopped."""
 
-    def __init__(self, clock: FakeClock, plan: ClockPlan) -> None:
+    def __init__(self, clock: Clock, plan: ClockPlan) -> None:
         self.clock, self.plan = clock, plan
         self.base = clock.offset()
         self.steps = 0

@@ -42,7 +42,7 @@ def setup(ctx: RunContext) -> None:
         from ..backend.remote import RemoteCluster
 
         cluster: Cluster = RemoteCluster.from_nodes(engine, ctx.hosts, case.version, case.broker_config,
-                                                    owner=ctx.owner)
+                                                    owner=ctx.owner, clock=case.clock)
         log.info("the nodes are hosts: %s", ctx.hosts.path)
         ctx.events.mark("nodes on hosts", {"file": str(ctx.hosts.path),
                                            "hosts": {n.name: n.where for n in ctx.hosts.nodes}})
