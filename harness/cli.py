@@ -146,6 +146,24 @@ def cmd_nodes_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nodes_reset(args: argparse.Namespace) -> int:
+    """``harness nodes reset NODES.yaml``: what the end of a run does to its hosts, for hosts
+    a harness killed with -9 left running: every node's process killed, ``/data`` and
+    ``/chaos`` emptied, the faults' network rules and the nodes' names removed."""
+    from typing import Any, cast
+
+    from .backend.remote import RemoteCluster
+    from .backend.ssh import probe
+    from .case import load_nodes
+
+    nodes = load_nodes(args.nodes)
+    probe(nodes, runtime=False)  # every host answers: one clear error naming a node otherwise
+    RemoteCluster.from_nodes(cast(Any, None), nodes).down()  # no image is needed
+    print(f"{nodes.path}: {len(nodes.nodes)} hosts reset (node processes killed, /data and /chaos "
+          "emptied, the faults' rules and the nodes' names removed)")
+    return 0
+
+
 def cmd_nodes_standin(args: argparse.Namespace) -> int:
     """``harness nodes standin CLUSTER``: a container running sshd for each node of the
     cluster definition, kept until ``harness clean``, and their nodes file."""
@@ -449,6 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(from the local image; idempotent)")
     nprepare.add_argument("nodes", type=Path, help="the nodes file")
     nprepare.set_defaults(fn=cmd_nodes_prepare)
+    nreset = nodes.add_parser("reset", help="stop every node a run left on the hosts of a nodes file "
+                                            "(a harness killed with -9): kill, empty /data, remove "
+                                            "the faults' rules and the names")
+    nreset.add_argument("nodes", type=Path, help="the nodes file")
+    nreset.set_defaults(fn=cmd_nodes_reset)
     nstandin = nodes.add_parser("standin", help="start a container running sshd for each node of a "
                                                 "cluster and write their nodes file (to try the SSH "
                                                 "backend on one machine)")

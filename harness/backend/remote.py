@@ -141,9 +141,10 @@ def reset_script(address: str, *, unname: bool = False) -> str:
         f"if [ -n \"$dev\" ] && tc qdisc show dev \"$dev\" | grep -q '^qdisc htb 1: root'; then "
         f"tc qdisc del dev \"$dev\" root; fi; "
         f"rm -rf /data/* /chaos/* {JOIN_FILE} {HOME}/clock {HOME}/node.log {HOME}/node.pid")
-    if unname:
-        script += (f"; grep -v {shlex.quote(MARK)} /etc/hosts > {HOME}/hosts.tmp; "
-                   f"cat {HOME}/hosts.tmp > /etc/hosts; rm -f {HOME}/hosts.tmp")
+    if unname:  # /etc/hosts is rewritten only from a copy that holds its other lines
+        tmp = f"{HOME}/hosts.tmp"
+        script += (f"; mkdir -p {HOME} && {{ grep -v {shlex.quote(MARK)} /etc/hosts > {tmp}; "
+                   f"[ -s {tmp} ] && cat {tmp} > /etc/hosts; }}; rm -f {tmp}")
     return script + "; true"
 
 

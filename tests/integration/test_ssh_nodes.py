@@ -257,3 +257,23 @@ def test_c1_runs_on_the_hosts_with_its_point_hit_and_the_verdict_it_has_on_docke
     assert result["injection"]["point"] == "C1" and result["injection"]["hit"] is True
     assert result["anomalies"].get("lost-write", 0) == 0 and result["counts"]["ok"] >= 100
     nothing_running(standins)  # the run stopped every node on its way out
+
+
+def test_reset_stops_what_a_killed_harness_left_on_the_hosts(standins: StandinHosts,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A harness killed with -9 cannot stop its nodes: `harness nodes reset` does what the end
+    of a run does (the node killed, its data and the nodes' names gone)."""
+    nodes = load_nodes(standins.nodes_file)
+    with hosts(nodes) as connected:
+        zk = SshProcess(connected["zk"])
+        zk.configure({"ENTRYPOINT": "/opt/kafka/entrypoint.sh", "ROLE": "zookeeper", "HEAP": "128m"})
+        zk.start()
+        connected["zk"].run("echo '10.9.9.9 leftover # chaos-harness' >> /etc/hosts")
+    assert main(["nodes", "reset", str(standins.nodes_file)]) == 0
+    out, _ = capsys.readouterr()
+    assert "4 hosts reset" in out
+    nothing_running(standins)
+    box = standins.container("zk")
+    assert box.exec_run(["grep", "-c", "chaos-harness", "/etc/hosts"]).output.decode().strip() == "0"
+    assert box.exec_run(["sh", "-c", "ls -A /data | wc -l"]).output.decode().strip() == "0"
+    assert "localhost" in box.exec_run(["cat", "/etc/hosts"]).output.decode()  # its own lines kept
