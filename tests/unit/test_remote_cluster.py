@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -296,3 +297,26 @@ def test_a_java_workload_on_hosts_runs_on_this_machine_s_network_knowing_every_n
     assert seen["network"] == "host" and seen["image"] == "chaos-harness/pulsar:4.0.7"
     assert seen["extra_hosts"]["broker-1"] == "10.0.1.5" and seen["extra_hosts"]["zookeeper"] == "10.0.1.1"
     assert seen["labels"]["io.chaosharness.role"] == "workload"
+
+
+def test_a_node_s_clock_on_its_host_is_its_offset_file_written_whole(tmp_path: Path) -> None:
+    """RemoteClock writes the offset as a new file renamed over the old one (libfaketime never
+    reads half a write) and reads it back; a cluster with a clock step gives each node one."""
+    from harness.backend.remote import CLOCK_FILE, RemoteClock
+
+    class Host:
+        node = SimpleNamespace(name="kafka-1", where="root@10.0.0.12:22")
+
+        def __init__(self) -> None:
+            self.files: dict[str, str] = {}
+
+        def run(self, command: str, *, timeout: float = 60.0) -> tuple[int, str]:
+            out = subprocess.run(["sh", "-c", command.replace("/opt/chaos-harness", str(tmp_path))],
+                                 capture_output=True, text=True)
+            return out.returncode, out.stdout + out.stderr
+
+    clock = RemoteClock(cast(Any, Host()))
+    clock.set(-42.5)
+    assert (tmp_path / "clock" / "offset").read_text() == "-42.500\n"
+    assert clock.offset() == -42.5 and CLOCK_FILE == "/opt/chaos-harness/clock/offset"
+    assert not (tmp_path / "clock" / "offset.new").exists()
