@@ -27,6 +27,7 @@ reordering (loss and a rate limit work).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import shlex
@@ -34,6 +35,7 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
@@ -45,7 +47,7 @@ from .cluster import Cluster, Node
 from .docker import Container, Engine
 from .images import image_tag
 from .netns import CHAIN, QUEUE_CHAIN
-from .ssh import HOME, SshHost, SshProcess, check_host, connect
+from .ssh import HOME, SshHost, SshProcess, connect
 
 __all__ = ["RemoteCluster", "fit", "node_environment", "hosts_block", "reset_script", "PORTS"]
 
@@ -72,11 +74,16 @@ def _substitute(value: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
 
 
+@functools.cache
+def _services(compose_file: Path) -> dict[str, Any]:
+    """The services of a compose file (read once: every node of a cluster asks)."""
+    return dict(yaml.safe_load(compose_file.read_text())["services"])
+
+
 def node_environment(spec: ClusterDef, node: NodeDef, address: str, env: Mapping[str, str]) -> dict[str, str]:
     """The environment of ``node``'s entrypoint on a host at ``address``: the compose
     service's (``env`` substituted), the entrypoint's path, and its external address."""
-    compose = yaml.safe_load(spec.compose_file.read_text())
-    service = compose["services"][node.name]
+    service = _services(spec.compose_file)[node.name]
     raw = service.get("environment") or {}
     if isinstance(raw, list):
         raw = dict(item.split("=", 1) for item in raw)
@@ -106,9 +113,8 @@ def _append(pairs: str, pair: str) -> str:
 
 def aliases(spec: ClusterDef) -> dict[str, list[str]]:
     """node -> the other names compose gives it on the cluster's network."""
-    compose = yaml.safe_load(spec.compose_file.read_text())
     out: dict[str, list[str]] = {}
-    for name, service in compose["services"].items():
+    for name, service in _services(spec.compose_file).items():
         nets = service.get("networks")
         if isinstance(nets, dict):
             for net in nets.values():
@@ -266,9 +272,7 @@ class RemoteCluster(Cluster):
         nodes = replace(self.nodes_file, version=self.version)
         for line in prepare(self.engine, nodes):
             log.info("hosts: %s", line)
-        try:
-            for n in self.spec.nodes:
-                check_host(nodes, self._host(n.name))
+        try:  # prepare checked every host (tools, Java): each is reached here, then reset
             self._reset()
             addresses = {n.name: n.address for n in self.spec.nodes}
             block = hosts_block(self.spec, addresses)

@@ -30,10 +30,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backend.netns import QUEUE_CHAIN, LocalNetns, NetNs, nsenter_path
+from ..backend.netns import QUEUE_CHAIN, NetNs, nsenter_path
 from ..errors import FaultError
 
-__all__ = ["Effects", "Shaping", "shape", "unshape", "interface_of", "loss_rules", "in_netns",
+__all__ = ["Effects", "Shaping", "shape", "unshape", "interface_of", "loss_rules",
            "nsenter_path", "queue_rules", "QUEUE_CHAIN", "MARK", "QUEUE"]
 
 #: the mark of the duplicates a delayer sends itself, which the steering rule lets pass
@@ -94,11 +94,6 @@ class Shaping:
     delayer: subprocess.Popen[str] | None = None
     #: what the delayers of this sender did, once stopped (for the heal's timeline entry)
     counts: dict[str, Any] = field(default_factory=dict)
-
-
-def in_netns(pid: int, tool: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Runs ``tool`` (iptables, tc, ip) from the host in the network namespace of ``pid``."""
-    return LocalNetns(pid).run(tool, check=check)
 
 
 def interface_of(ns: NetNs, ip: str) -> str:
