@@ -287,6 +287,18 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return 0 if all(c.as_expected == len(c.runs) for c in done) else 1
 
 
+def _key_values(items: Sequence[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` arguments as a mapping; one clear error for an item without ``=``."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise HarnessError(f"{option} {item!r}: give KEY=VALUE, e.g. "
+                               f"{option} inter.broker.protocol.version=0.11.0-IV1")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
     """``harness explore``: a campaign of drawn fault schedules (harness.explore); exit 1 when
     it found a broken promise, 0 when it found nothing, 2 on an error. ``--dry-run N`` prints
@@ -304,12 +316,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise HarnessError(f"--minutes {args.minutes:g}: give a positive budget")
     # checked by the first draw, before any run
     faults = None if args.faults is None else tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    config = _key_values(args.broker_config or (), "--broker-config")
     if args.dry_run is not None:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
         seeds = random.Random(seed)
         for _ in range(args.dry_run):
             print(case_text(draw(seeds.randrange(2**31), args.cluster, args.version, disk=args.disk,
-                                 faults=faults)))
+                                 faults=faults, broker_config=config)))
         return 0
     require_reachable(args.spark_master)
     camp = run_campaign(args.cluster, args.version, seed=args.seed, runs=args.runs, minutes=args.minutes,
@@ -317,7 +330,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         probe_runs=args.probe_runs, confirm_runs=args.confirm_runs,
                         max_tries=args.max_tries, other_versions=tuple(args.versions or ()),
                         command=shlex.join(["harness", "explore", *sys.argv[2:]]),
-                        spark_master=args.spark_master, disk=args.disk, faults=faults)
+                        spark_master=args.spark_master, disk=args.disk, faults=faults,
+                        broker_config=config)
     if camp.finding is None:
         print(f"explore: nothing found in {len(camp.runs)} runs (seed {camp.seed})")
         return 0
@@ -437,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--faults", metavar="F,F,...",
                          help="the faults to draw, of kill9, stop, pause, partition, powerloss (Kafka, or "
                               "--disk lazy), degrade, clock (default: all but degrade and clock)")
+    explore.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
+                         help="a broker property for the runs on --version, not on --versions "
+                              "(repeatable), e.g. inter.broker.protocol.version=0.11.0-IV1")
     explore.add_argument("--runs", type=int, default=60, help="search runs at most (default 60)")
     explore.add_argument("--minutes", type=float, default=120, help="search budget (default 120)")
     explore.add_argument("--no-shrink", action="store_true", help="stop at the first finding")

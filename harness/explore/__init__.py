@@ -86,6 +86,8 @@ class Campaign:
     finished: str | None = None
     #: the faults the campaign draws (``--faults``; the system's own by default)
     faults: list[str] = field(default_factory=list)
+    #: laid over the brokers of the campaign's version (``--broker-config``), not of the others
+    broker_config: dict[str, str] = field(default_factory=dict)
 
 
 def _now() -> str:
@@ -98,10 +100,13 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
                  other_versions: tuple[str, ...] = (), command: str = "harness explore",
                  spark_master: str | None = None, found_dir: Path = FOUND_DIR,
                  runner: Callable[..., Any] | None = None, disk: str = "plain",
-                 faults: tuple[str, ...] | None = None) -> Campaign:
+                 faults: tuple[str, ...] | None = None,
+                 broker_config: dict[str, str] | None = None) -> Campaign:
     """Runs a campaign (module doc); returns its record, also in ``campaign.json``.
-    ``faults``: what the draws choose from (:func:`.schedule.faults_of`). ``runner`` (tests):
-    called like :func:`harness.run.run_case`."""
+    ``faults``: what the draws choose from (:func:`.schedule.faults_of`). ``broker_config``:
+    laid over the brokers of ``version``'s runs (an old inter-broker protocol on a new
+    version); the ``other_versions`` run with their own defaults. ``runner`` (tests): called
+    like :func:`harness.run.run_case`."""
     from ..run import run_case
 
     spec = get_cluster(cluster)
@@ -110,7 +115,8 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     root = Path(reports_dir) / f"explore-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{seed}"
     (root / "cases").mkdir(parents=True)
-    camp = Campaign(cluster, version, seed, _now(), command, faults=list(drawn))
+    camp = Campaign(cluster, version, seed, _now(), command, faults=list(drawn),
+                    broker_config=dict(broker_config or {}))
     run = runner or run_case
     deadline = time.monotonic() + minutes * 60
     seeds = random.Random(seed)
@@ -141,7 +147,8 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             if time.monotonic() > deadline:
                 log.info("explore: the %g-minute budget is spent", minutes)
                 break
-            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen), disk=disk, faults=drawn)
+            s = draw(seeds.randrange(2**31), cluster, version, seen=dict(seen), disk=disk, faults=drawn,
+                     broker_config=broker_config)
             done = one(s, "search")
             seen.update(f"point:{e.point}" if e.point else e.fault for e in s.episodes)
             seen.update(f"point:{p}" for p in done.points_hit)
@@ -175,7 +182,7 @@ def _shrink_and_write(camp: Campaign, s: Schedule, one: Callable[..., ExploreRun
     kept = sum(anomaly in one(small, "confirm").found for _ in range(confirm_runs))
     camp.confirmed = f"{kept}/{confirm_runs}"
     for v in other_versions:
-        again = one(replace(small, version=v), "version")
+        again = one(replace(small, version=v, broker_config={}), "version")
         camp.versions[v] = "reproduces" if anomaly in again.found else "holds"
     name = f"{camp.cluster}-{camp.version}-{camp.seed}".replace(".", "-")
     found_dir.mkdir(parents=True, exist_ok=True)
@@ -190,15 +197,19 @@ def _found_text(s: Schedule, name: str, anomaly: str, camp: Campaign) -> str:
     """The found case: the shrunk schedule, with a versions list of what each version did
     (observed by the campaign, not a public source: a person checks it before it joins the
     library)."""
-    text = case_text(s, name=name, description=(
-        f"Found by harness explore (campaign seed {camp.seed}, {camp.cluster} {camp.version}): "
-        f"{anomaly} after {s.label()}. Shrunk from run {camp.finding and camp.finding['run']}; "
+    text = case_text(replace(s, broker_config={}), name=name, description=(
+        f"Found by harness explore (campaign seed {camp.seed}, {camp.cluster} {camp.version}"
+        + "".join(f", {k}={v}" for k, v in s.broker_config.items())
+        + f"): {anomaly} after {s.label()}. Shrunk from run {camp.finding and camp.finding['run']}; "
         f"reproduced in {camp.confirmed} confirmation runs. The versions below are what the "
         "campaign observed, not a public source."))
     head, _, expect = text.rpartition("expect: ")
     observe = json.loads(expect)["observe"]
-    entries = [{"version": camp.version, "source": "observed by harness explore", "expect": {
-        "reproduces": [anomaly], "observe": observe, "min_acked": 1}}]
+    first: dict[str, Any] = {"version": camp.version, "source": "observed by harness explore", "expect": {
+        "reproduces": [anomaly], "observe": observe, "min_acked": 1}}
+    if s.broker_config:  # the campaign's own entry only: the other versions ran with their defaults
+        first = {"label": f"{camp.version}-with-config", **first, "broker_config": dict(s.broker_config)}
+    entries = [first]
     for v, what in camp.versions.items():
         entry: dict[str, Any] = {"observe": observe, "min_acked": 1}
         if what == "reproduces":

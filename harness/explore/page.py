@@ -34,6 +34,10 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
              f"<h1>Exploration of {_e(camp['cluster'])} {_e(camp['version'])}, seed {_e(camp['seed'])}</h1>",
              f"<p>{len(runs)} runs from {_e(camp['started'])} to {_e(camp.get('finished') or 'now')}; "
              f"command <code>{_e(camp['command'])}</code>.</p>"]
+    if camp.get("broker_config"):
+        parts.append("<p>The brokers of " + _e(camp["version"]) + " ran with "
+                     + ", ".join(f"<code>{_e(k)}={_e(v)}</code>" for k, v in camp["broker_config"].items())
+                     + "; the other versions with their defaults.</p>")
     if finding:
         parts.append(f"<p class=found>Found {_e(', '.join(finding['anomalies']))} "
                      f"in run {_e(finding['run'])}.")

@@ -209,14 +209,16 @@ def _step_params(fault: str, params: Mapping[str, float], hold_s: float) -> dict
 
 def draw(seed: int, cluster: str, version: str | None = None, *,
          seen: Mapping[str, int] | None = None, max_episodes: int = 3, disk: str = "plain",
-         faults: tuple[str, ...] | None = None) -> Schedule:
+         faults: tuple[str, ...] | None = None, broker_config: Mapping[str, str] | None = None) -> Schedule:
     """The schedule of ``seed`` on ``cluster`` at ``version`` (the cluster's default if
     None). ``seen``: how often each point and fault was already drawn or hit in the
     campaign; the draw prefers the rarer ones (guided), and depends on it, so a replay
     passes the same ``seen`` (the campaign records it per run). ``disk`` ``lazy``: the
     nodes' disks forget what was not fsynced, and every system's schedules draw power
     losses. ``faults``: the faults to draw (:func:`faults_of`; default the system's own, so a
-    seed draws what it drew before degrade and clock could be asked for)."""
+    seed draws what it drew before degrade and clock could be asked for). ``broker_config``:
+    laid over every run's brokers (an old inter-broker protocol on a new version); it does not
+    change the draw."""
     spec = get_cluster(cluster)
     version = version or spec.default_version
     if version not in spec.versions:
@@ -257,7 +259,7 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
     if not load_s:  # a point holds a write: without a load, its episode sends one
         episodes = [replace(e, inflight=True) if e.kind == "point" else e for e in episodes]
     return Schedule(seed, system, cluster, version, base=base, episodes=tuple(episodes), load_s=load_s,
-                    disk=disk)
+                    disk=disk, broker_config=dict(broker_config or {}))
 
 
 def _steps(s: Schedule) -> list[Mapping[str, object]]:

@@ -97,6 +97,40 @@ def test_a_campaign_finds_shrinks_and_writes_a_case(tmp_path: Path) -> None:
     assert replace(camp.runs[0]).purpose == "search"
 
 
+def test_a_broker_config_reaches_the_campaign_version_only_and_its_entry_in_the_found_case(
+        tmp_path: Path) -> None:
+    """An old inter-broker protocol on 3.9.2: the stand-in loses a write only when the runs'
+    brokers have it, so 0.11.0.3 (run with its defaults) holds, and the written case gives the
+    setting to the 3.9.2 entry alone."""
+    ibp = {"inter.broker.protocol.version": "0.11.0-IV1"}
+
+    def runner(case: Any, **_: Any) -> Any:
+        text = Path(str(case.path)).read_text()
+        lost = dict(case.broker_config) == ibp and '"inject"' in text
+        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
+                                 anomalies={"lost-write": 1} if lost else {})
+        return SimpleNamespace(result=result, run_dir=run_dir)
+
+    assert draw(5, "kafka-zk", "3.9.2", broker_config=ibp).episodes == draw(5, "kafka-zk", "3.9.2").episodes
+    camp = run_campaign("kafka-zk", "3.9.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
+                        found_dir=tmp_path / "found", confirm_runs=2, other_versions=("0.11.0.3",),
+                        broker_config=ibp)
+    assert camp.broker_config == ibp and camp.confirmed == "2/2" and camp.versions == {"0.11.0.3": "holds"}
+    old = load_case(Path(str(camp.found_case)), version="3.9.2-with-config")
+    assert dict(old.broker_config) == ibp and old.expect.reproduces == frozenset({"lost-write"})
+    new = load_case(Path(str(camp.found_case)), version="0.11.0.3")
+    assert not new.broker_config and not new.expect.reproduces
+
+
+def test_a_broker_config_without_a_value_is_one_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    assert main(["explore", "--broker-config", "inter.broker.protocol.version", "--dry-run", "1"]) == 2
+    assert "give KEY=VALUE" in capsys.readouterr().err
+
+
 def test_lazy_disks_give_every_system_power_losses_and_the_case_says_so() -> None:
     drawn = [draw(seed, "pulsar", None, disk="lazy") for seed in range(60)]
     assert any(e.fault == "powerloss" for s in drawn for e in s.episodes)
