@@ -156,9 +156,10 @@ class Schedule:
         return "; ".join(e.label() for e in self.episodes) or "no fault"
 
     def size(self) -> int:
-        """How big the schedule is (fewer episodes, records and seconds is smaller)."""
+        """How big the schedule is (fewer episodes, records and seconds is smaller; a power
+        loss is bigger than a kill -9, which loses nothing the page cache holds)."""
         per = sum(2 * e.inflight + e.restart + bool(e.trigger) * (1 + e.trigger_restart) + int(e.hold_s)
-                  for e in self.episodes)
+                  + (e.fault == "powerloss") for e in self.episodes)
         return 100 * len(self.episodes) + per + self.base // 10 + self.load_s
 
 

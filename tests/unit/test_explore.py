@@ -74,6 +74,18 @@ def test_shrinking_keeps_a_synthetic_failure_and_gets_smaller() -> None:
     assert len(few) == 3 and fails(capped)
 
 
+def test_shrinking_makes_a_power_loss_a_kill_when_the_failure_does_not_need_it() -> None:
+    """A failure at NEW-LEADER-FETCH whatever crashes the held node: the shrunk schedule
+    kills it -9 (the shape KIP-101 describes) instead of cutting its power."""
+    ep = Episode("point", "powerloss", "held", 10.0, True, point="NEW-LEADER-FETCH", inflight=True,
+                 trigger="leader")
+    start = Schedule(3, "kafka", "kafka-zk", "0.10.2.2", base=10, episodes=(ep,), load_s=40)
+    small, _ = shrink(start, lambda s: any(e.point == "NEW-LEADER-FETCH" for e in s.episodes))
+    assert [e.fault for e in small.episodes] == ["kill9"]
+    picky, _ = shrink(start, lambda s: any(e.fault == "powerloss" for e in s.episodes))
+    assert [e.fault for e in picky.episodes] == ["powerloss"]
+
+
 def test_a_campaign_finds_shrinks_and_writes_a_case(tmp_path: Path) -> None:
     """A stand-in runner: a run 'loses' a write when its case kills the leader at a point."""
     def runner(case: Any, **_: Any) -> Any:
