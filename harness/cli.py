@@ -301,8 +301,8 @@ def _key_values(items: Sequence[str], option: str) -> dict[str, str]:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     """``harness explore``: a campaign of drawn fault schedules (harness.explore); exit 1 when
-    it found a broken promise, 0 when it found nothing, 2 on an error. ``--dry-run N`` prints
-    the first N schedules' case files and runs nothing."""
+    it found a broken promise (reproduced or not), 0 when it found nothing, 2 on an error.
+    ``--dry-run N`` prints the first N schedules' case files and runs nothing."""
     import random
     import shlex
 
@@ -332,9 +332,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         command=shlex.join(["harness", "explore", *sys.argv[2:]]),
                         spark_master=args.spark_master, disk=args.disk, faults=faults,
                         broker_config=config)
+    for f in camp.flaky:
+        print(f"explore: found {', '.join(f['anomalies'])} in run {f['run']} (seed {camp.seed}), back in "
+              f"{f['rechecked']} rechecks: not shrunk, its case is in the campaign's cases/")
     if camp.finding is None:
-        print(f"explore: nothing found in {len(camp.runs)} runs (seed {camp.seed})")
-        return 0
+        print(f"explore: nothing {'else ' if camp.flaky else ''}found in {len(camp.runs)} runs "
+              f"(seed {camp.seed})")
+        return 1 if camp.flaky else 0
     print(f"explore: found {', '.join(camp.finding['anomalies'])} in run {camp.finding['run']} "
           f"(seed {camp.seed})" + (f"; shrunk to {camp.found_case}, reproduced {camp.confirmed}"
                                     if camp.found_case else ""))

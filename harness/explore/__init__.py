@@ -7,7 +7,9 @@ pauses, under a workload), writes it as a case file and runs it on a cluster kep
 runs. Draws prefer the points and faults hit least so far (``seen``, recorded per run so a
 run replays). A point a run awaited in vain (the run's error) counts more, so it is drawn
 less. The first run whose check finds an anomaly the
-system promises against (:data:`.schedule.PROMISED`) ends the search; its schedule is shrunk
+system promises against (:data:`.schedule.PROMISED`), and that shows it again in each of
+``probe_runs`` rechecks, ends the search (one that does not is recorded in ``flaky`` and the
+search goes on); its schedule is shrunk
 (:mod:`.shrink`: each candidate run ``probe_runs`` times, kept only if every run shows the
 anomaly), the result run ``confirm_runs`` times, then once on each other version asked for,
 and written under ``cases/found/`` with what each version did. Everything is recorded in
@@ -88,6 +90,10 @@ class Campaign:
     faults: list[str] = field(default_factory=list)
     #: laid over the brokers of the campaign's version (``--broker-config``), not of the others
     broker_config: dict[str, str] = field(default_factory=dict)
+    #: findings whose schedule did not show the anomaly again in every recheck run (``run``,
+    #: ``anomalies``, ``rechecked`` "k/n", ``schedule``): real broken promises that a shrink
+    #: could not start from; the search went on after each
+    flaky: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _now() -> str:
@@ -154,10 +160,20 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             seen.update(f"point:{p}" for p in done.points_hit)
             seen.update({f"point:{p}": UNREACHED_WEIGHT for p in done.unreached})
             camp.seen = dict(seen)
-            if done.found:
-                camp.finding = {"run": done.index, "anomalies": done.found, "schedule": _plain(s)}
-                found = s
-                break
+            if not done.found:
+                continue
+            if do_shrink:  # a shrink starts only from a schedule that shows it again every time
+                again = [done.found[0] in one(s, "recheck").found for _ in range(probe_runs)]
+                if not all(again):
+                    camp.flaky.append({"run": done.index, "anomalies": done.found,
+                                       "rechecked": f"{sum(again)}/{probe_runs}", "schedule": _plain(s)})
+                    _save(root, camp)
+                    log.info("explore: run %d's %s came back in %d of %d rechecks: the search goes on",
+                             done.index, done.found[0], sum(again), probe_runs)
+                    continue
+            camp.finding = {"run": done.index, "anomalies": done.found, "schedule": _plain(s)}
+            found = s
+            break
         if found is not None and do_shrink:
             _shrink_and_write(camp, found, one, root, found_dir, probe_runs, confirm_runs, max_tries,
                               other_versions)

@@ -47,6 +47,9 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
         parts.append("</p>")
     else:
         parts.append("<p>Nothing found yet.</p>")
+    for f in camp.get("flaky") or []:
+        parts.append(f"<p class=found>Found {_e(', '.join(f['anomalies']))} in run {_e(f['run'])}, "
+                     f"back in {_e(f['rechecked'])} rechecks: not shrunk, the search went on.</p>")
     if camp.get("versions"):
         parts.append("<h2>Other versions</h2><ul>" + "".join(
             f"<li>{_e(v)}: {_e(what)}</li>" for v, what in camp["versions"].items()) + "</ul>")
