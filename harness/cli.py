@@ -341,7 +341,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return 1 if camp.flaky else 0
     print(f"explore: found {', '.join(camp.finding['anomalies'])} in run {camp.finding['run']} "
           f"(seed {camp.seed})" + (f"; shrunk to {camp.found_case}, reproduced {camp.confirmed}"
-                                    if camp.found_case else ""))
+                                    if camp.found_case else
+                                    f"; the shrunk schedule reproduced it in {camp.confirmed} runs, too "
+                                    "few for a case" if camp.confirmed else ""))
     return 1
 
 

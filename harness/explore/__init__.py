@@ -11,8 +11,9 @@ system promises against (:data:`.schedule.PROMISED`), and that shows it again in
 ``probe_runs`` rechecks, ends the search (one that does not is recorded in ``flaky`` and the
 search goes on); its schedule is shrunk
 (:mod:`.shrink`: each candidate run ``probe_runs`` times, kept only if every run shows the
-anomaly), the result run ``confirm_runs`` times, then once on each other version asked for,
-and written under ``cases/found/`` with what each version did. Everything is recorded in
+anomaly), the result run ``confirm_runs`` times; when at least :data:`CONFIRM_SHARE` of them
+show it, it is run once on each other version asked for and written under ``cases/found/``
+with what each version did. Everything is recorded in
 ``reports/explore-*/campaign.json`` and drawn on its ``index.html`` as it goes.
 """
 
@@ -46,6 +47,8 @@ FOUND_DIR = ROOT / "cases" / "found"
 #: a point this schedule's faults could not reach is drawn less, so that the campaign spends
 #: fewer runs on errors
 UNREACHED_WEIGHT = 3
+#: the share of confirmation runs that must show the anomaly for a case to be written
+CONFIRM_SHARE = 0.8
 _UNREACHED = re.compile(r"waiting for a thread to reach point (\S+)")
 
 
@@ -197,6 +200,12 @@ def _shrink_and_write(camp: Campaign, s: Schedule, one: Callable[..., ExploreRun
     small, camp.tries = shrink(s, test, max_tries=max_tries)
     kept = sum(anomaly in one(small, "confirm").found for _ in range(confirm_runs))
     camp.confirmed = f"{kept}/{confirm_runs}"
+    if kept < CONFIRM_SHARE * confirm_runs:  # a case that states a reproduction must give one
+        log.info("explore: the shrunk schedule showed %s in %s confirmation runs, under %d%%: no case "
+                 "written (its runs are in the campaign's cases/)", anomaly, camp.confirmed,
+                 CONFIRM_SHARE * 100)
+        _save(root, camp)
+        return
     for v in other_versions:
         again = one(replace(small, version=v, broker_config={}), "version")
         camp.versions[v] = "reproduces" if anomaly in again.found else "holds"

@@ -144,6 +144,29 @@ def test_a_finding_that_does_not_come_back_is_recorded_and_the_search_goes_on(tm
     assert "back in 0/2 rechecks" in page
 
 
+def test_no_case_is_written_when_the_shrunk_schedule_does_not_confirm(tmp_path: Path) -> None:
+    """A stand-in runner whose loss comes three times (the find and its two rechecks) and
+    never again: no shrink candidate keeps it, the confirmation runs show it in none, and no
+    case claims a reproduction."""
+    losses = Counter[str]()
+
+    def runner(case: Any, **_: Any) -> Any:
+        text = Path(str(case.path)).read_text()
+        lost = '"inject"' in text and '"kill9"' in text and losses["lost"] < 3
+        losses["lost"] += lost
+        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
+                                 anomalies={"lost-write": 1} if lost else {})
+        return SimpleNamespace(result=result, run_dir=run_dir)
+
+    camp = run_campaign("kafka-zk", "0.10.2.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
+                        found_dir=tmp_path / "found", confirm_runs=4, other_versions=("0.11.0.3",))
+    assert camp.finding is not None and camp.confirmed == "0/4"
+    assert camp.found_case is None and not camp.versions and not (tmp_path / "found").exists()
+    assert "too few for a case" in (next(tmp_path.glob("explore-*")) / "index.html").read_text()
+
+
 def test_a_broker_config_reaches_the_campaign_version_only_and_its_entry_in_the_found_case(
         tmp_path: Path) -> None:
     """An old inter-broker protocol on 3.9.2: the stand-in loses a write only when the runs'
