@@ -88,16 +88,21 @@ def test_shrinking_makes_a_power_loss_a_kill_when_the_failure_does_not_need_it()
     assert [e.fault for e in picky.episodes] == ["powerloss"]
 
 
+def _outcome(tmp_path: Path, case: Any, lost: bool) -> Any:
+    """What a stand-in runner returns: a run that lost a write, or passed."""
+    run_dir = tmp_path / "runs" / Path(str(case.path)).stem
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
+                             anomalies={"lost-write": 1} if lost else {})
+    return SimpleNamespace(result=result, run_dir=run_dir)
+
+
 def test_a_campaign_finds_shrinks_and_writes_a_case(tmp_path: Path) -> None:
     """A stand-in runner: a run 'loses' a write when its case kills the leader at a point."""
     def runner(case: Any, **_: Any) -> Any:
         text = Path(str(case.path)).read_text()
         lost = '"inject"' in text and ('"kill9": "leader"' in text or '"kill9": "held"' in text)
-        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
-                                 anomalies={"lost-write": 1} if lost else {})
-        return SimpleNamespace(result=result, run_dir=run_dir)
+        return _outcome(tmp_path, case, lost)
 
     camp = run_campaign("kafka-zk", "0.10.2.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
                         found_dir=tmp_path / "found", confirm_runs=3, other_versions=("0.11.0.3",))
@@ -124,11 +129,7 @@ def test_a_finding_that_does_not_come_back_is_recorded_and_the_search_goes_on(tm
         point = '"inject"' in text
         lost = (point and ('"kill9": "leader"' in text or '"kill9": "held"' in text)) or (
             not point and runs[steps] == 1)
-        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
-                                 anomalies={"lost-write": 1} if lost else {})
-        return SimpleNamespace(result=result, run_dir=run_dir)
+        return _outcome(tmp_path, case, lost)
 
     # a campaign whose first draw has no point, so that it finds the flaky loss first
     seed = next(n for n in range(100) if all(e.kind != "point" for e in draw(
@@ -154,11 +155,7 @@ def test_no_case_is_written_when_the_shrunk_schedule_does_not_confirm(tmp_path: 
         text = Path(str(case.path)).read_text()
         lost = '"inject"' in text and '"kill9"' in text and losses["lost"] < 3
         losses["lost"] += lost
-        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
-                                 anomalies={"lost-write": 1} if lost else {})
-        return SimpleNamespace(result=result, run_dir=run_dir)
+        return _outcome(tmp_path, case, lost)
 
     camp = run_campaign("kafka-zk", "0.10.2.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
                         found_dir=tmp_path / "found", confirm_runs=4, other_versions=("0.11.0.3",))
@@ -177,11 +174,7 @@ def test_a_broker_config_reaches_the_campaign_version_only_and_its_entry_in_the_
     def runner(case: Any, **_: Any) -> Any:
         text = Path(str(case.path)).read_text()
         lost = dict(case.broker_config) == ibp and '"inject"' in text
-        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
-        run_dir.mkdir(parents=True, exist_ok=True)
-        result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
-                                 anomalies={"lost-write": 1} if lost else {})
-        return SimpleNamespace(result=result, run_dir=run_dir)
+        return _outcome(tmp_path, case, lost)
 
     assert draw(5, "kafka-zk", "3.9.2", broker_config=ibp).episodes == draw(5, "kafka-zk", "3.9.2").episodes
     camp = run_campaign("kafka-zk", "3.9.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
