@@ -339,11 +339,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
         print(f"explore: nothing {'else ' if camp.flaky else ''}found in {len(camp.runs)} runs "
               f"(seed {camp.seed})")
         return 1 if camp.flaky else 0
+    outcome = ""
+    if camp.found_case:
+        outcome = f"; shrunk to {camp.found_case}, reproduced {camp.confirmed}"
+    elif camp.confirmed:
+        outcome = f"; the shrunk schedule reproduced it in {camp.confirmed} runs, too few for a case"
     print(f"explore: found {', '.join(camp.finding['anomalies'])} in run {camp.finding['run']} "
-          f"(seed {camp.seed})" + (f"; shrunk to {camp.found_case}, reproduced {camp.confirmed}"
-                                    if camp.found_case else
-                                    f"; the shrunk schedule reproduced it in {camp.confirmed} runs, too "
-                                    "few for a case" if camp.confirmed else ""))
+          f"(seed {camp.seed}){outcome}")
     return 1
 
 

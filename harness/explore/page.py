@@ -41,12 +41,12 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
     if finding:
         parts.append(f"<p class=found>Found {_e(', '.join(finding['anomalies']))} "
                      f"in run {_e(finding['run'])}.")
-        if camp.get("confirmed") and not camp.get("found_case"):
-            parts.append(f" The shrunk schedule showed it in {_e(camp['confirmed'])} confirmation runs, "
-                         "too few for a case: none written.")
         if camp.get("found_case"):
             parts.append(f" Shrunk to <code>{_e(camp['found_case'])}</code>, reproduced in "
                          f"{_e(camp.get('confirmed'))} confirmation runs.")
+        elif camp.get("confirmed"):
+            parts.append(f" The shrunk schedule showed it in {_e(camp['confirmed'])} confirmation runs, "
+                         "too few for a case: none written.")
         parts.append("</p>")
     else:
         parts.append("<p>Nothing found yet.</p>")
