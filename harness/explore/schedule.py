@@ -60,6 +60,14 @@ class _Profile:
     client: Mapping[str, object]
     settle: tuple[Mapping[str, object], ...]
     observe: tuple[str, ...]
+    #: every point armed before the load (Kafka's rules hold offset N exactly: armed under load,
+    #: the followers' fetches pass N before the rule is in), or each at its episode (Pulsar's
+    #: hold the first entry at or after N; armed early, a write-path point holds the load's
+    #: first entry, and every later acknowledgement waits behind it)
+    arm_early: bool = True
+    #: seconds an episode waits for its point and its record (Pulsar: a killed owner's bundle
+    #: moves after its 15-s metadata session expires and the client looks the topic up again)
+    await_s: int = 30
 
 
 #: points whose state needs a failure of another kind than the leader's or owner's first
@@ -95,7 +103,8 @@ _PROFILES = {
     "pulsar": _Profile(("owner", "bookie", "non-owner"), ("held",), ("kill9", "stop", "pause",
                                                                             "partition"),
                        {"partitions": 1, "ensemble": 2, "write_quorum": 2, "ack_quorum": 2},
-                       {"batching": False, "send_timeout_ms": 60000}, (), _OBSERVE + ("under-write-quorum",)),
+                       {"batching": False, "send_timeout_ms": 60000}, (), _OBSERVE + ("under-write-quorum",),
+                       arm_early=False, await_s=90),
 }
 
 
@@ -264,28 +273,34 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
 
 
 def _steps(s: Schedule) -> list[Mapping[str, object]]:
-    steps: list[Mapping[str, object]] = [{"produce": {"count": s.base}}, *_PROFILES[s.system].settle]
-    # every point is armed before the load: a later episode's point may hold a state an earlier
-    # fault makes (KIP-101's loss needs NEW-LEADER-FETCH armed before the kill that elects)
-    steps += [{"inject": {"point": p, "partition": 0}}
-              for p in dict.fromkeys(e.point for e in s.episodes if e.kind == "point")]
+    profile = _PROFILES[s.system]
+    steps: list[Mapping[str, object]] = [{"produce": {"count": s.base}}, *profile.settle]
+    armed = [p for p in dict.fromkeys(e.point for e in s.episodes if e.kind == "point") if p]
+    # Kafka: every point is armed before the load (a rule holds offset N exactly), and a later
+    # episode's point may hold a state an earlier fault makes
+    if profile.arm_early:
+        steps += [{"inject": {"point": p, "partition": 0}} for p in armed]
     if s.load_s:
         steps.append({"produce": {"duration": f"{s.load_s}s", "rate": s.rate, "background": True,
                                   "name": "load"}})
+    wait = f"{profile.await_s}s"
     for i, e in enumerate(s.episodes):
         if e.kind == "point":
             assert e.point is not None
+            if not profile.arm_early and e.point in armed:  # at its (first) episode
+                armed.remove(e.point)
+                steps.append({"inject": {"point": e.point, "partition": 0}})
             if e.inflight:
                 steps.append({"produce": {"count": 1, "background": True, "name": f"inflight-{i}"}})
             if e.trigger:
                 if e.inflight:  # acknowledged just before the failure that starts the point's
                     # state: the followers may not know it is committed yet (their high
                     # watermark lags a fetch), the write a new leader's followers can lose
-                    steps.append({"await": {"workload": f"inflight-{i}", "timeout": "30s"}})
+                    steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
                 steps.append({"kill9": e.trigger})
-            steps.append({"await": {"injection": e.point, "timeout": "30s"}})
+            steps.append({"await": {"injection": e.point, "timeout": wait}})
             if e.inflight and not e.trigger and _acked_at_hit(e.point):  # acknowledged before the fault
-                steps.append({"await": {"workload": f"inflight-{i}", "timeout": "30s"}})
+                steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
         if e.kind in _WITH_PARAMS:
             step = {"node": e.target, **_step_params(e.fault, dict(e.params), e.hold_s)}
             steps += [{e.fault: step}, {"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]

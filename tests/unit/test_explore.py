@@ -218,6 +218,23 @@ def test_a_triggered_point_waits_for_its_record_before_the_failure_and_may_leave
     assert len(load_case_text(case_text(both_down[0]), "t.yaml").steps) == 8
 
 
+def test_pulsar_arms_each_point_at_its_episode_and_kafka_before_the_load() -> None:
+    crash = Episode("crash", "kill9", "owner", 5.0)
+    held = Episode("point", "kill9", "held", 5.0, point="BK-ACK-QUORUM", inflight=True)
+    s = Schedule(1, "pulsar", "pulsar", "4.0.7", base=10, episodes=(crash, held), load_s=20)
+    text = case_text(s)
+    # armed before the load, the write-path hold would take the load's first entry, and the
+    # first episode's owner failover would wait behind it
+    assert text.index('"kill9": "owner"') < text.index('"inject"') < text.index('"name": "inflight-1"')
+    assert '"timeout": "90s"' in text and '"timeout": "30s"' not in text
+    load_case_text(text, "p.yaml")
+    k = Schedule(1, "kafka", "kafka-zk", "0.10.2.2", base=10, load_s=20, episodes=(
+        Episode("crash", "kill9", "leader", 5.0), replace(held, point="C2")))
+    text = case_text(k)
+    assert text.index('"inject"') < text.index('"name": "load"') < text.index('"kill9": "leader"')
+    assert '"timeout": "30s"' in text
+
+
 @pytest.mark.parametrize("cluster", ["kafka-kraft", "pulsar"])
 def test_asked_for_degrade_and_clock_are_drawn_with_parameters_and_healed(cluster: str) -> None:
     faults = ("kill9", "pause", "degrade", "clock")
