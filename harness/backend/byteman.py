@@ -7,19 +7,31 @@ from typing import Any
 
 from ..errors import BackendError
 
-__all__ = ["SUBMIT", "submit_rules", "unload_rules"]
+__all__ = ["SUBMIT", "ListenerDown", "submit_rules", "unload_rules"]
 
 #: Byteman's submit client, run inside the node's container
 SUBMIT = ["java", "-Xmx64m", "-cp", "/opt/byteman/byteman-submit.jar",
           "org.jboss.byteman.agent.submit.Submit", "-p", "9091"]
 
 
+class ListenerDown(BackendError):
+    """The node's JVM does not listen for rules yet (it is starting) or any more."""
+
+
+#: what Submit prints when it cannot connect to the listener
+_NO_LISTENER = ("Submit$Comm.<init>", "java.net.ConnectException", "Connection refused")
+
+
 def submit_rules(node: Any, rules: str, key: str) -> None:
     """Writes ``rules`` to ``/chaos/<key>.btm`` in ``node``'s container and loads them; a
-    BackendError when the node cannot be reached or Byteman rejects a rule."""
+    BackendError when the node cannot be reached or Byteman rejects a rule
+    (:class:`ListenerDown` when nothing listens for them)."""
     path = f"/chaos/{key}.btm"
     node.container.put_file(path, rules.encode())
     code, out = node.container.exec([*SUBMIT, "-l", path])
+    if any(mark in out for mark in _NO_LISTENER):
+        raise ListenerDown(f"no Byteman listener on {node.name} (is its JVM starting?): "
+                           f"{out.strip()[-300:]}")
     if code != 0 or "ERROR" in out or "Exception" in out:
         raise BackendError(f"Byteman rejected the rules on {node.name}: {out.strip()[-600:]}")
 

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backend.byteman import submit_rules, unload_rules
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from ..backend.byteman import ListenerDown, submit_rules, unload_rules
 from ..case import InjectArgs, Selector
 from ..errors import BackendError, InjectError, WaitTimeout
 from ..history import Recorder
@@ -39,6 +41,8 @@ from ..wait import wait_until
 
 __all__ = ["available_points", "Injector", "RuleInjector", "injector_for", "POINTS", "PointSpec",
            "RULES_DIR", "rule_blocks", "rule_file", "render_rule"]
+#: seconds an arm waits for a node that is starting (its Byteman listener, its topic's stats)
+ARM_WAIT_S = 60.0
 _HIT = re.compile(r"^HIT (?P<point>\S+)(?P<fields>.*)$")
 log = logging.getLogger(__name__)
 
@@ -143,8 +147,12 @@ class RuleInjector:
                              status="armed", detail=detail)
 
     def _submit(self, node: Any, rules: str, key: str) -> None:
+        # a node started again just before (a schedule arming at its episode) may not listen
+        # yet: its JVM starts the agent's listener within seconds
+        retrying = Retrying(retry=retry_if_exception_type(ListenerDown), stop=stop_after_delay(ARM_WAIT_S),
+                            wait=wait_fixed(1), reraise=True)
         try:
-            submit_rules(node, rules, key)
+            retrying(submit_rules, node, rules, key)
         except BackendError as exc:
             text = str(exc)
             raise InjectError(text if text.startswith("Byteman rejected") else

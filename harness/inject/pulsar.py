@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from ..case import InjectArgs
-from ..errors import AdminError, BackendError, InjectError
+from ..errors import AdminError, BackendError, InjectError, WaitTimeout
 from ..history import ensemble_at, read_events, write_set
 from ..systems.pulsar import namespace_of, parse_position
 from ..systems.pulsar_bookies import ASKED
-from . import POINTS, RuleInjector, _Armed, render_rule, rule_blocks
+from ..wait import wait_until
+from . import ARM_WAIT_S, POINTS, RuleInjector, _Armed, render_rule, rule_blocks
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +63,11 @@ class PulsarInjector(RuleInjector):
     def arm(self, args: InjectArgs, resolver: Any) -> dict[str, Any]:
         version = self.system.cluster.version
         p = args.partition
-        try:
-            ledger, next_entry = self.system.write_position(self.topic, p)
-        except AdminError as exc:
+        try:  # a broker started again just before may not answer yet
+            ledger, next_entry = wait_until(lambda: self.system.write_position(self.topic, p),
+                                            timeout=ARM_WAIT_S, interval=1.0,
+                                            what=f"the write position of {self.topic}-{p}")
+        except WaitTimeout as exc:
             raise InjectError(f"inject {args.point}: partition {p} of {self.topic}: {exc}") from exc
         n = args.offset if isinstance(args.offset, int) else next_entry
         owner = self.system.owner(self.topic, p)

@@ -211,3 +211,40 @@ def test_disarm_skips_a_node_killed_since_the_arm() -> None:
     injector.disarm_all()
     assert {name for name, _, _ in log} == {"kafka-2"}
     assert armed.restarted == {"kafka-1"}
+
+
+class _Starting:
+    """A container whose Byteman listener answers after ``down`` refused connections."""
+
+    status = "running"
+
+    def __init__(self, down: int, reject: bool = False) -> None:
+        self.down, self.reject, self.submits = down, reject, 0
+
+    def put_file(self, path: str, data: bytes) -> None:
+        pass
+
+    def exec(self, argv: list[str]) -> tuple[int, str]:
+        self.submits += 1
+        if self.submits <= self.down:
+            return 1, ("java.net.ConnectException: Connection refused\n\tat "
+                       "org.jboss.byteman.agent.submit.Submit$Comm.<init>(Submit.java:881)")
+        return (1, "ERROR in rule C1: no such method") if self.reject else (0, "install rule C1")
+
+
+def test_an_arm_waits_for_a_starting_listener_not_past_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.inject as inject
+
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    injector = Injector.__new__(Injector)
+    starting = SimpleNamespace(name="kafka-1", container=_Starting(down=3))
+    injector._submit(starting, "RULE C1", "k")
+    assert starting.container.submits == 4  # refused three times while its JVM started
+    rejected = SimpleNamespace(name="kafka-1", container=_Starting(down=1, reject=True))
+    with pytest.raises(HarnessError, match="Byteman rejected the rules on kafka-1: ERROR in rule C1"):
+        injector._submit(rejected, "RULE C1", "k")
+    assert rejected.container.submits == 2  # a rejection is not retried
+    monkeypatch.setattr(inject, "ARM_WAIT_S", 0.0)
+    down = SimpleNamespace(name="kafka-1", container=_Starting(down=99))
+    with pytest.raises(HarnessError, match="submitting rules to kafka-1 failed: no Byteman listener"):
+        injector._submit(down, "RULE C1", "k")
