@@ -298,6 +298,9 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
                     # watermark lags a fetch), the write a new leader's followers can lose
                     steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
                 steps.append({"kill9": e.trigger})
+                if POINTS[e.point].role == "new-owner":  # a topic moves on its next lookup:
+                    # without a client asking for it no broker takes it over
+                    steps.append({"produce": {"count": 1, "background": True, "name": f"lookup-{i}"}})
             steps.append({"await": {"injection": e.point, "timeout": wait}})
             if e.inflight and not e.trigger and _acked_at_hit(e.point):  # acknowledged before the fault
                 steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
