@@ -297,10 +297,17 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
                     # state: the followers may not know it is committed yet (their high
                     # watermark lags a fetch), the write a new leader's followers can lose
                     steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
+                # Pulsar: a topic moves on its next lookup, and an ensemble changes on its next
+                # write: a producer connected before the failure looks the topic up again when
+                # the owner dies (no broker takes a topic nobody asks for), and sends one record
+                # once released (the write the failed bookie fails)
+                after = not profile.arm_early
+                if after:
+                    steps.append({"produce": {"count": 1, "background": True, "held": True,
+                                              "name": f"after-{i}"}})
                 steps.append({"kill9": e.trigger})
-                if POINTS[e.point].role == "new-owner":  # a topic moves on its next lookup:
-                    # without a client asking for it no broker takes it over
-                    steps.append({"produce": {"count": 1, "background": True, "name": f"lookup-{i}"}})
+                if after:
+                    steps.append({"release": f"after-{i}"})
             steps.append({"await": {"injection": e.point, "timeout": wait}})
             if e.inflight and not e.trigger and _acked_at_hit(e.point):  # acknowledged before the fault
                 steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
