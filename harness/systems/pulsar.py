@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import Retrying, retry_if_exception, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from ..backend.byteman import submit_rules, unload_rules
 from ..backend.cluster import Cluster, Node
@@ -93,6 +93,10 @@ class _HttpStatus(AdminError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class _NoBroker(AdminError):
+    """No broker answered an admin call (all down, or starting)."""
 
 
 def _handover(exc: BaseException) -> bool:
@@ -209,7 +213,7 @@ class PulsarSystem:
                 raise
             except AdminError as exc:
                 errors.append(f"{name}: {exc}")
-        raise AdminError(f"{method} {path}: no broker answered ({'; '.join(errors)})")
+        raise _NoBroker(f"{method} {path}: no broker answered ({'; '.join(errors)})")
 
     def _broker_order(self) -> list[str]:
         """Running brokers first: a paused one accepts connections (docker-proxy) but never answers."""
@@ -1014,10 +1018,12 @@ class PulsarSystem:
 
     def resolve_role(self, role: str, topic: str, partition: int,
                      last_leader: Callable[[], str | None]) -> Node:
-        if role == "owner":
-            return self.owner(topic, partition)
-        if role == "non-owner":
-            return self.non_owner(topic, partition)
+        if role in ("owner", "non-owner"):
+            # a step right after the brokers were started again: none may answer yet
+            find = self.owner if role == "owner" else self.non_owner
+            retrying = Retrying(stop=stop_after_delay(_LOOKUP_SETTLE_S), wait=wait_exponential(0.25, max=2.0),
+                                retry=retry_if_exception_type(_NoBroker), reraise=True)
+            return retrying(find, topic, partition)
         if role in ("bookie", "non-auditor-bookie"):
             ensemble = self.ledger_ensemble(topic, partition)
             if not ensemble:

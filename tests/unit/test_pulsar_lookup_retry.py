@@ -68,3 +68,25 @@ def test_a_race_that_outlasts_settle_is_raised() -> None:
     with pytest.raises(_HttpStatus, match="acquire ownership"):
         system.lookup("t", settle=0.6)
     assert 2 <= len(calls) < 50
+
+
+def test_an_owner_step_waits_for_brokers_that_are_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault step on ``owner`` right after the brokers were started again: none answers at
+    first. Any other error is raised at once."""
+    from harness.systems.pulsar import _NoBroker
+
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    system, _ = _system([])
+    answers: list[Any] = [_NoBroker("GET /lookup: no broker answered"), _NoBroker("again"), "broker-2"]
+
+    def owner(topic: str, partition: int | None = None) -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    system.owner = owner  # type: ignore[method-assign,assignment]
+    assert system.resolve_role("owner", "t", 0, lambda: None) == "broker-2" and not answers
+    answers[:] = [AdminError("HTTP 404 Topic not found"), "broker-2"]
+    with pytest.raises(AdminError, match="404"):
+        system.resolve_role("owner", "t", 0, lambda: None)
