@@ -240,6 +240,17 @@ def test_pulsar_arms_each_point_at_its_episode_and_kafka_before_the_load() -> No
     text = case_text(k)
     assert text.index('"inject"') < text.index('"name": "load"') < text.index('"kill9": "leader"')
     assert '"timeout": "30s"' in text
+    # a first episode's point holds its own record, sent alone: the load starts once it is held
+    # (under load a follower fetches N and N+1 at once, and HW-LEADER-ONLY is never hit)
+    alone = replace(held, point="HW-LEADER-ONLY", inflight=False)
+    text = case_text(replace(k, episodes=(alone,)))
+    order = ['"name": "inflight-0"', '"injection": "HW-LEADER-ONLY"', '"workload": "inflight-0"',
+             '"name": "load"', '"kill9": "held"']
+    assert [text.index(x) for x in order] == sorted(text.index(x) for x in order)
+    load_case_text(text, "k.yaml")
+    triggered = replace(held, point="NEW-LEADER-FETCH", trigger="leader")  # its failure comes first
+    text = case_text(replace(k, episodes=(triggered,)))
+    assert text.index('"name": "load"') < text.index('"kill9": "leader"')
 
 
 @pytest.mark.parametrize("cluster", ["kafka-kraft", "pulsar"])
