@@ -296,7 +296,9 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
             if not profile.arm_early and e.point in armed:  # at its (first) episode
                 armed.remove(e.point)
                 steps.append({"inject": {"point": e.point, "partition": 0}})
-            inflight = e.inflight or (deferred and i == 0)
+            # Pulsar arms a point at its episode, maybe after the load has ended: a point no
+            # failure starts holds a record of its own
+            inflight = e.inflight or (deferred and i == 0) or (not profile.arm_early and not e.trigger)
             if inflight:
                 steps.append({"produce": {"count": 1, "background": True, "name": f"inflight-{i}"}})
             if e.trigger:
