@@ -1018,21 +1018,25 @@ class PulsarSystem:
 
     def resolve_role(self, role: str, topic: str, partition: int,
                      last_leader: Callable[[], str | None]) -> Node:
-        if role in ("owner", "non-owner"):
-            # a step right after the brokers were started again: none may answer yet
-            find = self.owner if role == "owner" else self.non_owner
-            retrying = Retrying(stop=stop_after_delay(_LOOKUP_SETTLE_S), wait=wait_exponential(0.25, max=2.0),
-                                retry=retry_if_exception_type(_NoBroker), reraise=True)
-            return retrying(find, topic, partition)
-        if role in ("bookie", "non-auditor-bookie"):
-            ensemble = self.ledger_ensemble(topic, partition)
-            if not ensemble:
-                raise FaultError(f"{role}: partition {partition} of {topic} has no open ledger yet")
-            auditor = self.auditor() if role == "non-auditor-bookie" else None
-            return next((b for b in ensemble if b.name != auditor), ensemble[0])
         if role == "zookeeper":
             return self.cluster.node("zk")
-        raise FaultError(f"unknown pulsar role {role!r}")
+        if role not in ("owner", "non-owner", "bookie", "non-auditor-bookie"):
+            raise FaultError(f"unknown pulsar role {role!r}")
+        # the brokers answer: a step right after they were started again may find none yet
+        retrying = Retrying(stop=stop_after_delay(_LOOKUP_SETTLE_S), wait=wait_exponential(0.25, max=2.0),
+                            retry=retry_if_exception_type(_NoBroker), reraise=True)
+        return retrying(self._role_node, role, topic, partition)
+
+    def _role_node(self, role: str, topic: str, partition: int) -> Node:
+        if role == "owner":
+            return self.owner(topic, partition)
+        if role == "non-owner":
+            return self.non_owner(topic, partition)
+        ensemble = self.ledger_ensemble(topic, partition)
+        if not ensemble:
+            raise FaultError(f"{role}: partition {partition} of {topic} has no open ledger yet")
+        auditor = self.auditor() if role == "non-auditor-bookie" else None
+        return next((b for b in ensemble if b.name != auditor), ensemble[0])
 
     def producer(self, topic: str, history: HistoryWriter, client: ClientSpec) -> ProducerClient:
         from ..clients.pulsar import PulsarProducerClient

@@ -70,7 +70,7 @@ def test_a_race_that_outlasts_settle_is_raised() -> None:
     assert 2 <= len(calls) < 50
 
 
-def test_an_owner_step_waits_for_brokers_that_are_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_owner_or_bookie_step_waits_for_brokers_that_are_starting(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fault step on ``owner`` right after the brokers were started again: none answers at
     first. Any other error is raised at once."""
     from harness.systems.pulsar import _NoBroker
@@ -90,3 +90,15 @@ def test_an_owner_step_waits_for_brokers_that_are_starting(monkeypatch: pytest.M
     answers[:] = [AdminError("HTTP 404 Topic not found"), "broker-2"]
     with pytest.raises(AdminError, match="404"):
         system.resolve_role("owner", "t", 0, lambda: None)
+    # a bookie of the ledger: the brokers' stats name it
+    bookie = SimpleNamespace(name="bookie-3")
+    stats: list[Any] = [_NoBroker("GET /internalStats: no broker answered"), [bookie]]
+
+    def ensemble(topic: str, partition: int | None = None) -> Any:
+        answer = stats.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    system.ledger_ensemble = ensemble  # type: ignore[method-assign,assignment]
+    assert system.resolve_role("bookie", "t", 0, lambda: None) is bookie and not stats
