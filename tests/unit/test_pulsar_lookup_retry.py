@@ -70,22 +70,27 @@ def test_a_race_that_outlasts_settle_is_raised() -> None:
     assert 2 <= len(calls) < 50
 
 
-def test_an_owner_or_bookie_step_waits_for_brokers_that_are_starting(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fault step on ``owner`` right after the brokers were started again: none answers at
-    first. Any other error is raised at once."""
-    from harness.systems.pulsar import _NoBroker
+def _answers(answers: list[Any]) -> Any:
+    """A stand-in for one system call that gives ``answers`` in turn (an exception is raised)."""
 
-    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
-    system, _ = _system([])
-    answers: list[Any] = [_NoBroker("GET /lookup: no broker answered"), _NoBroker("again"), "broker-2"]
-
-    def owner(topic: str, partition: int | None = None) -> Any:
+    def call(topic: str, partition: int | None = None) -> Any:
         answer = answers.pop(0)
         if isinstance(answer, BaseException):
             raise answer
         return answer
 
-    system.owner = owner  # type: ignore[method-assign,assignment]
+    return call
+
+
+def test_an_owner_or_bookie_step_waits_for_brokers_that_are_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault step on ``owner`` or a bookie right after the brokers were started again: none
+    answers at first. Any other error is raised at once."""
+    from harness.systems.pulsar import _NoBroker
+
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    system, _ = _system([])
+    answers: list[Any] = [_NoBroker("GET /lookup: no broker answered"), _NoBroker("again"), "broker-2"]
+    system.owner = _answers(answers)  # type: ignore[method-assign]
     assert system.resolve_role("owner", "t", 0, lambda: None) == "broker-2" and not answers
     answers[:] = [AdminError("HTTP 404 Topic not found"), "broker-2"]
     with pytest.raises(AdminError, match="404"):
@@ -93,12 +98,5 @@ def test_an_owner_or_bookie_step_waits_for_brokers_that_are_starting(monkeypatch
     # a bookie of the ledger: the brokers' stats name it
     bookie = SimpleNamespace(name="bookie-3")
     stats: list[Any] = [_NoBroker("GET /internalStats: no broker answered"), [bookie]]
-
-    def ensemble(topic: str, partition: int | None = None) -> Any:
-        answer = stats.pop(0)
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
-    system.ledger_ensemble = ensemble  # type: ignore[method-assign,assignment]
+    system.ledger_ensemble = _answers(stats)  # type: ignore[method-assign]
     assert system.resolve_role("bookie", "t", 0, lambda: None) is bookie and not stats
