@@ -24,6 +24,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,8 @@ class PulsarInjector(RuleInjector):
         owner = self.system.owner(self.topic, p)
         ensemble = ensemble_at(ledger.ensembles, n)
         targets = write_set(ledger.ensembles, ledger.write_quorum, n)
+        if args.point == "ENSEMBLE-CHANGE" and args.rule is None:
+            self._await_spare(ensemble)
         key = f"chaos-{args.point}-{secrets.token_hex(4)}"
         events = f"/chaos/{key}.events"
         spec = POINTS.get(args.point)
@@ -120,6 +123,18 @@ class PulsarInjector(RuleInjector):
                  f"{self.topic}-{p} ledger {ledger.ledger_id} at entry N={n}")
         return {"point": args.point, "n": n, "ledger": ledger.ledger_id,
                 "nodes": [x.name for x in nodes]}
+
+    def _await_spare(self, ensemble: Sequence[str]) -> None:
+        """An ensemble change replaces a failed bookie with a writable one outside the ensemble.
+        A bookie started just before may not be registered yet: the owner would then close the
+        ledger and open another, and the point could not happen. Waits up to ARM_WAIT_S."""
+        try:
+            wait_until(lambda: self.system.live_bookies() - set(ensemble), timeout=ARM_WAIT_S,
+                       interval=1.0, what="a writable bookie outside the ledger's ensemble")
+        except WaitTimeout as exc:
+            raise InjectError(f"inject ENSEMBLE-CHANGE: no bookie can replace one of the ensemble "
+                              f"{', '.join(ensemble)} (the point needs a writable bookie beyond the "
+                              f"ensemble size): {exc}") from exc
 
     def state(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
         """At the hit: the managed ledger's last confirmed entry, from the owner's internal

@@ -99,6 +99,11 @@ class _NoBroker(AdminError):
     """No broker answered an admin call (all down, or starting)."""
 
 
+class _OwnersDisagree(_NoBroker):
+    """The running brokers name different owners (one resumed from a pause still claims the
+    bundle another took over; it lets go once it sees its metadata session expired)."""
+
+
 def _handover(exc: BaseException) -> bool:
     """A lookup's answer while a bundle changes hands (worth retrying)."""
     if not isinstance(exc, _HttpStatus):
@@ -747,20 +752,21 @@ class PulsarSystem:
 
     # -- ownership ---------------------------------------------------------------------------
     def lookup(self, topic: str, partition: int | None = None, *,
-               settle: float = _LOOKUP_SETTLE_S) -> dict[str, Any]:
+               settle: float = _LOOKUP_SETTLE_S, via: str | None = None) -> dict[str, Any]:
         """Pulsar's topic lookup (what a client does first; assigns an unowned bundle).
 
         While a bundle changes hands, the broker asked to take it can answer HTTP 500 "Failed
         to acquire ownership" (the old owner still holds its lock) or 503 (the bundle is being
         unloaded). Such an answer is retried for ``settle`` seconds, as Pulsar's own clients
-        retry a lookup; any other error, or one that lasts longer, is raised.
+        retry a lookup; any other error, or one that lasts longer, is raised. ``via`` asks
+        that broker alone (default: the first running one that answers).
         """
         partition = self._part(topic, partition)
         path = f"/lookup/v2/topic/{self._topic_path(topic, partition)}"
         retrying = Retrying(stop=stop_after_delay(settle),
                             wait=wait_exponential(multiplier=0.25, max=2.0),
                             retry=retry_if_exception(_handover), reraise=True)
-        data = retrying(self._request, "GET", path, timeout=30)
+        data = retrying(self._request, "GET", path, timeout=30, nodes=None if via is None else [via])
         if not isinstance(data, dict) or "brokerUrl" not in data:
             raise AdminError(f"lookup of {self.topic_name(topic, partition)} returned {data!r}")
         return data
@@ -770,9 +776,35 @@ class PulsarSystem:
         """The broker serving ``topic`` (a partition of it), as the lookup answers."""
         return self._node_for_url(self.lookup(topic, partition, settle=settle)["brokerUrl"])
 
-    def non_owner(self, topic: str, partition: int | None = None) -> Node:
-        """A broker other than the owner (the first one running)."""
-        owner = self.owner(topic, partition)
+    def agreed_owner(self, topic: str, partition: int | None = None) -> Node:
+        """The owner as every running broker that answers names it.
+
+        A broker resumed after a pause longer than its metadata session still answers lookups
+        as the owner for a moment, while another broker serves the topic; a fault aimed at
+        "the owner" then would hit the wrong node. Raises ``_OwnersDisagree`` (a caller
+        retries) while the answers differ, ``_NoBroker`` when none answers.
+        """
+        full = self.topic_name(topic, self._part(topic, partition))
+        running = [n.name for n in self.brokers() if n.container.status == "running"]
+        named: dict[str, str] = {}
+        for name in running:
+            try:
+                named[name] = self._node_for_url(self.lookup(topic, partition, via=name)["brokerUrl"]).name
+            except _HttpStatus:
+                raise
+            except AdminError:
+                continue  # starting, or stopped since: the others decide
+        if not named:
+            raise _NoBroker(f"no running broker answered a lookup of {full}")
+        if len(set(named.values())) > 1:
+            raise _OwnersDisagree(f"the brokers name different owners of {full}: "
+                                  + ", ".join(f"{k} says {v}" for k, v in sorted(named.items())))
+        return self.cluster.node(next(iter(named.values())))
+
+    def non_owner(self, topic: str, partition: int | None = None, *, agreed: bool = False) -> Node:
+        """A broker other than the owner (the first one running); ``agreed``: the owner as
+        :meth:`agreed_owner` names it."""
+        owner = self.agreed_owner(topic, partition) if agreed else self.owner(topic, partition)
         others = [n for n in self.brokers() if n.name != owner.name]
         running = [n for n in others if n.container.status == "running"]
         if not (running or others):
@@ -1022,16 +1054,17 @@ class PulsarSystem:
             return self.cluster.node("zk")
         if role not in ("owner", "non-owner", "bookie", "non-auditor-bookie"):
             raise FaultError(f"unknown pulsar role {role!r}")
-        # the brokers answer: a step right after they were started again may find none yet
+        # the brokers answer: a step right after they were started again may find none yet, or
+        # one resumed from a pause may still claim the topic for a moment
         retrying = Retrying(stop=stop_after_delay(_LOOKUP_SETTLE_S), wait=wait_exponential(0.25, max=2.0),
                             retry=retry_if_exception_type(_NoBroker), reraise=True)
         return retrying(self._role_node, role, topic, partition)
 
     def _role_node(self, role: str, topic: str, partition: int) -> Node:
         if role == "owner":
-            return self.owner(topic, partition)
+            return self.agreed_owner(topic, partition)
         if role == "non-owner":
-            return self.non_owner(topic, partition)
+            return self.non_owner(topic, partition, agreed=True)
         ensemble = self.ledger_ensemble(topic, partition)
         if not ensemble:
             raise FaultError(f"{role}: partition {partition} of {topic} has no open ledger yet")

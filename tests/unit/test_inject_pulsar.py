@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from harness.errors import InjectError
 from harness.inject import POINTS, _Armed
 from harness.inject.pulsar import PulsarInjector
 from harness.systems.pulsar_bookies import ASKED, LedgerRange, asked_reads
@@ -224,3 +226,22 @@ def test_the_new_pulsar_points_have_rules_on_both_lines() -> None:
     for version in ("4.0.7", "4.2.4"):
         points = available_points("pulsar", version)
         assert {"ENSEMBLE-CHANGE", "LEDGER-RECOVERY", "BUNDLE-ACQUIRED"} <= set(points), version
+
+
+def test_an_ensemble_change_is_armed_once_a_spare_bookie_registered(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bookie started the step before may not be registered yet; with none beyond the
+    ensemble, the owner closes the ledger instead of changing its ensemble."""
+    import harness.inject.pulsar as mod
+
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    registered = [{"bookie-1:3181", "bookie-2:3181"}, {"bookie-1:3181", "bookie-2:3181", "bookie-3:3181"}]
+    injector = _injector(tmp_path)
+    injector.system = SimpleNamespace(live_bookies=lambda: registered.pop(0) if len(registered) > 1
+                                      else registered[0])  # type: ignore[assignment]
+    injector._await_spare(["bookie-1:3181", "bookie-2:3181"])
+    assert len(registered) == 1
+    registered[:] = [{"bookie-1:3181", "bookie-2:3181"}]
+    monkeypatch.setattr(mod, "ARM_WAIT_S", 0.01)
+    with pytest.raises(InjectError, match="no bookie can replace one of the ensemble bookie-1:3181"):
+        injector._await_spare(["bookie-1:3181", "bookie-2:3181"])

@@ -90,7 +90,7 @@ def test_an_owner_or_bookie_step_waits_for_brokers_that_are_starting(monkeypatch
     monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
     system, _ = _system([])
     answers: list[Any] = [_NoBroker("GET /lookup: no broker answered"), _NoBroker("again"), "broker-2"]
-    system.owner = _answers(answers)  # type: ignore[method-assign]
+    system.agreed_owner = _answers(answers)  # type: ignore[method-assign]
     assert system.resolve_role("owner", "t", 0, lambda: None) == "broker-2" and not answers
     answers[:] = [AdminError("HTTP 404 Topic not found"), "broker-2"]
     with pytest.raises(AdminError, match="404"):
@@ -100,3 +100,49 @@ def test_an_owner_or_bookie_step_waits_for_brokers_that_are_starting(monkeypatch
     stats: list[Any] = [_NoBroker("GET /internalStats: no broker answered"), [bookie]]
     system.ledger_ensemble = _answers(stats)  # type: ignore[method-assign]
     assert system.resolve_role("bookie", "t", 0, lambda: None) is bookie and not stats
+
+
+def _brokers(running: tuple[str, ...], paused: tuple[str, ...]) -> tuple[PulsarSystem, dict[str, Any]]:
+    """A PulsarSystem with stand-in brokers (their container states) and topic names; its
+    lookups are left to the test."""
+    system, _ = _system([])
+    brokers: dict[str, Any] = {name: SimpleNamespace(name=name, container=SimpleNamespace(status=status))
+                               for names, status in ((running, "running"), (paused, "paused"))
+                               for name in names}
+    system.brokers = lambda: list(brokers.values())  # type: ignore[method-assign]
+    system._part = lambda topic, partition: partition  # type: ignore[method-assign]
+    system.topic_name = lambda topic, partition=None: f"persistent://public/default/{topic}"  # type: ignore[method-assign]
+    system.cluster = SimpleNamespace(node=lambda name: brokers[name])  # type: ignore[assignment]
+    system._node_for_url = lambda url: brokers[url.split("//")[1].split(":")[0]]  # type: ignore[method-assign]
+    return system, brokers
+
+
+def test_an_owner_step_waits_until_the_running_brokers_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker resumed from a long pause still names itself the owner for a moment, while the
+    other broker took the topic over: a ``kill9 owner`` then must not hit the resumed one."""
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    system, brokers = _brokers(running=("broker-1", "broker-2"), paused=("broker-3",))
+    # per asked broker, its answers in turn: broker-1 (resumed) claims the topic twice
+    views = {"broker-1": ["broker-1", "broker-1", "broker-2"], "broker-2": ["broker-2"] * 3}
+    asked: list[str | None] = []
+
+    def lookup(topic: str, partition: int | None = None, *, settle: float = 30,
+               via: str | None = None) -> Any:
+        asked.append(via)
+        return {"brokerUrl": f"pulsar://{views[str(via)].pop(0)}:6650"}
+
+    system.lookup = lookup  # type: ignore[method-assign]
+    assert system.resolve_role("owner", "t", 0, lambda: None) is brokers["broker-2"]
+    assert asked == ["broker-1", "broker-2"] * 3  # the paused broker-3 is not asked
+    views.update({"broker-1": ["broker-2"], "broker-2": ["broker-2"]})
+    assert system.resolve_role("non-owner", "t", 0, lambda: None) is brokers["broker-1"]
+
+
+def test_owners_that_never_agree_are_raised_with_both_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.systems.pulsar import _OwnersDisagree
+
+    system, _ = _brokers(running=("broker-1", "broker-2"), paused=())
+    system.lookup = (lambda topic, partition=None, *, settle=30, via=None:  # type: ignore[method-assign]
+                     {"brokerUrl": f"pulsar://{via}:6650"})
+    with pytest.raises(_OwnersDisagree, match="broker-1 says broker-1, broker-2 says broker-2"):
+        system.agreed_owner("t", 0)
