@@ -207,6 +207,13 @@ class RuleInjector:
                 armed.kill = {"action": action, "node": node.name, "t": time.time()}
                 armed.at_kill = self.state("kill", armed)
 
+    def before_cut(self, lose: Callable[[Any], dict[str, Any]], node: Any) -> dict[str, Any]:
+        """A power loss's cut of ``node``'s unflushed data, once the state a hit is judged on is
+        read: the node is dead and its files are as the kill left them (after the cut, the held
+        node's log ends where its last flush left it, not where the point held it)."""
+        self.note_fault("powerloss", node)
+        return lose(node)
+
     # -- judgement ------------------------------------------------------------------------------
     def summaries(self) -> list[dict[str, Any]]:
         """One ``injection`` block per armed point, in the order they were armed."""

@@ -139,10 +139,11 @@ def apply_fault(ctx: RunContext, action: str, node: Node, role: str, *,
     if action == "powerloss" and node.disk is not None:
         params["lose"] = functools.partial(_lose_lazy, torn=bool(disk.get("torn")))
     elif action == "powerloss":
-        system = ctx.the_system
-        if not isinstance(system, PowerLoss):
+        if not isinstance(system := ctx.the_system, PowerLoss):
             raise HarnessError(f"{system.name} has no power-loss fault")
         params["lose"] = functools.partial(system.lose_unflushed, topics=(ctx.topic,))
+    if action == "powerloss" and ctx.injector is not None:  # a point's state at the kill: before the cut
+        params["lose"] = functools.partial(ctx.injector.before_cut, params["lose"])
     if action == "corrupt":
         params.update(disk, prefer=ctx.topic)
     if action == "replace":

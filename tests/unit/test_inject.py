@@ -213,6 +213,27 @@ def test_disarm_skips_a_node_killed_since_the_arm() -> None:
     assert armed.restarted == {"kafka-1"}
 
 
+def test_a_power_loss_reads_the_state_at_the_kill_before_its_cut() -> None:
+    """The held node's files as the kill left them: after the cut its log ends where its last
+    flush left it (a C5 hit judged on those read a leader log end of 0)."""
+    nodes = [SimpleNamespace(name="kafka-1")]
+    injector, armed = _injector(nodes)  # type: ignore[arg-type]
+    armed.hit = {"node": "kafka-1"}
+    files = {"kafka-1": 101}
+    injector.state = lambda when, a: [{"node": n, "log_end_offset": leo, "when": when}  # type: ignore[method-assign,assignment]
+                                      for n, leo in files.items()]
+
+    def cut(node: SimpleNamespace) -> dict[str, object]:
+        files[node.name] = 0
+        return {"records_lost": 101}
+
+    assert injector.before_cut(cut, nodes[0]) == {"records_lost": 101} and files == {"kafka-1": 0}
+    assert armed.at_kill == [{"node": "kafka-1", "log_end_offset": 101, "when": "kill"}]
+    assert armed.kill is not None and armed.kill["action"] == "powerloss"
+    injector.note_fault("powerloss", nodes[0])  # after the fault: the state stays the one read first
+    assert armed.at_kill[0]["log_end_offset"] == 101
+
+
 class _Starting:
     """A container whose Byteman listener answers after ``down`` refused connections."""
 
