@@ -60,10 +60,11 @@ class _Profile:
     client: Mapping[str, object]
     settle: tuple[Mapping[str, object], ...]
     observe: tuple[str, ...]
-    #: every point armed before the load (Kafka's rules hold offset N exactly: armed under load,
-    #: the followers' fetches pass N before the rule is in), or each at its episode (Pulsar's
-    #: hold the first entry at or after N; armed early, a write-path point holds the load's
-    #: first entry, and every later acknowledgement waits behind it)
+    #: the first episode's point armed before the load and every later one once the load has
+    #: ended (Kafka's rules hold offset N exactly: armed under load, the followers' fetches pass
+    #: N before the rule is in), or each at its episode, under load or not (Pulsar's hold the
+    #: first entry at or after N; armed early, a write-path point holds the load's first
+    #: entry, and every later acknowledgement waits behind it)
     arm_early: bool = True
     #: seconds an episode waits for its point and its record (Pulsar: a killed owner's bundle
     #: moves after its 15-s metadata session expires and the client looks the topic up again)
@@ -275,30 +276,37 @@ def draw(seed: int, cluster: str, version: str | None = None, *,
 def _steps(s: Schedule) -> list[Mapping[str, object]]:
     profile = _PROFILES[s.system]
     steps: list[Mapping[str, object]] = [{"produce": {"count": s.base}}, *profile.settle]
-    armed = [p for p in dict.fromkeys(e.point for e in s.episodes if e.kind == "point") if p]
-    # Kafka: every point is armed before the load (a rule holds offset N exactly), and a later
-    # episode's point may hold a state an earlier fault makes
-    if profile.arm_early:
-        steps += [{"inject": {"point": p, "partition": 0}} for p in armed]
-    load = {"produce": {"duration": f"{s.load_s}s", "rate": s.rate, "background": True, "name": "load"}}
-    # Kafka's rules hold offset N exactly, and C4, C5 and HW-LEADER-ONLY a follower's fetch from
-    # N+1: under a load started with N, N and N+1 reach a follower in one fetch and the point is
-    # never hit. A first episode's point with no failure before it holds its own record, sent
-    # alone, and the load starts once the point is held
     first = s.episodes[0] if s.episodes else None
-    deferred = bool(s.load_s and profile.arm_early and first and first.kind == "point" and not first.trigger)
+    # Kafka: the first episode's point is armed before the load (a rule holds offset N exactly:
+    # armed under load, the followers' fetches pass N before the rule is in)
+    early = first.point if profile.arm_early and first is not None and first.kind == "point" else None
+    if early:
+        steps.append({"inject": {"point": early, "partition": 0}})
+    load = {"produce": {"duration": f"{s.load_s}s", "rate": s.rate, "background": True, "name": "load"}}
+    # C4, C5 and HW-LEADER-ONLY need a follower's fetch from exactly N+1: under a load started
+    # with N, N and N+1 reach a follower in one fetch and the point is never hit. A first point
+    # with no failure before it holds its own record, sent alone; the load starts after its
+    # fault, so that the state the hit is judged on at the kill is the point's
+    deferred = bool(s.load_s and early and first is not None and not first.trigger)
     if s.load_s and not deferred:
         steps.append(load)
+    load_done = not s.load_s
     wait = f"{profile.await_s}s"
     for i, e in enumerate(s.episodes):
         if e.kind == "point":
             assert e.point is not None
-            if not profile.arm_early and e.point in armed:  # at its (first) episode
-                armed.remove(e.point)
+            at_episode = not (early and i == 0)
+            if at_episode:
+                if profile.arm_early and not load_done:
+                    # Kafka: a later point is armed once the load has ended (under load, N
+                    # would pass before its rule is in); Pulsar's hold the first entry at or
+                    # after N, under load or not
+                    steps.append({"await": {"workload": "load", "timeout": "3m"}})
+                    load_done = True
                 steps.append({"inject": {"point": e.point, "partition": 0}})
-            # Pulsar arms a point at its episode, maybe after the load has ended: a point no
-            # failure starts holds a record of its own
-            inflight = e.inflight or (deferred and i == 0) or (not profile.arm_early and not e.trigger)
+            # a point armed at its episode, maybe after the load has ended, that no failure
+            # starts holds a record of its own
+            inflight = e.inflight or (deferred and i == 0) or (at_episode and not e.trigger)
             if inflight:
                 steps.append({"produce": {"count": 1, "background": True, "name": f"inflight-{i}"}})
             if e.trigger:
@@ -320,13 +328,13 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
             steps.append({"await": {"injection": e.point, "timeout": wait}})
             if inflight and not e.trigger and _acked_at_hit(e.point):  # acknowledged before the fault
                 steps.append({"await": {"workload": f"inflight-{i}", "timeout": wait}})
-            if deferred and i == 0:
-                steps.append(load)
         if e.kind in _WITH_PARAMS:
             step = {"node": e.target, **_step_params(e.fault, dict(e.params), e.hold_s)}
             steps += [{e.fault: step}, {"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]
             continue
         steps.append({e.fault: e.target})
+        if deferred and i == 0:
+            steps.append(load)
         if e.kind == "partition":
             steps += [{"sleep": f"{e.hold_s:g}s"}, {"heal": "all"}]
         elif e.kind == "pause":
@@ -336,7 +344,7 @@ def _steps(s: Schedule) -> list[Mapping[str, object]]:
                 steps.append({"sleep": f"{e.hold_s:g}s"})
             # the node down longest first: the trigger's, then the fault's
             steps += [{"start": "down"}] * (bool(e.trigger and e.trigger_restart) + e.restart)
-    if s.load_s:
+    if not load_done:
         steps.append({"await": {"workload": "load", "timeout": "3m"}})
     return steps
 

@@ -142,6 +142,9 @@ class RuleInjector:
         return path.read_text(encoding="utf-8") if path.exists() else None
 
     def _record_arm(self, armed: _Armed, detail: dict[str, Any]) -> None:
+        earlier = self.armed.get(armed.point)
+        if earlier is not None:  # the point armed again: its earlier arm is retired and judged alone
+            self._retire(earlier)
         self.armed[armed.point] = armed
         self.timeline.record("inject", point=armed.point, node=",".join(x.name for x in armed.nodes),
                              status="armed", detail=detail)
@@ -242,15 +245,20 @@ class RuleInjector:
         The built-in library's RELEASE rule wakes the held thread on the node's next
         request; it is loaded only now, or it would release the hold at once.
         """
+        for armed in list(self.armed.values()):
+            self._retire(armed)
+
+    def _retire(self, armed: _Armed) -> None:
+        """Releases ``armed``'s held threads and unloads its rules; it is judged with the rest."""
         text = self._rules()
         blocks = rule_blocks(text) if text else {}
         # RELEASE, and its companions for other kinds of node (Pulsar: brokers and bookies)
         release = "\n\n".join(b for name, b in blocks.items()
                               if name == "RELEASE" or name.startswith("RELEASE.")) or None
-        for armed in list(self.armed.values()):
-            self._disarm(armed, release)
-            self.armed.pop(armed.point, None)
-            self._disarmed.append(armed)
+        self._disarm(armed, release)
+        if self.armed.get(armed.point) is armed:
+            del self.armed[armed.point]
+        self._disarmed.append(armed)
 
     def _disarm(self, armed: _Armed, release: str | None) -> None:
         # a node down or started again since the arm holds no thread and has no rule

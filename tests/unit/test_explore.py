@@ -218,7 +218,7 @@ def test_a_triggered_point_waits_for_its_record_before_the_failure_and_may_leave
     assert len(load_case_text(case_text(both_down[0]), "t.yaml").steps) == 8
 
 
-def test_pulsar_arms_each_point_at_its_episode_and_kafka_before_the_load() -> None:
+def test_pulsar_arms_each_point_at_its_episode_and_kafka_its_first_before_the_load() -> None:
     crash = Episode("crash", "kill9", "owner", 5.0)
     held = Episode("point", "kill9", "held", 5.0, point="BK-ACK-QUORUM", inflight=False)
     s = Schedule(1, "pulsar", "pulsar", "4.0.7", base=10, episodes=(crash, held), load_s=20)
@@ -229,6 +229,10 @@ def test_pulsar_arms_each_point_at_its_episode_and_kafka_before_the_load() -> No
     assert text.index('"kill9": "owner"') < text.index('"inject"') < text.index('"name": "inflight-1"')
     assert '"timeout": "90s"' in text and '"timeout": "30s"' not in text
     load_case_text(text, "p.yaml")
+    # a point drawn at two episodes is armed at each (the first arm's hit is the first episode's)
+    twice = case_text(replace(s, episodes=(held, crash, held)))
+    assert twice.count('"inject"') == 2 and twice.index('"kill9": "owner"') < twice.rindex('"inject"')
+    load_case_text(twice, "p.yaml")
     # a new owner's point: a client looks the topic up after the owner's kill, or none takes it
     # (and an ensemble change needs a write after the bookie's)
     moved = replace(held, point="LEDGER-RECOVERY", trigger="owner")
@@ -236,22 +240,29 @@ def test_pulsar_arms_each_point_at_its_episode_and_kafka_before_the_load() -> No
     assert (text.index('"name": "after-0"') < text.index('"kill9": "owner"') < text.index('"release"')
             < text.index('"injection": "LEDGER-RECOVERY"'))
     load_case_text(text, "p.yaml")
+    # Kafka: a later episode's point is armed once the load has ended, with a record of its own
+    # (armed before the load, it would hold the load's first record, long before its episode)
     k = Schedule(1, "kafka", "kafka-zk", "0.10.2.2", base=10, load_s=20, episodes=(
         Episode("crash", "kill9", "leader", 5.0), replace(held, point="C2")))
     text = case_text(k)
-    assert text.index('"inject"') < text.index('"name": "load"') < text.index('"kill9": "leader"')
-    assert '"timeout": "30s"' in text
-    # a first episode's point holds its own record, sent alone: the load starts once it is held
-    # (under load a follower fetches N and N+1 at once, and HW-LEADER-ONLY is never hit)
+    order = ['"name": "load"', '"kill9": "leader"', '"workload": "load"', '"inject"',
+             '"name": "inflight-1"', '"injection": "C2"', '"kill9": "held"']
+    assert [text.index(x) for x in order] == sorted(text.index(x) for x in order)
+    assert text.count('"workload": "load"') == 1 and '"timeout": "30s"' in text
+    load_case_text(text, "k.yaml")
+    # a first episode's point holds its own record, sent alone: the load starts after its fault
+    # (under load a follower fetches N and N+1 at once, and HW-LEADER-ONLY is never hit; and a
+    # load before the kill would move the leader's log end the hit is judged on)
     alone = replace(held, point="HW-LEADER-ONLY", inflight=False)
-    text = case_text(replace(k, episodes=(alone,)))
-    order = ['"name": "inflight-0"', '"injection": "HW-LEADER-ONLY"', '"workload": "inflight-0"',
-             '"name": "load"', '"kill9": "held"']
+    text = case_text(replace(k, episodes=(alone, replace(held, point="C1"))))
+    order = ['"inject": {"point": "HW-LEADER-ONLY"', '"name": "inflight-0"', '"injection": "HW-LEADER-ONLY"',
+             '"workload": "inflight-0"', '"kill9": "held"', '"name": "load"', '"workload": "load"',
+             '"inject": {"point": "C1"', '"name": "inflight-1"']
     assert [text.index(x) for x in order] == sorted(text.index(x) for x in order)
     load_case_text(text, "k.yaml")
     triggered = replace(held, point="NEW-LEADER-FETCH", trigger="leader")  # its failure comes first
     text = case_text(replace(k, episodes=(triggered,)))
-    assert text.index('"name": "load"') < text.index('"kill9": "leader"')
+    assert text.index('"inject"') < text.index('"name": "load"') < text.index('"kill9": "leader"')
 
 
 @pytest.mark.parametrize("cluster", ["kafka-kraft", "pulsar"])

@@ -213,6 +213,23 @@ def test_disarm_skips_a_node_killed_since_the_arm() -> None:
     assert armed.restarted == {"kafka-1"}
 
 
+def test_a_point_armed_again_retires_its_earlier_arm() -> None:
+    """A schedule may arm one point at two episodes: the first arm's held thread is released
+    and its rule unloaded (left in, it would hold again), and both arms are judged."""
+    log: list[tuple[str, str, tuple[str, ...]]] = []
+    node = SimpleNamespace(name="kafka-1", container=_Container(log, "kafka-1", None))
+    injector, first = _injector([node])
+    injector.timeline = SimpleNamespace(record=lambda *a, **k: None)  # type: ignore[assignment]
+    second = _Armed("C1", "chaos-C1-k2", 180, 0, [node], "/chaos/chaos-C1-k2.events", None,
+                    "kafka-1", "kafka-2", 1.0)
+    injector._record_arm(second, {})
+    assert injector.armed == {"C1": second} and injector._disarmed == [first]
+    assert [mode for _, mode, _ in log] == ["put", "-l", "-u"]  # the first arm's release, then unload
+    assert all("chaos-C1-k2" not in " ".join(scripts) for _, _, scripts in log)
+    injector.disarm_all()
+    assert injector.armed == {} and injector._disarmed == [first, second]
+
+
 def test_a_power_loss_reads_the_state_at_the_kill_before_its_cut() -> None:
     """The held node's files as the kill left them: after the cut its log ends where its last
     flush left it (a C5 hit judged on those read a leader log end of 0)."""
