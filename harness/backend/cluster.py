@@ -11,6 +11,7 @@ removed before the next one starts.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
 import os
@@ -55,6 +56,23 @@ def owner_alive(owner: str) -> bool:
     except (PermissionError, ValueError):
         return True
     return True
+
+
+#: where a cluster's network takes its /24 (compose files give their nodes fixed addresses in it)
+SUBNET_POOL = ipaddress.IPv4Network("172.28.0.0/16")
+
+
+def free_subnet(used: list[str], start: int = 0) -> str:
+    """The first three octets of a /24 of :data:`SUBNET_POOL` that overlaps none of ``used``,
+    trying from the ``start``-th on (clusters started at once then try different ones)."""
+    taken = [ipaddress.IPv4Network(u, strict=False) for u in used]
+    subnets = list(SUBNET_POOL.subnets(new_prefix=24))
+    for i in range(len(subnets)):
+        net = subnets[(start + i) % len(subnets)]
+        if not any(net.overlaps(t) for t in taken):
+            return str(net.network_address).rsplit(".", 1)[0]
+    raise BackendError(f"no free /24 left in {SUBNET_POOL} for a cluster network: remove unused "
+                       "docker networks (docker network prune)")
 
 
 def remove_leftovers(engine: Engine) -> list[str]:
@@ -191,8 +209,19 @@ class Cluster:
         env = {"CHAOS_OWNER": self.owner, "CHAOS_CONFIG": self.config_key,
                "CHAOS_BROKER_CONFIG": ";".join(f"{k}={v}" for k, v in brokers.items()),
                "CHAOS_BOOKIE_CONFIG": ";".join(f"{k}={v}" for k, v in bookies.items()),
-               f"{self.spec.system.upper()}_VERSION": self.version}
+               f"{self.spec.system.upper()}_VERSION": self.version, "CHAOS_SUBNET": self._subnet()}
         return env
+
+    def _subnet(self) -> str:
+        """The /24 of the cluster's network (the one it has, else a free one). Its nodes keep
+        their addresses across restarts, as hosts do: KRaft resolves its voters' addresses
+        once, so a controller started again on another container's old address is never
+        found again (its peers' requests reach the other node)."""
+        mine = self.engine.subnets({LABEL_CLUSTER: self.spec.name})
+        if mine:
+            return str(ipaddress.IPv4Network(mine[0], strict=False).network_address).rsplit(".", 1)[0]
+        start = int(hashlib.sha256(self.project.encode()).hexdigest(), 16) % 256
+        return free_subnet(self.engine.subnets(), start)
 
     def containers(self) -> list[Container]:
         return self.engine.containers({LABEL_CLUSTER: self.spec.name})

@@ -215,6 +215,12 @@ class Engine:
         except Exception as exc:
             raise BackendError(f"listing networks failed: {_short(exc)}") from exc
 
+    def subnets(self, labels: Mapping[str, str] | None = None) -> list[str]:
+        """The IPv4 subnets of every network (those carrying ``labels``), as ``a.b.c.d/n``."""
+        nets = self.networks(labels or {})
+        configs = [cfg for net in nets for cfg in (net.attrs.get("IPAM") or {}).get("Config") or []]
+        return [str(cfg["Subnet"]) for cfg in configs if ":" not in str(cfg.get("Subnet") or ":")]
+
     def remove_labelled(self, labels: Mapping[str, str]) -> tuple[int, int]:
         """Force-remove every container and network carrying ``labels``; (containers, networks)."""
         containers = self.containers(labels)

@@ -110,12 +110,14 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
                  spark_master: str | None = None, found_dir: Path = FOUND_DIR,
                  runner: Callable[..., Any] | None = None, disk: str = "plain",
                  faults: tuple[str, ...] | None = None,
-                 broker_config: dict[str, str] | None = None) -> Campaign:
+                 broker_config: dict[str, str] | None = None,
+                 reset: Callable[[], None] | None = None) -> Campaign:
     """Runs a campaign (module doc); returns its record, also in ``campaign.json``.
     ``faults``: what the draws choose from (:func:`.schedule.faults_of`). ``broker_config``:
     laid over the brokers of ``version``'s runs (an old inter-broker protocol on a new
     version); the ``other_versions`` run with their own defaults. ``runner`` (tests): called
-    like :func:`harness.run.run_case`."""
+    like :func:`harness.run.run_case`; ``reset``: removes the campaign's cluster after a run that
+    ended in an error (default: with the real runner, :func:`harness.run.remove_own_clusters`)."""
     from ..run import run_case
 
     spec = get_cluster(cluster)
@@ -127,6 +129,7 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
     camp = Campaign(cluster, version, seed, _now(), command, faults=list(drawn),
                     broker_config=dict(broker_config or {}))
     run = runner or run_case
+    reset = reset or (remove_own_clusters if runner is None else (lambda: None))
     deadline = time.monotonic() + minutes * 60
     seeds = random.Random(seed)
     seen: Counter[str] = Counter()
@@ -139,6 +142,11 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
         outcome = run(load_case_text(path.read_text(encoding="utf-8"), path), reports_dir=root / "runs",
                       keep_cluster=True, spark_master=spark_master)
         result = outcome.result
+        if result.verdict == "error":
+            # a run that ended in an error may leave its cluster broken in a way the next run's
+            # readiness check does not see (a KRaft voter sending to another node's address):
+            # the next run starts a new one
+            reset()
         hit = sorted({i.point for i in (result.injections or []) if i.hit})
         done = ExploreRun(index, s.seed, purpose, label or s.label(), str(path), str(outcome.run_dir),
                           result.verdict, round(time.monotonic() - t0, 1),

@@ -907,12 +907,14 @@ class KafkaSystem:
             evidence.problems.append(f"replicas: {exc}")
 
     def high_watermark(self, topic: str, partition: int) -> int:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         consumer = Consumer({"bootstrap.servers": self.spec.bootstrap,
                              "group.id": "chaos-inject", "log_level": 0})
         try:
             _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+        except KafkaException as exc:
+            raise AdminError(f"the high watermark of {topic}-{partition}: {exc}") from exc
         finally:
             consumer.close()
         return int(high)

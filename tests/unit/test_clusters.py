@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 from harness.clusters import CLUSTERS
+from harness.errors import BackendError
 from harness.history import HistoryWriter, make_value, parse_mid, read_events
 
 
@@ -76,3 +78,25 @@ def test_host_ports_are_below_the_ephemeral_range() -> None:
         text = Path(cluster.compose_file).read_text()
         published = [int(p) for p in re.findall(r'"127\.0\.0\.1:(\d+):\d+"', text)]
         assert published and all(p < 32768 for p in published), (cluster.name, published)
+
+
+def test_kraft_nodes_have_fixed_addresses_in_a_free_subnet() -> None:
+    """KRaft resolves its voters' addresses once: a controller started again on an address
+    another restarted node took is never found again (seen: a voter's requests for kafka-1
+    reached kafka-3 for four minutes). Each KRaft node has its own fixed address."""
+    from harness.backend.cluster import free_subnet
+
+    for spec in CLUSTERS.values():
+        if spec.system != "kafka" or spec.mode == "zk":
+            continue
+        doc = yaml.safe_load(spec.compose_file.read_text())
+        assert doc["networks"]["chaos"]["ipam"]["config"] == [{"subnet": "${CHAOS_SUBNET:-172.28.91}.0/24"}]
+        addresses = [doc["services"][n]["networks"]["chaos"]["ipv4_address"] for n in spec.node_names]
+        assert len(set(addresses)) == len(addresses), spec.name
+        assert all(re.fullmatch(r"\$\{CHAOS_SUBNET:-172\.28\.91\}\.\d+", a) for a in addresses), addresses
+    # the subnet: none of an existing network's, tried from a start of its own
+    assert free_subnet(["172.17.0.0/16"], 7) == "172.28.7"
+    assert free_subnet(["172.28.7.0/24", "172.28.0.0/22"], 7) == "172.28.8"
+    assert free_subnet(["172.28.255.0/24", "172.28.0.0/24"], 255) == "172.28.1"
+    with pytest.raises(BackendError, match="no free /24"):
+        free_subnet(["172.16.0.0/12"])

@@ -295,7 +295,7 @@ def test_a_fault_a_system_cannot_draw_is_one_error() -> None:
     assert draw(1, "pulsar", None, faults=("powerloss",), disk="lazy").episodes
 
 
-def test_a_point_awaited_in_vain_is_drawn_less_afterwards(tmp_path: Path) -> None:
+def test_a_point_awaited_in_vain_is_drawn_less_and_its_cluster_made_anew(tmp_path: Path) -> None:
     """A stand-in runner in which C2 is never reached: each such run is an error naming the
     point; the campaign records it, weighs it, and draws C2 less than a campaign that
     reaches it."""
@@ -312,14 +312,20 @@ def test_a_point_awaited_in_vain_is_drawn_less_afterwards(tmp_path: Path) -> Non
             return SimpleNamespace(result=result, run_dir=run_dir)
         return run
 
+    resets: list[int] = []
+
     def c2_draws(unreachable: str | None) -> tuple[int, Any]:
         camp = run_campaign("kafka-zk", "0.10.2.2", seed=11, runs=40, reports_dir=tmp_path / str(unreachable),
-                            runner=runner(unreachable), found_dir=tmp_path / "found")
+                            runner=runner(unreachable), found_dir=tmp_path / "found",
+                            reset=lambda: resets.append(1))
         return sum("C2 then" in r.label for r in camp.runs), camp
 
     vain, camp = c2_draws("C2")
     assert vain >= 1 and all(r.unreached == ["C2"] for r in camp.runs if r.error)
     assert camp.seen["point:C2"] >= 3 * vain
+    # after each run that ended in an error the next run starts a new cluster (the error may
+    # have left this one broken in a way its readiness check does not see)
+    assert len(resets) == sum(1 for r in camp.runs if r.verdict == "error") >= 1
     reached, _ = c2_draws(None)
     assert vain < reached
     root = next((tmp_path / "C2").glob("explore-*"))
