@@ -70,6 +70,9 @@ class ExploreRun:
     version: str | None = None
     #: the point whose await timed out (the run's error): drawn less afterwards
     unreached: list[str] = field(default_factory=list)
+    #: the points whose rule fired (a thread reached them); ``points_hit`` are those whose
+    #: state, read from the files at the fault, was the point's
+    points_reached: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,7 +154,8 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
         done = ExploreRun(index, s.seed, purpose, label or s.label(), str(path), str(outcome.run_dir),
                           result.verdict, round(time.monotonic() - t0, 1),
                           [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0], hit,
-                          result.error, s.version, _UNREACHED.findall(result.error or "")[:1])
+                          result.error, s.version, _UNREACHED.findall(result.error or "")[:1],
+                          sorted({i.point for i in (result.injections or []) if i.detail}))
         camp.runs.append(done)
         _save(root, camp)
         log.info("explore: run %d (%s) %s: %s%s", index, purpose, done.label, done.verdict,

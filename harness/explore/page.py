@@ -27,6 +27,7 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
     for key, n in (camp.get("seen") or {}).items():
         drawn[key] += n
     hit: Counter[str] = Counter(p for r in runs for p in r.get("points_hit") or [])
+    reached: Counter[str] = Counter(p for r in runs for p in r.get("points_reached") or [])
     unreached: Counter[str] = Counter(p for r in runs for p in r.get("unreached") or [])
     finding = camp.get("finding")
     parts = [f"<!doctype html><meta charset=utf-8><title>explore {_e(camp['cluster'])} "
@@ -56,9 +57,13 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
     if camp.get("versions"):
         parts.append("<h2>Other versions</h2><ul>" + "".join(
             f"<li>{_e(v)}: {_e(what)}</li>" for v, what in camp["versions"].items()) + "</ul>")
-    parts.append("<h2>Drawn and hit</h2><table><tr><th>point or fault</th><th>weight (drawn, hit, "
-                 "unreached)</th><th>points hit</th><th>runs that awaited it in vain</th></tr>" + "".join(
-                     f"<tr><td>{_e(k)}</td><td>{n}</td><td>{hit.get(k.removeprefix('point:'), '')}</td>"
+    parts.append("<h2>Drawn and hit</h2><p>A point is reached when its rule fired, and hit when the "
+                 "replicas' files at the fault showed its state (a graceful stop, or a load that went on, "
+                 "may change it first).</p><table><tr><th>point or fault</th><th>weight (drawn, hit, "
+                 "unreached)</th><th>runs that reached it</th><th>runs that hit it</th>"
+                 "<th>runs that awaited it in vain</th></tr>" + "".join(
+                     f"<tr><td>{_e(k)}</td><td>{n}</td><td>{reached.get(k.removeprefix('point:'), '')}</td>"
+                     f"<td>{hit.get(k.removeprefix('point:'), '')}</td>"
                      f"<td>{unreached.get(k.removeprefix('point:'), '')}</td></tr>"
                      for k, n in sorted(drawn.items())) + "</table>")
     if camp.get("tries"):

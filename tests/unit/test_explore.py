@@ -5,6 +5,7 @@ campaign with a stand-in runner finds, shrinks and writes a case that loads."""
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -330,3 +331,25 @@ def test_a_point_awaited_in_vain_is_drawn_less_and_its_cluster_made_anew(tmp_pat
     assert vain < reached
     root = next((tmp_path / "C2").glob("explore-*"))
     assert "runs that awaited it in vain" in (root / "index.html").read_text()
+
+
+def test_the_campaign_counts_points_reached_apart_from_points_hit(tmp_path: Path) -> None:
+    """A rule that fired whose state the files at the fault did not show (a graceful stop let
+    the follower fetch first) is reached, not hit: the page counts both."""
+    def runner(case: Any, **_: Any) -> Any:
+        text = Path(str(case.path)).read_text()
+        points = re.findall(r'"inject": \{"point": "([A-Z0-9-]+)"', text)
+        run_dir = tmp_path / "runs" / Path(str(case.path)).stem
+        run_dir.mkdir(parents=True, exist_ok=True)
+        injections = [SimpleNamespace(point=p, detail={"node": "kafka-1"}, hit=p != "C1") for p in points]
+        result = SimpleNamespace(verdict="pass", injections=injections, error=None, anomalies={})
+        return SimpleNamespace(result=result, run_dir=run_dir)
+
+    camp = run_campaign("kafka-zk", "0.10.2.2", seed=5, runs=30, reports_dir=tmp_path, runner=runner,
+                        found_dir=tmp_path / "found")
+    with_c1 = [r for r in camp.runs if "C1 then" in r.label]
+    assert with_c1 and all("C1" in r.points_reached and "C1" not in r.points_hit for r in with_c1)
+    assert all(set(r.points_hit) <= set(r.points_reached) for r in camp.runs)
+    page = (next(tmp_path.glob("explore-*")) / "index.html").read_text()
+    c1_row = re.search(r"<tr><td>point:C1</td><td>\d+</td><td>(\d+)</td><td>(\d*)</td>", page)
+    assert c1_row and c1_row.groups() == (str(len(with_c1)), "")
