@@ -32,7 +32,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 
 from ..backend.byteman import ListenerDown, submit_rules, unload_rules
 from ..case import InjectArgs, Selector
-from ..errors import BackendError, InjectError, WaitTimeout
+from ..errors import AdminError, BackendError, InjectError, WaitTimeout
 from ..history import Recorder
 from ..points import POINTS, RULES_DIR, PointSpec, available_points, rule_blocks, rule_file
 from ..systems.base import CrashPoints, LedgerPoints, System
@@ -336,9 +336,17 @@ class Injector(RuleInjector):
         return {"point": args.point, "n": n, "nodes": [x.name for x in nodes]}
 
     def _target_offset(self, args: InjectArgs) -> int:
+        """The case's offset, or the partition's high watermark ("next"). A leader elected
+        just before answers "high watermark is not caught up" until its followers fetched
+        (KIP-207): retried for up to ARM_WAIT_S."""
         if isinstance(args.offset, int):
             return args.offset
-        return self.system.high_watermark(self.topic, args.partition)
+        retrying = Retrying(retry=retry_if_exception_type(AdminError), stop=stop_after_delay(ARM_WAIT_S),
+                            wait=wait_fixed(1), reraise=True)
+        try:
+            return int(retrying(self.system.high_watermark, self.topic, args.partition))
+        except AdminError as exc:
+            raise InjectError(f"inject {args.point}: {exc} (for {ARM_WAIT_S:.0f} s)") from exc
 
     def replica_offsets(self, when: str, armed: _Armed) -> list[dict[str, Any]]:
         """The armed partition's log end offset on each of its replicas, read from the files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -286,3 +287,28 @@ def test_an_arm_waits_for_a_starting_listener_not_past_a_rejection(monkeypatch: 
     down = SimpleNamespace(name="kafka-1", container=_Starting(down=99))
     with pytest.raises(HarnessError, match="submitting rules to kafka-1 failed: no Byteman listener"):
         injector._submit(down, "RULE C1", "k")
+
+
+def test_a_new_leader_s_high_watermark_is_awaited_before_the_arm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after a leader change the new leader answers OFFSET_NOT_AVAILABLE ("high watermark
+    is not caught up", KIP-207) until its followers fetched: the arm asks again."""
+    from harness.case import InjectArgs
+    from harness.errors import AdminError, InjectError
+
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda s: None)
+    answers: list[Any] = [AdminError("Leader high watermark is not caught up")] * 2 + [0]
+
+    def high_watermark(topic: str, partition: int) -> int:
+        answer = answers.pop(0) if answers else AdminError("Unknown topic or partition")
+        if isinstance(answer, BaseException):
+            raise answer
+        return int(answer)
+
+    injector, _ = _injector([])
+    injector.topic = "t"
+    injector.system = SimpleNamespace(high_watermark=high_watermark)  # type: ignore[assignment]
+    assert injector._target_offset(InjectArgs(point="C1")) == 0 and not answers  # 0 is an offset too
+    assert injector._target_offset(InjectArgs(point="C1", offset=7)) == 7
+    monkeypatch.setattr("harness.inject.ARM_WAIT_S", 0.01)
+    with pytest.raises(InjectError, match="inject C1: Unknown topic or partition"):
+        injector._target_offset(InjectArgs(point="C1"))
