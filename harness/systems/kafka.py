@@ -80,6 +80,20 @@ class ControllerState:
     epoch: int | None
 
 
+def majority_view(views: list[tuple[int, tuple[int, ...], tuple[int, ...]]]
+                  ) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """The partition as most brokers see it: the leader most of them name, then the replicas
+    and in-sync set most of those name (in the order asked, on a tie). Voting on the whole
+    view would split the votes of brokers that agree on the leader while an ISR change
+    propagates, and could let a broker started again just before, still naming an old
+    leader, win."""
+    from collections import Counter
+
+    leader = Counter(v[0] for v in views).most_common(1)[0][0]
+    rest = Counter(v[1:] for v in views if v[0] == leader).most_common(1)[0][0]
+    return leader, rest[0], rest[1]
+
+
 class KafkaSystem:
     """Admin view of a Kafka cluster. Node names are ``kafka-<broker id>``."""
 
@@ -234,7 +248,6 @@ class KafkaSystem:
         A broker cut off from the controllers keeps serving its last metadata
         (claiming leadership it lost); asking one broker would trust it.
         """
-        from collections import Counter
         from concurrent.futures import ThreadPoolExecutor
 
         def ask(node: Node) -> tuple[int, tuple[int, ...], tuple[int, ...]] | str:
@@ -247,12 +260,11 @@ class KafkaSystem:
         # wait for it
         with ThreadPoolExecutor(max_workers=max(len(running), 1)) as pool:
             answers = list(pool.map(ask, running))
-        votes: Counter[tuple[int, tuple[int, ...], tuple[int, ...]]] = Counter(
-            a for a in answers if not isinstance(a, str))
+        views = [a for a in answers if not isinstance(a, str)]
         errors = [a for a in answers if isinstance(a, str)]
-        if not votes:
+        if not views:
             raise AdminError(f"no broker answered for {topic}-{partition}: {'; '.join(errors)}")
-        leader, replicas, isr = votes.most_common(1)[0][0]
+        leader, replicas, isr = majority_view(views)
         return PartitionState(topic, partition, leader, replicas, isr, None)
 
     def serves_as_leader(self, node: Node, topic: str, partition: int) -> bool:
