@@ -62,6 +62,11 @@ def owner_alive(owner: str) -> bool:
 SUBNET_POOL = ipaddress.IPv4Network("172.28.0.0/16")
 
 
+def _prefix(net: ipaddress.IPv4Network) -> str:
+    """A /24's first three octets (``172.28.5``), as the compose files take them."""
+    return str(net.network_address).rsplit(".", 1)[0]
+
+
 def free_subnet(used: list[str], start: int = 0) -> str:
     """The first three octets of a /24 of :data:`SUBNET_POOL` that overlaps none of ``used``,
     trying from the ``start``-th on (clusters started at once then try different ones)."""
@@ -70,7 +75,7 @@ def free_subnet(used: list[str], start: int = 0) -> str:
     for i in range(len(subnets)):
         net = subnets[(start + i) % len(subnets)]
         if not any(net.overlaps(t) for t in taken):
-            return str(net.network_address).rsplit(".", 1)[0]
+            return _prefix(net)
     raise BackendError(f"no free /24 left in {SUBNET_POOL} for a cluster network: remove unused "
                        "docker networks (docker network prune)")
 
@@ -219,7 +224,7 @@ class Cluster:
         found again (its peers' requests reach the other node)."""
         mine = self.engine.subnets({LABEL_CLUSTER: self.spec.name})
         if mine:
-            return str(ipaddress.IPv4Network(mine[0], strict=False).network_address).rsplit(".", 1)[0]
+            return _prefix(ipaddress.IPv4Network(mine[0], strict=False))
         start = int(hashlib.sha256(self.project.encode()).hexdigest(), 16) % 256
         return free_subnet(self.engine.subnets(), start)
 

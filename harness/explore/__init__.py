@@ -150,12 +150,13 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             # readiness check does not see (a KRaft voter sending to another node's address):
             # the next run starts a new one
             reset()
-        hit = sorted({i.point for i in (result.injections or []) if i.hit})
+        injections = result.injections or []
         done = ExploreRun(index, s.seed, purpose, label or s.label(), str(path), str(outcome.run_dir),
                           result.verdict, round(time.monotonic() - t0, 1),
-                          [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0], hit,
+                          [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0],
+                          sorted({i.point for i in injections if i.hit}),
                           result.error, s.version, _UNREACHED.findall(result.error or "")[:1],
-                          sorted({i.point for i in (result.injections or []) if i.detail}))
+                          sorted({i.point for i in injections if i.detail}))
         camp.runs.append(done)
         _save(root, camp)
         log.info("explore: run %d (%s) %s: %s%s", index, purpose, done.label, done.verdict,

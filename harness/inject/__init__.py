@@ -144,7 +144,7 @@ class RuleInjector:
     def _record_arm(self, armed: _Armed, detail: dict[str, Any]) -> None:
         earlier = self.armed.get(armed.point)
         if earlier is not None:  # the point armed again: its earlier arm is retired and judged alone
-            self._retire(earlier)
+            self._retire(earlier, self._release_rules())
         self.armed[armed.point] = armed
         self.timeline.record("inject", point=armed.point, node=",".join(x.name for x in armed.nodes),
                              status="armed", detail=detail)
@@ -245,16 +245,20 @@ class RuleInjector:
         The built-in library's RELEASE rule wakes the held thread on the node's next
         request; it is loaded only now, or it would release the hold at once.
         """
+        release = self._release_rules()
         for armed in list(self.armed.values()):
-            self._retire(armed)
+            self._retire(armed, release)
 
-    def _retire(self, armed: _Armed) -> None:
-        """Releases ``armed``'s held threads and unloads its rules; it is judged with the rest."""
+    def _release_rules(self) -> str | None:
+        """The version's RELEASE rule, and its companions for other kinds of node (Pulsar:
+        brokers and bookies); None when it has none."""
         text = self._rules()
         blocks = rule_blocks(text) if text else {}
-        # RELEASE, and its companions for other kinds of node (Pulsar: brokers and bookies)
-        release = "\n\n".join(b for name, b in blocks.items()
-                              if name == "RELEASE" or name.startswith("RELEASE.")) or None
+        return "\n\n".join(b for name, b in blocks.items()
+                           if name == "RELEASE" or name.startswith("RELEASE.")) or None
+
+    def _retire(self, armed: _Armed, release: str | None) -> None:
+        """Releases ``armed``'s held threads and unloads its rules; it is judged with the rest."""
         self._disarm(armed, release)
         if self.armed.get(armed.point) is armed:
             del self.armed[armed.point]
