@@ -332,6 +332,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         command=shlex.join(["harness", "explore", *sys.argv[2:]]),
                         spark_master=args.spark_master, disk=args.disk, faults=faults,
                         broker_config=config)
+    for f in camp.explained:
+        print(f"explore: run {f['run']}'s {', '.join(f['anomalies'])} followed an unclean election "
+              f"({'; '.join(f['unclean'])}), which Kafka documents: not counted as a finding")
     for f in camp.flaky:
         print(f"explore: found {', '.join(f['anomalies'])} in run {f['run']} (seed {camp.seed}), back in "
               f"{f['rechecked']} rechecks: not shrunk, its case is in the campaign's cases/")

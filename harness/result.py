@@ -147,6 +147,8 @@ class RunResult:
     injection: InjectionSummary | None = None  # the last armed point
     injections: list[InjectionSummary] = field(default_factory=list)  # every armed point
     truncations: list[dict[str, Any]] = field(default_factory=list)
+    #: elections a KRaft controller logged as unclean (:func:`harness.collect.parse_unclean_elections`)
+    elections: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
     collect_problems: list[str] = field(default_factory=list)
     story: list[str] = field(default_factory=list)
@@ -324,8 +326,8 @@ def _known_schema(schema: Any, source: str) -> None:
 
 
 _NOT_NULL = frozenset({"injections", "broker_config", "observed", "anomalies", "examples", "counts",
-                       "expectations", "steps", "truncations", "replicas", "collect_problems", "story",
-                       "files", "verdict", "expected_verdict", "as_expected", "schema"})
+                       "expectations", "steps", "truncations", "elections", "replicas", "collect_problems",
+                       "story", "files", "verdict", "expected_verdict", "as_expected", "schema"})
 
 
 def _plain(value: Any) -> Any:
@@ -459,7 +461,7 @@ def _read_field(name: str, v: Any, source: str) -> Any:
     if name == "examples":
         _expect(isinstance(v, dict), source, name, "an object")
         return {str(k): _dict_list(x, source, f"{name}.{k}") for k, x in v.items()}
-    if name in ("truncations", "replicas"):
+    if name in ("truncations", "elections", "replicas"):
         return _dict_list(v, source, name)
     if name == "unread":
         _expect(isinstance(v, dict) and all(

@@ -2,7 +2,8 @@
 
 Writes into the run directory ``logs/<node>.log`` (the container's whole
 output, which survives kill -9 and restart) and gathers the truncation events
-for ``result.json``. What only one system has (Kafka's replica dumps:
+and the unclean elections a KRaft controller logged for ``result.json``. What
+only one system has (Kafka's replica dumps:
 :mod:`harness.systems.kafka_evidence`) is the system adapter's, which fills
 ``Evidence.replicas``; this package imports no system. Every step is best
 effort: a node that cannot be read is noted, never fatal, so that a failed run
@@ -20,7 +21,7 @@ from typing import Any
 from ..backend.cluster import Cluster
 from ..errors import BackendError
 
-__all__ = ["Evidence", "collect_logs", "parse_truncations"]
+__all__ = ["Evidence", "collect_logs", "parse_truncations", "parse_unclean_elections"]
 
 # Tolerant patterns over Kafka 0.10 .. 4.x formats (see shared research notes).
 _TS = r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]"
@@ -34,6 +35,15 @@ _TRUNCATION_PATTERNS = [
     ("legacy", re.compile(_TS + r".*Truncating log (?P<tp>\S+) to offset (?P<offset>\d+)")),
 ]
 
+#: a KRaft controller's line for an election outside the ISR and the ELR, among them Kafka's
+#: "last known leader" rule (docs/exploration.md); every controller logs it as it replays the
+#: change, so one election is one (topic, partition, leader epoch)
+_UNCLEAN = re.compile(_TS + r".*UNCLEAN partition change for (?P<tp>\S+) with topic ID \S+: (?P<change>.*?)"
+                      r"(?: \(org\.apache|$)")
+_VALUE = r"(\[[^\]]*\]|-?\d+)"
+_CHANGE = re.compile(r"(?P<field>isr|leader|leaderEpoch): (?P<old>" + _VALUE + r") -> (?P<new>"
+                     + _VALUE + ")")
+
 
 @dataclass
 class Evidence:
@@ -41,6 +51,7 @@ class Evidence:
 
     logs: list[str] = field(default_factory=list)
     truncations: list[dict[str, Any]] = field(default_factory=list)
+    elections: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -71,6 +82,32 @@ def parse_truncations(node: str, text: str, topic: str | None = None) -> list[di
     return found
 
 
+def parse_unclean_elections(node: str, text: str, topic: str | None = None) -> list[dict[str, Any]]:
+    """The unclean elections one node's log records as a KRaft controller (optionally only
+    for ``topic``): ``node`` (who logged it), ``topic``, ``partition``, ``leader`` (the broker
+    elected), ``epoch`` (its leader epoch), ``isr`` (the ISR before), ``time``, ``line``."""
+    found = []
+    for line in text.splitlines():
+        if "UNCLEAN partition change" not in line:
+            continue
+        m = _UNCLEAN.search(line)
+        if not m:
+            continue
+        t, _, p = m.group("tp").rpartition("-")
+        if not p.isdigit() or (topic is not None and t != topic):
+            continue
+        change = {c.group("field"): (c.group("old"), c.group("new"))
+                  for c in _CHANGE.finditer(m.group("change"))}
+        leader, epoch = change.get("leader"), change.get("leaderEpoch")
+        found.append({
+            "node": node, "topic": t, "partition": int(p),
+            "leader": int(leader[1]) if leader else None, "epoch": int(epoch[1]) if epoch else None,
+            "isr": change["isr"][0] if "isr" in change else None,
+            "time": _log_time(m.group("ts")), "line": line.strip()[:500],
+        })
+    return found
+
+
 def _log_time(ts: str) -> float | None:
     try:
         return datetime.strptime(ts, "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -98,3 +135,8 @@ def collect_logs(cluster: Cluster, run_dir: Path, evidence: Evidence, topic: str
         evidence.logs.append(f"logs/{path.name}")
         if node.kind == "broker":
             evidence.truncations.extend(parse_truncations(node.name, text, topic))
+        seen = {(e["topic"], e["partition"], e["epoch"]) for e in evidence.elections}
+        for e in parse_unclean_elections(node.name, text, topic):
+            if (e["topic"], e["partition"], e["epoch"]) not in seen:
+                seen.add((e["topic"], e["partition"], e["epoch"]))
+                evidence.elections.append(e)

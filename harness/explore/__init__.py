@@ -7,7 +7,9 @@ pauses, under a workload), writes it as a case file and runs it on a cluster kep
 runs. Draws prefer the points and faults hit least so far (``seen``, recorded per run so a
 run replays). A point a run awaited in vain (the run's error) counts more, so it is drawn
 less. The first run whose check finds an anomaly the
-system promises against (:data:`.schedule.PROMISED`), and that shows it again in each of
+system promises against (:data:`.schedule.PROMISED`) with no unclean election logged by the
+controller (one that did is ``explained``: Kafka elects the last known leader when no replica of
+the ISR or the ELR is left, and documents that it may lose records), and that shows it again in each of
 ``probe_runs`` rechecks, ends the search (one that does not is recorded in ``flaky`` and the
 search goes on); its schedule is shrunk
 (:mod:`.shrink`: each candidate run ``probe_runs`` times, kept only if every run shows the
@@ -73,6 +75,10 @@ class ExploreRun:
     #: the points whose rule fired (a thread reached them); ``points_hit`` are those whose
     #: state, read from the files at the fault, was the point's
     points_reached: list[str] = field(default_factory=list)
+    #: anomalies of ``PROMISED`` that followed an unclean election (not in ``found``)
+    explained: list[str] = field(default_factory=list)
+    #: the unclean elections the controller logged: ``broker B, epoch E``
+    unclean: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -100,6 +106,9 @@ class Campaign:
     #: ``anomalies``, ``rechecked`` "k/n", ``schedule``): real broken promises that a shrink
     #: could not start from; the search went on after each
     flaky: list[dict[str, Any]] = field(default_factory=list)
+    #: search runs whose anomalies followed an unclean election (``run``, ``anomalies``,
+    #: ``unclean``): Kafka's documented way to lose records, not a broken promise
+    explained: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _now() -> str:
@@ -151,12 +160,15 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             # the next run starts a new one
             reset()
         injections = result.injections or []
+        broken = [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0]
+        unclean = [f"broker {e.get('leader')}, epoch {e.get('epoch')}" for e in result.elections]
         done = ExploreRun(index, s.seed, purpose, label or s.label(), str(path), str(outcome.run_dir),
                           result.verdict, round(time.monotonic() - t0, 1),
-                          [a for a in PROMISED[s.system] if result.anomalies.get(a, 0) > 0],
+                          [] if unclean else broken,
                           sorted({i.point for i in injections if i.hit}),
                           result.error, s.version, _UNREACHED.findall(result.error or "")[:1],
-                          sorted({i.point for i in injections if i.detail}))
+                          sorted({i.point for i in injections if i.detail}),
+                          broken if unclean else [], unclean)
         camp.runs.append(done)
         _save(root, camp)
         log.info("explore: run %d (%s) %s: %s%s", index, purpose, done.label, done.verdict,
@@ -176,6 +188,12 @@ def run_campaign(cluster: str, version: str | None = None, *, seed: int | None =
             seen.update(f"point:{p}" for p in done.points_hit)
             seen.update({f"point:{p}": UNREACHED_WEIGHT for p in done.unreached})
             camp.seen = dict(seen)
+            if done.explained:
+                camp.explained.append({"run": done.index, "anomalies": done.explained,
+                                       "unclean": done.unclean})
+                _save(root, camp)
+                log.info("explore: run %d's %s followed an unclean election (%s): the search goes on",
+                         done.index, ", ".join(done.explained), "; ".join(done.unclean))
             if not done.found:
                 continue
             if do_shrink:  # a shrink starts only from a schedule that shows it again every time

@@ -54,6 +54,11 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
     for f in camp.get("flaky") or []:
         parts.append(f"<p class=found>Found {_e(', '.join(f['anomalies']))} in run {_e(f['run'])}, "
                      f"back in {_e(f['rechecked'])} rechecks: not shrunk, the search went on.</p>")
+    for f in camp.get("explained") or []:
+        parts.append(f"<p>Run {_e(f['run'])}: {_e(', '.join(f['anomalies']))} after an unclean election "
+                     f"by the controller ({_e('; '.join(f['unclean']))}). Kafka elects the last known "
+                     "leader once no replica of the ISR or the eligible replicas is left, and documents "
+                     "that this may lose records: not a broken promise, the search went on.</p>")
     if camp.get("versions"):
         parts.append("<h2>Other versions</h2><ul>" + "".join(
             f"<li>{_e(v)}: {_e(what)}</li>" for v, what in camp["versions"].items()) + "</ul>")
@@ -79,7 +84,9 @@ def write_page(root: Path, camp: dict[str, Any]) -> Path:
         rows.append(f"<tr class={'found' if r.get('found') else ''}><td>{r['index']}</td>"
                     f"<td>{_e(r['purpose'])}</td><td>{_e(r.get('version') or '')}</td><td>{r['seed']}</td>"
                     f"<td>{_e(r['label'])}</td><td><a href='{_e(link)}'>{_e(r['verdict'])}</a></td>"
-                    f"<td>{_e(', '.join(r.get('found') or []))}</td>"
+                    f"<td>{_e(', '.join(r.get('found') or []))}"
+                    + (f" ({_e(', '.join(r['explained']))} after an unclean election)" if r.get('explained')
+                       else "") + "</td>"
                     f"<td>{_e(', '.join(r.get('points_hit') or []))}</td>"
                     f"<td>{r['seconds']}</td><td>{_e(r.get('error') or '')}</td></tr>")
     parts.append("<h2>Runs</h2><table><tr><th>#</th><th>purpose</th><th>version</th><th>seed</th>"

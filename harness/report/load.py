@@ -231,7 +231,7 @@ class LoadedRun:
 
 
 #: Fields of result.json kept item by item (a bad step drops that step, not all of them).
-_ITEM_LISTS = frozenset({"observed", "expectations", "steps", "truncations", "replicas",
+_ITEM_LISTS = frozenset({"observed", "expectations", "steps", "truncations", "elections", "replicas",
                          "collect_problems", "story"})
 _ITEM_MAPS = frozenset({"anomalies", "examples", "counts"})
 _FIELDS = frozenset(f.name for f in fields(RunResult)) - {"run_id"}

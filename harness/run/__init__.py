@@ -179,6 +179,7 @@ def _fill_from_run(result: RunResult, ctx: RunContext) -> None:
         result.injection = result.injections[-1] if result.injections else None
     if ctx.evidence is not None:
         result.truncations = ctx.evidence.truncations
+        result.elections = ctx.evidence.elections
         result.replicas = ctx.evidence.replicas + (ctx.injector.replicas_at_kill()
                                                    if ctx.injector is not None else [])
         result.files["logs"] = ctx.evidence.logs

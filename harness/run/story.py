@@ -6,10 +6,11 @@ from typing import Any
 
 from ..history import history_files, read_events
 from ..result import RunResult
+from ..systems.base import CrashPoints
 from .context import RunContext
 from .scenario import scenario_missed
 
-__all__ = ["loss_sentence", "scenario_sentence", "story"]
+__all__ = ["election_sentence", "loss_sentence", "scenario_sentence", "story"]
 
 
 def story(result: RunResult, ctx: RunContext) -> list[str]:
@@ -27,6 +28,7 @@ def story(result: RunResult, ctx: RunContext) -> list[str]:
             seen.add(key)
             lines.append(f"{t['node']} truncated its log of partition {t['partition']} to offset "
                          f"{t['offset']}.")
+    lines.extend(election_sentence(e, ctx) for e in result.elections)
     if inj and ctx.injector is not None:
         armed_at = ctx.injector.first_armed_at()
         if armed_at is not None:
@@ -42,6 +44,17 @@ def story(result: RunResult, ctx: RunContext) -> list[str]:
     if loss is not None:
         lines.append(loss)
     return lines
+
+
+def election_sentence(e: dict[str, Any], ctx: RunContext | None = None) -> str:
+    """An unclean election the controller logged, in a sentence."""
+    leader = e.get("leader")
+    system = ctx.system if ctx is not None else None
+    who = (system.node_name(leader) if isinstance(system, CrashPoints) and isinstance(leader, int)
+           else f"broker {leader}")
+    return (f"The controller elected {who} leader of partition {e.get('partition')} by an unclean "
+            f"election (leader epoch {e.get('epoch')}; the ISR was {e.get('isr')}): outside the ISR and "
+            "the eligible replicas, it may lack acknowledged records.")
 
 
 def scenario_sentence(result: RunResult) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from harness.collect import parse_truncations
+from harness.collect import parse_truncations, parse_unclean_elections
 from harness.history import make_value
 from harness.systems.kafka_segments import log_end_offset, read_partition_dir, read_segment
 
@@ -80,6 +80,24 @@ def test_truncation_lines_of_every_known_format() -> None:
     assert found[0]["reason"].startswith("leader epoch and offset EpochEndOffset")
     assert found[3]["hw"] == 95 and found[0]["partition"] == 0
     assert len(parse_truncations("kafka-1", LOG)) == 6  # no topic filter: other-0 too
+
+
+ELECTIONS = """\
+[2026-12-07 06:49:19,077] INFO Setting new leader for topicId xymyJK_7RCWRP3ANipEKxw, partition 0 to 1 using an unclean election. (org.apache.kafka.controller.PartitionChangeBuilder)
+[2026-12-07 06:49:19,153] INFO [QuorumController id=1] UNCLEAN partition change for chaos-x-0 with topic ID xymyJK_7RCWRP3ANipEKxw: isr: [] -> [1], leader: -1 -> 1, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 2 -> 3, lastKnownElr: [1] -> [], partitionEpoch: 7 -> 8 (org.apache.kafka.controller.ReplicationControlManager)
+[2026-12-07 06:49:19,155] INFO [QuorumController id=1] UNCLEAN partition change for __consumer_offsets-12 with topic ID GEnJvDw8QJq4CtSYL2cPBA: isr: [2] -> [3], leader: -1 -> 3, leaderEpoch: 3 -> 4, partitionEpoch: 6 -> 7 (org.apache.kafka.controller.ReplicationControlManager)
+"""
+
+
+def test_a_kraft_controllers_unclean_elections_with_the_leader_and_its_epoch() -> None:
+    found = parse_unclean_elections("kafka-2", ELECTIONS, topic="chaos-x")
+    assert [(e["node"], e["topic"], e["partition"], e["leader"], e["epoch"], e["isr"]) for e in found] == [
+        ("kafka-2", "chaos-x", 0, 1, 3, "[]")]
+    assert found[0]["time"] is not None and "UNCLEAN" in found[0]["line"]
+    every = parse_unclean_elections("kafka-2", ELECTIONS)
+    assert [(e["topic"], e["partition"], e["leader"], e["epoch"], e["isr"]) for e in every][1:] == [
+        ("__consumer_offsets", 12, 3, 4, "[2]")]
+    assert parse_unclean_elections("kafka-2", LOG) == []
 
 
 def test_a_power_loss_cuts_each_segment_back_to_its_partitions_recovery_point() -> None:

@@ -89,12 +89,13 @@ def test_shrinking_makes_a_power_loss_a_kill_when_the_failure_does_not_need_it()
     assert [e.fault for e in picky.episodes] == ["powerloss"]
 
 
-def _outcome(tmp_path: Path, case: Any, lost: bool) -> Any:
-    """What a stand-in runner returns: a run that lost a write, or passed."""
+def _outcome(tmp_path: Path, case: Any, lost: bool, elections: list[dict[str, Any]] | None = None) -> Any:
+    """What a stand-in runner returns: a run that lost a write, or passed; ``elections``: the
+    unclean elections its controller logged."""
     run_dir = tmp_path / "runs" / Path(str(case.path)).stem
     run_dir.mkdir(parents=True, exist_ok=True)
     result = SimpleNamespace(verdict="fail" if lost else "pass", injections=[], error=None,
-                             anomalies={"lost-write": 1} if lost else {})
+                             anomalies={"lost-write": 1} if lost else {}, elections=elections or [])
     return SimpleNamespace(result=result, run_dir=run_dir)
 
 
@@ -144,6 +145,27 @@ def test_a_finding_that_does_not_come_back_is_recorded_and_the_search_goes_on(tm
     assert purposes[camp.finding["run"] + 1:camp.finding["run"] + 3] == ["recheck", "recheck"]
     page = (next(tmp_path.glob("explore-*")) / "index.html").read_text()
     assert "back in 0/2 rechecks" in page
+
+
+def test_a_loss_after_an_unclean_election_is_explained_and_the_search_goes_on(tmp_path: Path) -> None:
+    """A stand-in runner in which every run loses a write, and the first three do so after an
+    unclean election (Kafka's last-known-leader rule): those are recorded as explained, never
+    rechecked or shrunk, and the search ends at the first loss without one."""
+    count = Counter[str]()
+
+    def runner(case: Any, **_: Any) -> Any:
+        count["runs"] += 1
+        unclean = [{"leader": 1, "epoch": 3}] if count["runs"] <= 3 else []
+        return _outcome(tmp_path, case, True, unclean)
+
+    camp = run_campaign("kafka-kraft", "4.1.2", seed=3, runs=60, reports_dir=tmp_path, runner=runner,
+                        found_dir=tmp_path / "found", do_shrink=False)
+    assert [e["run"] for e in camp.explained] == [0, 1, 2]
+    assert camp.explained[0] == {"run": 0, "anomalies": ["lost-write"], "unclean": ["broker 1, epoch 3"]}
+    assert [(r.found, r.explained) for r in camp.runs[:3]] == [([], ["lost-write"])] * 3
+    assert camp.finding is not None and camp.finding["run"] == 3 and len(camp.runs) == 4
+    page = (next(tmp_path.glob("explore-*")) / "index.html").read_text()
+    assert "after an unclean election by the controller (broker 1, epoch 3)" in page
 
 
 def test_no_case_is_written_when_the_shrunk_schedule_does_not_confirm(tmp_path: Path) -> None:
@@ -309,7 +331,7 @@ def test_a_point_awaited_in_vain_is_drawn_less_and_its_cluster_made_anew(tmp_pat
             run_dir = tmp_path / "runs" / Path(str(case.path)).stem
             run_dir.mkdir(parents=True, exist_ok=True)
             result = SimpleNamespace(verdict="error" if error else "pass", injections=[], error=error,
-                                     anomalies={})
+                                     anomalies={}, elections=[])
             return SimpleNamespace(result=result, run_dir=run_dir)
         return run
 
@@ -342,7 +364,8 @@ def test_the_campaign_counts_points_reached_apart_from_points_hit(tmp_path: Path
         run_dir = tmp_path / "runs" / Path(str(case.path)).stem
         run_dir.mkdir(parents=True, exist_ok=True)
         injections = [SimpleNamespace(point=p, detail={"node": "kafka-1"}, hit=p != "C1") for p in points]
-        result = SimpleNamespace(verdict="pass", injections=injections, error=None, anomalies={})
+        result = SimpleNamespace(verdict="pass", injections=injections, error=None, anomalies={},
+                                 elections=[])
         return SimpleNamespace(result=result, run_dir=run_dir)
 
     camp = run_campaign("kafka-zk", "0.10.2.2", seed=5, runs=30, reports_dir=tmp_path, runner=runner,

@@ -162,6 +162,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("injection", {**_INJECTION, "leader": 1}, "injection.leader"),
     ("injection", {**_INJECTION, "observed": 1}, "injection.observed"),
     ("truncations", {}, "truncations"), ("truncations", ["x"], "truncations"),
+    ("elections", {}, "elections"), ("elections", [3], "elections"),
     ("replicas", [[1]], "replicas"), ("collect_problems", [{}], "collect_problems"),
     ("variant", 1, "variant"), ("seed", "7", "seed"), ("seed", 1.5, "seed"),
     ("broker_config", [], "broker_config"),

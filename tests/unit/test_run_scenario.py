@@ -15,7 +15,7 @@ from harness.errors import CaseError
 from harness.result import InjectionSummary, Recovery, RunResult, StepRecord
 from harness.run.judge import apply_check
 from harness.run.scenario import MEASURES, measure, scenario_missed
-from harness.run.story import scenario_sentence
+from harness.run.story import election_sentence, scenario_sentence
 
 CASES = Path(__file__).resolve().parents[2] / "cases" / "kafka"
 HOLD = CASES / "transactions" / "kafka-17754-hold.yaml"
@@ -358,3 +358,9 @@ def test_fenced_rereplications_count_the_fragments_autorecovery_began_on_after_t
     with pytest.raises(CaseError, match="only Pulsar's bookies re-replicate ledgers"):
         load_case_text(HEAD + "steps: [{kill9: leader}]\nexpect: {scenario: {fenced-rereplications: 1}}\n",
                        "c.yaml")
+
+
+def test_an_unclean_election_is_told_with_its_leader_epoch_and_isr() -> None:
+    line = election_sentence({"leader": 1, "epoch": 3, "partition": 0, "isr": "[]"})
+    assert line.startswith("The controller elected broker 1 leader of partition 0 by an unclean election")
+    assert "leader epoch 3; the ISR was []" in line
