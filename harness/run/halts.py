@@ -1,5 +1,5 @@
-"""Nodes that stop on their own: the last FATAL or ERROR line that says why, and brokers
-whose exit hung half way."""
+"""Nodes that stop on their own: the last FATAL or ERROR line that says why, brokers
+whose exit hung half way, and followers whose fetcher gave up a partition for good."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 from .context import RunContext
 
-__all__ = ["fatal_line", "last_fatal", "finish_halts", "halted_since_start", "HALT_LINE"]
+__all__ = ["fatal_line", "last_fatal", "finish_halts", "halted_since_start", "failed_partitions", "HALT_LINE"]
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +60,22 @@ def finish_halts(ctx: RunContext, done: set[str]) -> list[str]:
         log.warning("recovery: %s", note)
         finished.append(name)
     return finished
+
+
+def failed_partitions(log_text: str, topic: str, partitions: int) -> dict[int, str]:
+    """The partitions of ``topic`` a follower's fetcher marked as failed ("Partition <tp>
+    marked as failed", Kafka 1.1 and later: an append it could not make, such as a leader
+    whose log diverged from its own) since the follower last took a leader epoch for them,
+    with the exception the fetcher logged before (its first line). The fetcher never fetches
+    such a partition again until a new leader epoch or a restart: the replica stays out of
+    the ISR."""
+    failed = {}
+    for p in range(partitions):
+        tp = f"{topic}-{p}"
+        at = log_text.rfind(f"Partition {tp} marked as failed")
+        if at < 0 or at < log_text.rfind(f"{tp} starts at leader epoch"):
+            continue
+        error = log_text.rfind(f"Unexpected error occurred while processing data for partition {tp}", 0, at)
+        lines = log_text[error:at].splitlines()[1:2] if error >= 0 else []
+        failed[p] = lines[0].strip()[:300] if lines else "marked as failed"
+    return failed

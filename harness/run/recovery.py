@@ -22,7 +22,7 @@ from ..errors import HarnessError, WaitTimeout, WorkloadError
 from ..systems.base import ControllerRemedy, LockLoopWatch, ReadyRemedy, Removable
 from ..wait import wait_until
 from .context import RunContext
-from .halts import finish_halts, last_fatal
+from .halts import failed_partitions, finish_halts, last_fatal
 
 __all__ = ["READY_REMEDY_AFTER_S", "UNSTICK_AFTER_S", "collect", "collect_once", "heal_quietly",
            "recover", "record_repair", "repair_name", "wait_remedied", "wait_unsticking"]
@@ -216,29 +216,41 @@ def wait_ready_remedied(ctx: RunContext, timeout: float, *, after: str = "recove
 
 
 def _wait_converged(ctx: RunContext, timeout: float) -> None:
-    """Until every partition is whole again; or, when a broker the heal started has exited
-    again on its own (Kafka 0.10 halts a follower whose leader's log is shorter than its
-    own: "log truncation is not allowed") while every partition has a leader, until then:
-    the partitions are read from their leaders, and the story says which broker stayed down."""
+    """Until every partition is whole again; or, while every partition has a leader, until
+    a broker the heal started has exited again on its own (Kafka 0.10 halts a follower whose
+    leader's log is shorter than its own: "log truncation is not allowed") or a follower's
+    fetcher has given up a partition for good (:func:`.halts.failed_partitions`): the
+    partitions are then read from their leaders, and the story says which broker stayed down
+    or out of the ISR, and why."""
     topic, spec, system = ctx.topic, ctx.case.topic, ctx.the_system
     halted: set[str] = set()
 
-    def whole_or_settled() -> list[str] | bool:
+    def whole_or_settled() -> tuple[str, str, list[str]] | bool:
         if system.converged(topic, spec.partitions, spec.replication_factor):
             return True
         halted.update(finish_halts(ctx, halted))
         exited = [n.name for n in system.brokers() if n.container.status == "exited"]
-        return exited if exited and _all_led(ctx) else False
+        if exited and _all_led(ctx):
+            return ("broker exited in recovery", f"{', '.join(exited)} exited on its own after the heal "
+                    f"started it, and stayed down{last_fatal(ctx, exited)}", exited)
+        running = [n.name for n in system.brokers() if n.container.status == "running"]
+        stuck = {name: failed for name, text in ctx.the_cluster.node_logs(running, tail=5000)
+                 if (failed := failed_partitions(text, topic, spec.partitions))}
+        if stuck and _all_led(ctx):
+            return ("fetcher gave up in recovery", "; ".join(
+                f"{name}'s fetcher gave up partition {p} ({why}), and it stayed out of the ISR"
+                for name, failed in stuck.items() for p, why in failed.items()), list(stuck))
+        return False
 
     outcome = wait_unsticking(ctx, whole_or_settled, timeout=timeout,
                               what=f"{topic}: every partition whole again (led with a full ISR "
                                    f"of {spec.replication_factor}, or owned)")
     if outcome is True:
         return
-    note = (f"{', '.join(outcome)} exited on its own after the heal started it, and stayed "
-            f"down{last_fatal(ctx, outcome)}; every partition had a leader, and was read from it")
+    label, said, nodes = outcome
+    note = f"{said}; every partition had a leader, and was read from it"
     ctx.recovery.observations.append(note)
-    ctx.events.mark("broker exited in recovery", {"nodes": outcome})
+    ctx.events.mark(label, {"nodes": nodes})
     log.warning("recovery: %s", note)
 
 

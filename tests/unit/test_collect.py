@@ -7,6 +7,7 @@ import zlib
 
 from harness.collect import parse_truncations, parse_unclean_elections
 from harness.history import make_value
+from harness.run.halts import failed_partitions
 from harness.systems.kafka_segments import log_end_offset, read_partition_dir, read_segment
 
 
@@ -142,3 +143,26 @@ def test_reads_the_message_format_of_kafka_0_10() -> None:
     # a broker that switched format keeps old messages before new batches
     mixed = _legacy(0, make_value("p0-1", 20)) + _batch(1, 4, [make_value("p0-2", 20)])
     assert [(r.offset, r.epoch) for r in read_segment(mixed)] == [(0, -1), (1, 4)]
+
+
+#: Kafka 3.9.2 with inter.broker.protocol.version 0.11.0-IV1 (an exploration run): kafka-3,
+#: the old leader, truncated to its high watermark 11 while its new leader's log had diverged
+#: at offset 10; the fetcher could not append and gave the partition up
+FAILED = """\
+[2026-12-07 09:19:36,256] INFO [Broker id=3] Follower {tp} starts at leader epoch 2 from offset 312 with partition epoch 2 and high watermark 11. Current leader is 2.
+[2026-12-07 09:19:38,551] INFO [UnifiedLog partition={tp}, dir=/data/kafka] Truncating to offset 11 (kafka.log.UnifiedLog)
+[2026-12-07 09:19:38,626] ERROR [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] Unexpected error occurred while processing data for partition {tp} at offset 11 (kafka.server.ReplicaFetcherThread)
+kafka.common.UnexpectedAppendOffsetException: Unexpected offset in append to {tp}. First offset 10 is less than the next offset 11.
+\tat kafka.log.UnifiedLog.append(UnifiedLog.scala:860)
+[2026-12-07 09:19:38,627] WARN [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] Partition {tp} marked as failed (kafka.server.ReplicaFetcherThread)
+"""
+
+
+def test_a_partition_a_fetcher_gave_up_is_found_until_a_new_leader_epoch() -> None:
+    text = FAILED.format(tp="t-1")
+    assert failed_partitions(text, "t", 3) == {1: "kafka.common.UnexpectedAppendOffsetException: Unexpected "
+                                                  "offset in append to t-1. First offset 10 is less than "
+                                                  "the next offset 11."}
+    assert failed_partitions(text, "u", 3) == {} and failed_partitions(text, "t", 1) == {}
+    later = text + "[t] INFO [Broker id=3] Follower t-1 starts at leader epoch 3 from offset 11\n"
+    assert failed_partitions(later, "t", 3) == {}

@@ -272,6 +272,28 @@ def test_a_halted_broker_with_a_leaderless_partition_still_times_out() -> None:
     assert not run.recovery.observations
 
 
+_FAILED = ("[t] INFO [Broker id=3] Follower {tp} starts at leader epoch 2 from offset 312\n"
+           "[t] ERROR Unexpected error occurred while processing data for partition {tp} at offset 11\n"
+           "kafka.common.UnexpectedAppendOffsetException: First offset 10 is less than the next offset 11.\n"
+           "[t] WARN [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] Partition {tp} marked as failed\n")
+
+
+def test_a_follower_whose_fetcher_gave_up_is_recorded_and_the_leaders_are_read() -> None:
+    system = HaltingSystem()
+    system._nodes[0].container.status = "running"
+    run = _run(system)
+    topic = run.topic
+    run.cluster = SimpleNamespace(node_logs=lambda names=None, tail=20: [
+        (n, _FAILED.format(tp=f"{topic}-0") if n == "kafka-3" else "") for n in names or ()])
+    t0 = time.monotonic()
+    recovery._wait_converged(run, 30.0)
+    assert time.monotonic() - t0 < 5
+    note = run.recovery.observations[-1]
+    assert note.startswith("kafka-3's fetcher gave up partition 0 (kafka.common.UnexpectedAppendOffset")
+    assert note.endswith("and it stayed out of the ISR; every partition had a leader, and was read from it")
+    assert run.timeline.marks[-1]["label"] == "fetcher gave up in recovery"
+
+
 class NamedNotServing(FakeSystem):
     """ZooKeeper names kafka-2 the leader; kafka-2 serves only once a controller election
     has sent it a LeaderAndIsr with its current epoch (CI, 3.9.2: it had rejected the
