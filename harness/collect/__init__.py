@@ -124,6 +124,7 @@ def collect_logs(cluster: Cluster, run_dir: Path, evidence: Evidence, topic: str
     except BackendError as exc:
         evidence.problems.append(f"logs: {exc}")
         return
+    seen = {(e["topic"], e["partition"], e["epoch"]) for e in evidence.elections}
     for node in nodes:
         try:
             text = node.container.logs()
@@ -135,7 +136,6 @@ def collect_logs(cluster: Cluster, run_dir: Path, evidence: Evidence, topic: str
         evidence.logs.append(f"logs/{path.name}")
         if node.kind == "broker":
             evidence.truncations.extend(parse_truncations(node.name, text, topic))
-        seen = {(e["topic"], e["partition"], e["epoch"]) for e in evidence.elections}
         for e in parse_unclean_elections(node.name, text, topic):
             if (e["topic"], e["partition"], e["epoch"]) not in seen:
                 seen.add((e["topic"], e["partition"], e["epoch"]))

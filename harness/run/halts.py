@@ -4,6 +4,7 @@ whose exit hung half way, and followers whose fetcher gave up a partition for go
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from .context import RunContext
 
@@ -41,16 +42,15 @@ def halted_since_start(log_text: str) -> bool:
     return halt > started
 
 
-def finish_halts(ctx: RunContext, done: set[str]) -> list[str]:
+def finish_halts(ctx: RunContext, done: set[str], logs: Mapping[str, str]) -> list[str]:
     """Brokers that logged :data:`HALT_LINE` and still run: their exit hung (seen on
     0.10.2.2: the fetcher thread's exit waits on the shutdown that waits on it; the socket
-    server was already closed, so the controller could not reach it). Each is killed once,
-    which completes the exit it began, and the story says so; returns their names."""
-    running = [n.name for n in ctx.the_system.brokers()
-               if n.name not in done and n.container.status == "running"]
+    server was already closed, so the controller could not reach it). ``logs``: the running
+    brokers' last log lines, by name. Each is killed once, which completes the exit it began,
+    and the story says so; returns their names."""
     finished = []
-    for name, text in ctx.the_cluster.node_logs(running, tail=300) if running else []:
-        if not halted_since_start(text):
+    for name, text in logs.items():
+        if name in done or not halted_since_start(text):
             continue
         ctx.the_cluster.node(name).container.kill("KILL")
         note = (f"{name} logged \"{HALT_LINE}\" and its exit hung; the harness killed it to "

@@ -228,14 +228,15 @@ def _wait_converged(ctx: RunContext, timeout: float) -> None:
     def whole_or_settled() -> tuple[str, str, list[str]] | bool:
         if system.converged(topic, spec.partitions, spec.replication_factor):
             return True
-        halted.update(finish_halts(ctx, halted))
+        running = [n.name for n in system.brokers() if n.container.status == "running"]
+        logs = dict(ctx.the_cluster.node_logs(running, tail=5000)) if running else {}
+        halted.update(finish_halts(ctx, halted, logs))
         exited = [n.name for n in system.brokers() if n.container.status == "exited"]
         if exited and _all_led(ctx):
             return ("broker exited in recovery", f"{', '.join(exited)} exited on its own after the heal "
                     f"started it, and stayed down{last_fatal(ctx, exited)}", exited)
-        running = [n.name for n in system.brokers() if n.container.status == "running"]
-        stuck = {name: failed for name, text in ctx.the_cluster.node_logs(running, tail=5000)
-                 if (failed := failed_partitions(text, topic, spec.partitions))}
+        stuck = {name: failed for name, text in logs.items() if name not in halted
+                 and (failed := failed_partitions(text, topic, spec.partitions))}
         if stuck and _all_led(ctx):
             return ("fetcher gave up in recovery", "; ".join(
                 f"{name}'s fetcher gave up partition {p} ({why}), and it stayed out of the ISR"
